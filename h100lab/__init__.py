@@ -1,0 +1,3 @@
+"""H100 Lab machine model."""
+from ._version import __version__
+

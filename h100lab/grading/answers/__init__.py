@@ -1,0 +1,1 @@
+"""Answer modules, one per lesson: ``lNN.py`` registers that lesson's exercises."""

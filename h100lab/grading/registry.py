@@ -1,0 +1,135 @@
+"""The exercise registry: reference answers computed from the model, and the comparison rules.
+
+Each lesson keeps its exercises in ``h100lab/grading/answers/lNN.py``; a module there registers every
+exercise of its set with :func:`exercise`. The reference answer is *computed* by calling the model
+(never typed in), so the answer key cannot drift from the model the book teaches.
+
+    from h100lab.grading.registry import exercise
+
+    @exercise("1.3", points=2, hint="Registers are allocated per warp in units of 256.")
+    def _():
+        from h100lab.occupancy import occupancy
+        return occupancy(256, 64).active_blocks
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["Exercise", "exercise", "get", "all_exercises", "compare", "NO_ANSWER"]
+
+NO_ANSWER = Ellipsis  # what a student stub holds until it is answered
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise: its id ("L.N"), points, hint and how to compute the reference answer."""
+
+    id: str
+    reference: Callable[[], Any]
+    points: int = 1
+    hint: str = ""
+    rtol: float = 0.0
+    atol: float = 0.0
+    unordered: bool = False
+    equal: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
+
+    def answer(self) -> Any:
+        return self.reference()
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(ex_id: str, *, points: int = 1, hint: str = "", rtol: float = 0.0, atol: float = 0.0,
+             unordered: bool = False, equal: Callable[[Any, Any], bool] | None = None):
+    """Register the decorated zero-argument function as the reference answer of exercise ``ex_id``."""
+    _check_id(ex_id)
+
+    def deco(fn: Callable[[], Any]) -> Callable[[], Any]:
+        if ex_id in _REGISTRY and _REGISTRY[ex_id].reference.__qualname__ != fn.__qualname__:
+            raise ValueError(f"exercise {ex_id!r} is registered twice")
+        _REGISTRY[ex_id] = Exercise(ex_id, fn, points, hint, rtol, atol, unordered, equal)
+        return fn
+
+    return deco
+
+
+def _check_id(ex_id: str) -> None:
+    parts = ex_id.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"exercise id {ex_id!r} must look like 'L.N' (lesson number, exercise number)")
+
+
+def get(ex_id: str) -> Exercise:
+    """The registered exercise ``ex_id``; imports its lesson's answer module on first use."""
+    _check_id(ex_id)
+    if ex_id not in _REGISTRY:
+        lesson = int(ex_id.split(".")[0])
+        try:
+            importlib.import_module(f"h100lab.grading.answers.l{lesson:02d}")
+        except ModuleNotFoundError as exc:
+            raise KeyError(f"no exercise set for lesson {lesson} (exercise {ex_id!r})") from exc
+    try:
+        return _REGISTRY[ex_id]
+    except KeyError:
+        raise KeyError(f"unknown exercise {ex_id!r}") from None
+
+
+def all_exercises(lesson: int | None = None) -> list[Exercise]:
+    """Every registered exercise (of one lesson if given), importing all answer modules."""
+    import pkgutil
+
+    from . import answers
+
+    for mod in pkgutil.iter_modules(answers.__path__):
+        if mod.name.startswith("l") and (lesson is None or mod.name == f"l{lesson:02d}"):
+            importlib.import_module(f"h100lab.grading.answers.{mod.name}")
+    exs = [e for e in _REGISTRY.values() if lesson is None or e.id.split(".")[0] == str(lesson)]
+    return sorted(exs, key=lambda e: tuple(int(p) for p in e.id.split(".")))
+
+
+def _plain(x: Any) -> Any:
+    """Turn NumPy scalars/arrays and tuples into plain Python values for comparison."""
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    return x
+
+
+def compare(ex: Exercise, value: Any, expected: Any) -> bool:
+    """Whether ``value`` answers ``ex`` given the reference ``expected``."""
+    if ex.equal is not None:
+        return bool(ex.equal(value, expected))
+    v, e = _plain(value), _plain(expected)
+    if ex.unordered and isinstance(v, list) and isinstance(e, list):
+        try:
+            v, e = sorted(v), sorted(e)
+        except TypeError:
+            return False
+    return _eq(v, e, ex.rtol, ex.atol)
+
+
+def _eq(v: Any, e: Any, rtol: float, atol: float) -> bool:
+    if isinstance(e, bool) or isinstance(v, bool):
+        return type(v) is type(e) and v == e
+    if isinstance(e, (int, float)) and isinstance(v, (int, float)):
+        if isinstance(e, float) and math.isnan(e):
+            return isinstance(v, float) and math.isnan(v)
+        if rtol == 0 and atol == 0:
+            return v == e
+        return math.isclose(v, e, rel_tol=rtol, abs_tol=atol)
+    if isinstance(e, list) and isinstance(v, list):
+        return len(v) == len(e) and all(_eq(a, b, rtol, atol) for a, b in zip(v, e))
+    if isinstance(e, dict) and isinstance(v, dict):
+        return v.keys() == e.keys() and all(_eq(v[k], e[k], rtol, atol) for k in e)
+    return v == e

@@ -1,0 +1,1 @@
+"""Shared memory and global memory: banks, coalescing, state spaces, swizzles (one module each)."""

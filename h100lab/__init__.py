@@ -1,3 +1,23 @@
-"""H100 Lab machine model."""
+"""H100 Lab: an executable model of NVIDIA's Hopper GPU (H100, H200) for the book of the same name.
+
+Subpackages load on first use (``h100lab.specs``, ``h100lab.tma``, ...), so ``import h100lab`` is
+cheap and never pulls in matplotlib, ipywidgets or the CUDA bindings.
+"""
+from __future__ import annotations
+
+import importlib
+
 from ._version import __version__
 
+__all__ = ["__version__"]
+
+_SUBMODULES = {
+    "specs", "occupancy", "memory", "roofline", "cluster", "ptx", "sync", "sim", "tma", "tensorcore",
+    "design", "multigpu", "viz", "widgets", "cuda", "grading", "book", "data", "validation", "measure",
+}
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'h100lab' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Test helpers shared by the repository's tests (a pytest plugin for jupytext notebooks)."""

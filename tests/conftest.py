@@ -1,0 +1,34 @@
+"""Shared test configuration: hypothesis profiles, GPU skipping, fixtures folders."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# CI: reproducible examples, no deadline flakiness on a loaded 2-core machine.
+settings.register_profile("ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+# Hostile notebooks and other fixtures are data for the tests, never tests themselves.
+collect_ignore_glob = ["fixtures/*", "site/*"] if not os.environ.get("H100LAB_SITE_TESTS") else ["fixtures/*"]
+
+
+def _gpu_skip_reason() -> str | None:
+    try:
+        from h100lab import cuda
+    except ImportError as exc:  # the backend is not importable at all
+        return f"h100lab.cuda is not importable: {exc}"
+    return cuda.unavailable_reason()
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [it for it in items if it.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    reason = _gpu_skip_reason()
+    if reason:
+        skip = pytest.mark.skip(reason=f"needs a Hopper GPU: {reason}")
+        for it in gpu_items:
+            it.add_marker(skip)

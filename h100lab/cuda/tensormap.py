@@ -43,12 +43,11 @@ def enum_value(param: str, name: Any):
     if not isinstance(name, str):
         raise ValueError(f"{param} {name!r}: give the driver's enumerator name, e.g. {prefix}...")
     full = name if name.startswith(prefix) else prefix + name
-    try:
-        return cls[full]
-    except KeyError:
+    member = getattr(cls, full, None) if full.startswith(prefix) else None
+    if not isinstance(member, cls):
         valid = [m.name for m in cls]
-        raise ValueError(f"{param} {name!r} is not a {cls_name} enumerator of this driver API; valid: {valid}") \
-            from None
+        raise ValueError(f"{param} {name!r} is not a {cls_name} enumerator of this driver API; valid: {valid}")
+    return member
 
 
 @dataclass(frozen=True)

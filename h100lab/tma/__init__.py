@@ -1,0 +1,19 @@
+"""The Tensor Memory Accelerator: tensor maps (lesson 4) and the ``cp.async.bulk`` family (lesson 5).
+
+* :mod:`~h100lab.tma.descriptor` — ``cuTensorMapEncodeTiled`` / ``...Im2col`` with the sm_90 driver's verdicts;
+* :mod:`~h100lab.tma.tensor` — what a tensor copy writes: the swizzled shared-memory image, stores, reductions, im2col;
+* :mod:`~h100lab.tma.l2` — a small L2 model: sectors, promotion, eviction priorities, prefetch;
+* :mod:`~h100lab.tma.bulk` — raw ``cp.async.bulk``, completion (mbarrier ``complete_tx``, bulk groups), multicast;
+* :mod:`~h100lab.tma.smem_plan` — a dynamic-shared-memory layout planner;
+* :mod:`~h100lab.tma.pipeline` — TMA work in lesson 3's simulator.
+"""
+from .descriptor import (DocumentationWarning, TensorMap, TensorMapError, Verdict, encode_im2col, encode_tiled,
+                         row_major_strides, verdict, verdict_im2col)
+from .enums import DATA_TYPES, data_type, numpy_dtype
+from .tensor import (OOB_NAN, BoxMap, TmaFault, box_map, global_segments, im2col_pixels, load, load_im2col, reduce,
+                     smem_address, store)
+
+__all__ = ["DocumentationWarning", "TensorMap", "TensorMapError", "Verdict", "encode_im2col", "encode_tiled",
+           "row_major_strides", "verdict", "verdict_im2col", "DATA_TYPES", "data_type", "numpy_dtype", "OOB_NAN",
+           "BoxMap", "TmaFault", "box_map", "global_segments", "im2col_pixels", "load", "load_im2col", "reduce",
+           "smem_address", "store"]

@@ -10,11 +10,17 @@ exercise of its set with :func:`exercise`. The reference answer is *computed* by
     def _():
         from h100lab.occupancy import occupancy
         return occupancy(256, 64).active_blocks
+
+Comparison (:func:`compare`): NumPy arrays and scalars, tuples and dataclass-free containers are
+turned into plain Python values first; numbers compare exactly unless ``rtol``/``atol`` are given
+(``math.isclose``); ``bool`` never equals ``int``; NaN equals NaN; ``unordered=True`` compares two
+lists as multisets; ``equal=`` replaces all of this with the exercise's own predicate.
 """
 from __future__ import annotations
 
 import importlib
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -23,6 +29,8 @@ import numpy as np
 __all__ = ["Exercise", "exercise", "get", "all_exercises", "compare", "NO_ANSWER"]
 
 NO_ANSWER = Ellipsis  # what a student stub holds until it is answered
+
+_ID = re.compile(r"[0-9]+\.[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -38,21 +46,49 @@ class Exercise:
     unordered: bool = False
     equal: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
 
+    @property
+    def lesson(self) -> int:
+        """The lesson number, the part of the id before the dot."""
+        return int(self.id.split(".")[0])
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Sort key: (lesson, exercise number), so "1.10" comes after "1.9"."""
+        a, b = self.id.split(".")
+        return int(a), int(b)
+
     def answer(self) -> Any:
+        """The reference answer, computed by calling the model."""
         return self.reference()
 
 
 _REGISTRY: dict[str, Exercise] = {}
 
 
+def _origin(fn: Callable) -> tuple[str, str, int]:
+    code = getattr(fn, "__code__", None)
+    return (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", "?"),
+            code.co_firstlineno if code is not None else -1)
+
+
 def exercise(ex_id: str, *, points: int = 1, hint: str = "", rtol: float = 0.0, atol: float = 0.0,
              unordered: bool = False, equal: Callable[[Any, Any], bool] | None = None):
-    """Register the decorated zero-argument function as the reference answer of exercise ``ex_id``."""
+    """Register the decorated zero-argument function as the reference answer of exercise ``ex_id``.
+
+    Re-importing the same module (same function, same place) re-registers silently; a second, different
+    function for an id already taken raises ``ValueError``.
+    """
     _check_id(ex_id)
+    if not isinstance(points, int) or isinstance(points, bool) or points < 0:
+        raise ValueError(f"exercise {ex_id!r}: points must be a non-negative int, got {points!r}")
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"exercise {ex_id!r}: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
 
     def deco(fn: Callable[[], Any]) -> Callable[[], Any]:
-        if ex_id in _REGISTRY and _REGISTRY[ex_id].reference.__qualname__ != fn.__qualname__:
-            raise ValueError(f"exercise {ex_id!r} is registered twice")
+        old = _REGISTRY.get(ex_id)
+        if old is not None and _origin(old.reference) != _origin(fn):
+            m, q, line = _origin(old.reference)
+            raise ValueError(f"exercise {ex_id!r} is registered twice (first by {m}.{q}, line {line})")
         _REGISTRY[ex_id] = Exercise(ex_id, fn, points, hint, rtol, atol, unordered, equal)
         return fn
 
@@ -60,8 +96,7 @@ def exercise(ex_id: str, *, points: int = 1, hint: str = "", rtol: float = 0.0, 
 
 
 def _check_id(ex_id: str) -> None:
-    parts = ex_id.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if not isinstance(ex_id, str) or not _ID.fullmatch(ex_id):
         raise ValueError(f"exercise id {ex_id!r} must look like 'L.N' (lesson number, exercise number)")
 
 
@@ -70,9 +105,12 @@ def get(ex_id: str) -> Exercise:
     _check_id(ex_id)
     if ex_id not in _REGISTRY:
         lesson = int(ex_id.split(".")[0])
+        name = f"h100lab.grading.answers.l{lesson:02d}"
         try:
-            importlib.import_module(f"h100lab.grading.answers.l{lesson:02d}")
+            importlib.import_module(name)
         except ModuleNotFoundError as exc:
+            if exc.name != name:  # the answer module exists but one of its imports is missing
+                raise
             raise KeyError(f"no exercise set for lesson {lesson} (exercise {ex_id!r})") from exc
     try:
         return _REGISTRY[ex_id]
@@ -81,16 +119,16 @@ def get(ex_id: str) -> Exercise:
 
 
 def all_exercises(lesson: int | None = None) -> list[Exercise]:
-    """Every registered exercise (of one lesson if given), importing all answer modules."""
+    """Every registered exercise (of one lesson if given), importing all answer modules, in id order."""
     import pkgutil
 
     from . import answers
 
     for mod in pkgutil.iter_modules(answers.__path__):
-        if mod.name.startswith("l") and (lesson is None or mod.name == f"l{lesson:02d}"):
+        if re.fullmatch(r"l\d+", mod.name) and (lesson is None or int(mod.name[1:]) == lesson):
             importlib.import_module(f"h100lab.grading.answers.{mod.name}")
-    exs = [e for e in _REGISTRY.values() if lesson is None or e.id.split(".")[0] == str(lesson)]
-    return sorted(exs, key=lambda e: tuple(int(p) for p in e.id.split(".")))
+    exs = [e for e in _REGISTRY.values() if lesson is None or e.lesson == lesson]
+    return sorted(exs, key=lambda e: e.key)
 
 
 def _plain(x: Any) -> Any:
@@ -102,12 +140,18 @@ def _plain(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_plain(v) for v in x]
     if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
+        return {_plain_key(k): _plain(v) for k, v in x.items()}
     return x
 
 
+def _plain_key(k: Any) -> Any:
+    if isinstance(k, np.generic):
+        return k.item()
+    return k
+
+
 def compare(ex: Exercise, value: Any, expected: Any) -> bool:
-    """Whether ``value`` answers ``ex`` given the reference ``expected``."""
+    """Whether ``value`` answers ``ex`` given the reference ``expected`` (rules in the module docstring)."""
     if ex.equal is not None:
         return bool(ex.equal(value, expected))
     v, e = _plain(value), _plain(expected)
@@ -125,6 +169,8 @@ def _eq(v: Any, e: Any, rtol: float, atol: float) -> bool:
     if isinstance(e, (int, float)) and isinstance(v, (int, float)):
         if isinstance(e, float) and math.isnan(e):
             return isinstance(v, float) and math.isnan(v)
+        if isinstance(v, float) and math.isnan(v):
+            return False
         if rtol == 0 and atol == 0:
             return v == e
         return math.isclose(v, e, rel_tol=rtol, abs_tol=atol)
@@ -132,4 +178,7 @@ def _eq(v: Any, e: Any, rtol: float, atol: float) -> bool:
         return len(v) == len(e) and all(_eq(a, b, rtol, atol) for a, b in zip(v, e))
     if isinstance(e, dict) and isinstance(v, dict):
         return v.keys() == e.keys() and all(_eq(v[k], e[k], rtol, atol) for k in e)
-    return v == e
+    try:
+        return bool(v == e)
+    except Exception:  # an object whose == raises or returns an array never answers
+        return False

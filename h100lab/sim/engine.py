@@ -1,0 +1,206 @@
+"""A small discrete-event engine: a clock in nanoseconds, processes written as generator functions,
+one-shot events, and callbacks at a time.
+
+It follows simpy's shape (``Environment`` → :class:`Engine`, ``env.process(gen)``, ``yield
+env.timeout(d)`` → ``yield d``, ``yield event``) but keeps only what the machine model needs, because
+speed matters here: lesson 8 simulates whole-GEMM schedules of ~10^6 events and must stay under 2 s.
+On this project's 2-core CI machine the same producer/consumer loop ran at about 0.8 M events/s with
+simpy 4.1 and about 2.7 M events/s with this engine (``benchmarks/bench_l03.py`` re-measures both:
+``python benchmarks/bench_l03.py``); after the model's own per-event work (mbarrier bytes, trace
+records) simpy would leave well under the 0.5 M events/s that 10^6 events in 2 s needs.
+
+A process is a generator. It may yield
+
+* a number — sleep that many ns (``yield 12.5``);
+* an :class:`Event` — wait until it is triggered; the ``yield`` evaluates to the event's value;
+* ``None`` — yield control and continue at the same time (after other ready work).
+
+Deterministic: ties in time run in the order they were scheduled.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable, Generator, Iterable
+
+__all__ = ["Engine", "Event", "Process", "Deadlock", "SimulationError"]
+
+
+class SimulationError(RuntimeError):
+    """A simulation that cannot proceed (a process raised, or the model was misused)."""
+
+
+class Deadlock(SimulationError):
+    """Every remaining process waits on an event that nothing can trigger any more."""
+
+    def __init__(self, blocked: list[tuple[str, str]], now: float):
+        self.blocked = blocked
+        self.now = now
+        lines = "; ".join(f"{p} waits on {e}" for p, e in blocked)
+        super().__init__(f"deadlock at {now:.1f} ns: {lines}")
+
+
+class Event:
+    """A one-shot event. ``succeed(value)`` triggers it; waiting processes resume with ``value``;
+    callbacks ``fn(value)`` run at the trigger time. ``label`` names it in deadlock reports."""
+
+    __slots__ = ("engine", "label", "triggered", "value", "_waiters")
+
+    def __init__(self, engine: "Engine", label: str = "event"):
+        self.engine = engine
+        self.label = label
+        self.triggered = False
+        self.value: Any = None
+        self._waiters: list = []   # Process objects or callables
+
+    def __repr__(self) -> str:
+        return f"Event({self.label!r}{', triggered' if self.triggered else ''})"
+
+    def succeed(self, value: Any = None) -> "Event":
+        """Trigger now; everything waiting on it is scheduled at the current time."""
+        if self.triggered:
+            raise SimulationError(f"event {self.label!r} triggered twice")
+        self.triggered = True
+        self.value = value
+        eng = self.engine
+        for w in self._waiters:
+            if isinstance(w, Process):
+                w._waiting = None
+                eng._push(eng.now, w._step, value)
+            else:
+                eng._push(eng.now, w, value)
+        self._waiters = []
+        return self
+
+    def on(self, fn: Callable[[Any], None]) -> None:
+        """Call ``fn(value)`` when triggered (at once, scheduled now, if already triggered)."""
+        if self.triggered:
+            self.engine._push(self.engine.now, fn, self.value)
+        else:
+            self._waiters.append(fn)
+
+
+class Process:
+    """A running generator. ``done`` is an :class:`Event` triggered with its return value."""
+
+    __slots__ = ("engine", "name", "gen", "done", "_waiting", "__weakref__")
+
+    def __init__(self, engine: "Engine", gen: Generator, name: str):
+        self.engine = engine
+        self.name = name
+        self.gen = gen
+        self.done = Event(engine, f"end of {name}")
+        self._waiting: Event | None = None
+
+    def __repr__(self) -> str:
+        return f"Process({self.name!r})"
+
+    def _step(self, value: Any) -> None:
+        eng = self.engine
+        try:
+            cmd = self.gen.send(value)
+        except StopIteration as stop:
+            eng._live -= 1
+            self.done.succeed(stop.value)
+            return
+        except Exception as exc:  # name the process in the error
+            raise SimulationError(f"process {self.name!r} failed at {eng.now:.1f} ns: {exc}") from exc
+        cls = cmd.__class__
+        if cls is float or cls is int:
+            if cmd < 0:
+                raise SimulationError(f"process {self.name!r} asked to sleep {cmd} ns")
+            eng._push(eng.now + cmd, self._step, None)
+        elif cls is Event:
+            if cmd.triggered:
+                eng._push(eng.now, self._step, cmd.value)
+            else:
+                self._waiting = cmd
+                cmd._waiters.append(self)
+        elif cmd is None:
+            eng._push(eng.now, self._step, None)
+        else:
+            raise SimulationError(f"process {self.name!r} yielded {cmd!r}: yield a delay in ns, an Event "
+                                  f"or None")
+
+
+class Engine:
+    """The clock and the event queue. ``now`` is the current time in ns."""
+
+    def __init__(self):
+        self.now = 0.0
+        self._q: list = []
+        self._seq = 0
+        self._live = 0
+        self.processes: list[Process] = []
+        self.steps = 0   # callbacks executed so far (the benchmark's "events")
+
+    def _push(self, t: float, fn: Callable, arg: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._q, (t, self._seq, fn, arg))
+
+    # -- public API -----------------------------------------------------------------------------
+    def event(self, label: str = "event") -> Event:
+        """A new untriggered event."""
+        return Event(self, label)
+
+    def process(self, gen: Generator, name: str = "process") -> Process:
+        """Start a generator as a process at the current time."""
+        p = Process(self, gen, name)
+        self.processes.append(p)
+        self._live += 1
+        self._push(self.now, p._step, None)
+        return p
+
+    def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """Call ``fn(arg)`` at absolute time ``t`` ns (not before now)."""
+        if t < self.now:
+            raise SimulationError(f"cannot schedule at {t} ns, before now ({self.now} ns)")
+        self._push(t, fn, arg)
+
+    def timeout(self, delay: float, value: Any = None, label: str = "timeout") -> Event:
+        """An event that triggers ``delay`` ns from now."""
+        ev = Event(self, label)
+        self._push(self.now + delay, ev.succeed, value)
+        return ev
+
+    def all_of(self, events: Iterable[Event], label: str = "all_of") -> Event:
+        """An event triggered when every event in ``events`` has triggered (value: their values)."""
+        evs = list(events)
+        out = Event(self, label)
+        left = [len(evs)]
+        if not evs:
+            out.succeed([])
+            return out
+
+        def one(_):
+            left[0] -= 1
+            if left[0] == 0:
+                out.succeed([e.value for e in evs])
+
+        for e in evs:
+            e.on(one)
+        return out
+
+    def run(self, until: float | None = None) -> float:
+        """Run until nothing is left to do (or until ``until`` ns); returns the final time.
+
+        Raises :class:`Deadlock` when processes are still waiting but no event is scheduled.
+        """
+        q = self._q
+        pop = heapq.heappop
+        steps = 0
+        try:
+            while q:
+                if until is not None and q[0][0] > until:
+                    self.now = until
+                    return until
+                t, _, fn, arg = pop(q)
+                self.now = t
+                fn(arg)
+                steps += 1
+        finally:
+            self.steps += steps
+        if self._live:
+            blocked = [(p.name, p._waiting.label if p._waiting else "?") for p in self.processes
+                       if not p.done.triggered]
+            raise Deadlock(blocked, self.now)
+        return self.now

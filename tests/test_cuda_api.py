@@ -200,3 +200,18 @@ def test_check_maps_every_result_to_its_name():
 def test_driver_version_is_a_string():
     v = cuda.driver_version()
     assert isinstance(v, str) and v
+
+
+def test_environment_report():
+    import json
+
+    from h100lab.cuda.__main__ import environment
+
+    env = environment(compile_kernels=False)
+    assert env["python"] and "gpu_unavailable_reason" in env
+    assert (env["gpu_unavailable_reason"] is None) == cuda.available()
+    out = _py("from h100lab.cuda.__main__ import main; main(['--json'])")
+    rep = json.loads(out)
+    if rep["compiler_unavailable_reason"] is None:
+        assert set(rep["kernels"]) == set(cuda.list_kernels())
+        assert all(v.startswith("ok") for v in rep["kernels"].values()), rep["kernels"]

@@ -138,14 +138,26 @@ def include_dirs() -> tuple[str, ...]:
     cuda-python finds it (``cuda.pathfinder.locate_nvidia_header_directory("cccl")``).
     """
     dirs = [str(INCLUDE_DIR)]
+    cccl = None
     try:
         import cuda.pathfinder as pf
 
-        loc = pf.locate_nvidia_header_directory("cccl")
-        if loc is not None:
-            dirs.append(str(loc.abs_path))
+        if hasattr(pf, "locate_nvidia_header_directory"):
+            loc = pf.locate_nvidia_header_directory("cccl")
+            cccl = str(loc.abs_path) if loc is not None else None
+        else:  # older cuda-pathfinder
+            cccl = pf.find_nvidia_header_directory("cccl")
     except Exception:  # no pathfinder, or CCCL absent: <cuda/std/...> includes then fail with a clear log
-        pass
+        cccl = None
+    if cccl is None:
+        import os
+
+        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+            if root and Path(root, "include", "cccl", "cuda", "std", "version").is_file():
+                cccl = str(Path(root, "include", "cccl"))
+                break
+    if cccl is not None:
+        dirs.append(cccl)
     return tuple(dirs)
 
 

@@ -543,7 +543,10 @@ def device_properties(device: int = 0) -> dict[str, Any]:
     for k in dir(prop):
         if k.startswith("_") or k == "getPtr":
             continue
-        v = getattr(prop, k)
+        try:
+            v = getattr(prop, k)
+        except Exception:  # a field this binding cannot convert: left out
+            continue
         if callable(v):
             continue
         out[k] = v.split(b"\0")[0].decode() if k == "name" and isinstance(v, bytes) else _plain(v)

@@ -1,0 +1,106 @@
+"""Lesson 1 model-vs-silicon checks: device properties, occupancy, shared-memory bank latency.
+
+Datasets come from ``python -m h100lab.measure.l01`` (see that module). Each check returns a
+:class:`~h100lab.validation.CheckResult`; :func:`run_on` runs them on in-memory records (used by the
+measurement script to report at once).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..data import Dataset
+from ..occupancy import occupancy
+from ..specs import H200_SXM, compare, from_properties, get
+from . import CheckResult, silicon_check
+
+__all__ = ["check_device", "check_occupancy", "check_bank_latency", "model_blocks", "run_on", "reference_spec"]
+
+_SPEC_FIELDS = ("sm_count", "l2_bytes", "memory_bus_bits", "memory_clock_mhz", "boost_clock_mhz", "warp_size",
+                "max_threads_per_block", "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
+                "regs_per_sm", "regs_per_block", "smem_per_sm", "smem_per_block_optin", "smem_per_block_default",
+                "smem_reserved_per_block", "constant_bytes", "compute_capability")
+
+
+def reference_spec(props: dict[str, Any]):
+    """The product spec a device should match: by name (H200, H100 PCIe, else H100 SXM)."""
+    name = str(props.get("name", "")).upper()
+    if "H200" in name:
+        return H200_SXM
+    return get("H100_PCIE") if "PCIE" in name else get("H100_SXM")
+
+
+def check_device(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """Every ``cudaDeviceProp`` number the spec table states equals the spec's (HBM bandwidth within 1 %)."""
+    bad, cases = [], 0
+    for props in records:
+        ref = reference_spec(props)
+        dev = from_properties(props)
+        rows = compare(dev, ref, _SPEC_FIELDS) + compare(dev, ref, ("hbm_bandwidth",), rtol=0.01)
+        cases += len(rows)
+        bad += [dict(r, device=props.get("name")) for r in rows if not r["equal"]]
+    return CheckResult(cases, len(bad), bad[:5], note=f"compared with {reference_spec(records[0]).name}"
+                       if records else "")
+
+
+def model_blocks(r: dict[str, Any]) -> int:
+    """The model's active blocks per SM for one ``l01/occupancy`` record."""
+    return occupancy(r["block_size"], r["num_regs"], r["dynamic_smem"], H200_SXM, static_smem=r["static_smem"],
+                     max_dynamic_smem=r["attr_max_dynamic_smem"], carveout=r["carveout"]).active_blocks
+
+
+def check_occupancy(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """``occupancy(...)`` equals ``cudaOccupancyMaxActiveBlocksPerMultiprocessor`` for every record
+    (a driver error counts as 0 blocks)."""
+    bad = []
+    for r in records:
+        api = 0 if r.get("api_blocks") is None else r["api_blocks"]
+        m = model_blocks(r)
+        if m != api:
+            bad.append({k: r[k] for k in ("block_size", "num_regs", "static_smem", "dynamic_smem",
+                                          "attr_max_dynamic_smem", "carveout")} | {"api": api, "model": m})
+    regs = sorted({r["num_regs"] for r in records})
+    errors = sum(1 for r in records if r.get("api_blocks") is None)
+    return CheckResult(len(records), len(bad), bad[:5],
+                       note=f"register counts {regs[0]}..{regs[-1]} ({len(regs)} kernels)"
+                            + (f"; {errors} driver errors counted as 0" if errors else "") if records else "")
+
+
+def check_bank_latency(records: Sequence[dict[str, Any]], margin: float = 0.25) -> CheckResult:
+    """Within each access width, a pattern the model gives more wavefronts takes more cycles per load
+    than every pattern with fewer (by ``margin`` cycles at least): latency orders as the model does."""
+    bad = []
+    for w in sorted({r["width"] for r in records}):
+        rs = [r for r in records if r["width"] == w]
+        for r in rs:
+            fewer = [q["cycles_per_load"] for q in rs if q["model_wavefronts"] < r["model_wavefronts"]]
+            if fewer and r["cycles_per_load"] < max(fewer) + margin:
+                bad.append({"name": r["name"], "width": w, "wavefronts": r["model_wavefronts"],
+                            "cycles": r["cycles_per_load"], "slowest_with_fewer": max(fewer)})
+    one = [r["cycles_per_load"] for r in records if r["width"] == 4 and r["model_wavefronts"] == 1]
+    extra = [(r["cycles_per_load"] - min(one)) / (r["model_wavefronts"] - 1) for r in records
+             if one and r["width"] == 4 and r["model_wavefronts"] > 1]
+    note = (f"32-bit loads: {min(one):.1f} cycles at 1 wavefront, about {sorted(extra)[len(extra) // 2]:.1f} "
+            "more per extra wavefront") if one and extra else ""
+    return CheckResult(len(records), len(bad), bad[:5], note=note)
+
+
+@silicon_check("Device properties equal the spec table", lesson=1, dataset="l01/device")
+def _device(ds: Dataset) -> CheckResult:
+    return check_device(ds.records)
+
+
+@silicon_check("Occupancy: model equals cudaOccupancyMaxActiveBlocksPerMultiprocessor", lesson=1,
+               dataset="l01/occupancy")
+def _occupancy(ds: Dataset) -> CheckResult:
+    return check_occupancy(ds.records)
+
+
+@silicon_check("Shared-memory load latency orders as the model's wavefronts", lesson=1, dataset="l01/bank_latency")
+def _banks(ds: Dataset) -> CheckResult:
+    return check_bank_latency(ds.records)
+
+
+def run_on(device: Sequence[dict], occ: Sequence[dict], banks: Sequence[dict]) -> list[tuple[str, CheckResult]]:
+    """Run the three checks on in-memory records."""
+    return [("device properties", check_device(device)), ("occupancy", check_occupancy(occ)),
+            ("bank latency", check_bank_latency(banks))]

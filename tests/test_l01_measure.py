@@ -1,0 +1,130 @@
+"""Lesson 1 measurement and validation: case lists, cubin register counts, checks (GPU parts marked)."""
+import pytest
+
+from h100lab.measure import l01 as m
+from h100lab.occupancy import occupancy
+from h100lab.validation import CheckResult, all_checks
+from h100lab.validation import l01 as v
+
+H200_PROPS = {"name": "NVIDIA H200", "major": 9, "minor": 0, "multiProcessorCount": 132,
+              "sharedMemPerMultiprocessor": 233472, "sharedMemPerBlock": 49152, "sharedMemPerBlockOptin": 232448,
+              "reservedSharedMemPerBlock": 1024, "regsPerMultiprocessor": 65536, "regsPerBlock": 65536,
+              "maxThreadsPerMultiProcessor": 2048, "maxBlocksPerMultiProcessor": 32, "maxThreadsPerBlock": 1024,
+              "warpSize": 32, "l2CacheSize": 62914560, "memoryBusWidth": 6016, "memoryClockRate": 3201000,
+              "clockRate": 1980000, "totalGlobalMem": 143771 * 2**20, "totalConstMem": 65536}
+
+
+def _compiler():
+    from h100lab import cuda
+    reason = cuda.compiler_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return cuda
+
+
+def test_cases():
+    cases = m.occupancy_cases()
+    assert len(cases) > 30000
+    assert all(c["dynamic_smem"] <= c["max_dynamic_smem"] for c in cases if c["optin"] == "max")
+    # the default mode includes requests above the attribute: the API's "0 blocks" cases
+    assert any(c["dynamic_smem"] > c["max_dynamic_smem"] for c in cases if c["optin"] == "default")
+    assert {c["carveout"] for c in cases} == set(m.CARVEOUTS)
+    assert len(m.occupancy_cases(**{"variants": m.QUICK["variants"], "blocks": m.QUICK["blocks"],
+                                    "dynamic": m.QUICK["dynamic"], "carveouts": m.QUICK["carveouts"]})) < 600
+    assert m.variant_options(40, 12000) == ("--maxrregcount=40", "-DSTATIC_SMEM=12000")
+    names = [p["name"] for p in m.BANK_PATTERNS]
+    assert len(names) == len(set(names))
+    assert all(len(p["offsets"]) == 32 and max(p["offsets"]) < 65536 for p in m.BANK_PATTERNS)
+
+
+def test_device_record():
+    r = m.device_record(H200_PROPS | {"uuid": "x"})
+    assert "uuid" not in r and r["multiProcessorCount"] == 132
+
+
+@pytest.mark.parametrize("reg,static", [(24, 0), (63, 0), (65, 0), (168, 0), (255, 0), (40, 12000)])
+def test_register_counts_are_controlled(reg, static):
+    cuda = _compiler()
+    prog = cuda.compile_kernel("l01_occupancy_regs", options=m.variant_options(reg, static))
+    assert m.cubin_register_count(prog.cubin) == reg
+    assert m.cubin_register_count(prog.cubin, "occupancy_probe") == reg
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_bank_kernel_compiles(width):
+    cuda = _compiler()
+    prog = cuda.compile_kernel("l01_bank_latency", options=(f"-DWIDTH={width}",))
+    op = {4: "ld.volatile.shared.u32", 8: "ld.volatile.shared.v2.u32", 16: "ld.volatile.shared.v4.u32"}[width]
+    assert op in prog.ptx
+    assert m.cubin_register_count(prog.cubin) > 0
+
+
+def test_cubin_reader_rejects_garbage():
+    with pytest.raises(ValueError, match="ELF"):
+        m.cubin_register_count(b"not a cubin")
+    cuda = _compiler()
+    prog = cuda.compile_kernel("l01_occupancy_regs", options=m.variant_options(32, 0))
+    with pytest.raises(ValueError, match="no function"):
+        m.cubin_register_count(prog.cubin, "nope")
+
+
+def _synthetic_occupancy_records():
+    out = []
+    for c in m.occupancy_cases(m.QUICK["variants"], m.QUICK["blocks"], m.QUICK["dynamic"], m.QUICK["carveouts"]):
+        r = dict(c, num_regs=max(24, c["maxrregcount"]), static_smem=c["static_request"],
+                 attr_max_dynamic_smem=c["max_dynamic_smem"])
+        r["api_blocks"] = occupancy(r["block_size"], r["num_regs"], r["dynamic_smem"],
+                                    static_smem=r["static_smem"], max_dynamic_smem=r["max_dynamic_smem"],
+                                    carveout=r["carveout"]).active_blocks
+        out.append(r)
+    return out
+
+
+def test_checks_pass_and_fail():
+    recs = _synthetic_occupancy_records()
+    ok = v.check_occupancy(recs)
+    assert ok.ok and ok.cases == len(recs)
+    recs[3] = dict(recs[3], api_blocks=recs[3]["api_blocks"] + 1)
+    recs[4] = dict(recs[4], api_blocks=None, api_error="CUDA_ERROR_INVALID_VALUE")
+    bad = v.check_occupancy(recs)
+    assert bad.mismatches >= 1 and not bad.ok and "driver errors" in bad.note
+
+    assert v.check_device([H200_PROPS]).ok
+    wrong = v.check_device([H200_PROPS | {"l2CacheSize": 50 * 2**20}])
+    assert wrong.mismatches == 1 and wrong.examples[0]["field"] == "l2_bytes"
+
+    banks = [{"name": f"s{w}", "width": 4, "model_wavefronts": w, "cycles_per_load": 30.0 + 2 * w}
+             for w in (1, 2, 4, 8)]
+    res = v.check_bank_latency(banks)
+    assert res.ok and "2.0 more per extra wavefront" in res.note
+    banks[2]["cycles_per_load"] = 31.0
+    assert v.check_bank_latency(banks).mismatches == 1   # 4 wavefronts faster than 2: one violation
+    assert isinstance(res, CheckResult)
+
+
+def test_checks_registered():
+    titles = [c.title for c in all_checks() if c.lesson == 1]
+    assert len(titles) == 3 and any("Occupancy" in t for t in titles)
+
+
+def test_main_without_gpu_says_why(capsys):
+    from h100lab import cuda
+    if cuda.available():
+        pytest.skip("a GPU is present: the gpu tests run the measurement")
+    assert m.main(["--quick"]) == 2
+    assert "no usable GPU" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_gpu_occupancy_quick():
+    cases = m.occupancy_cases(m.QUICK["variants"], m.QUICK["blocks"], m.QUICK["dynamic"], m.QUICK["carveouts"])
+    recs = m.measure_occupancy(cases, progress=False)
+    res = v.check_occupancy(recs)
+    assert res.ok, res.examples
+
+
+@pytest.mark.gpu
+def test_gpu_device_and_banks():
+    assert v.check_device(m.measure_device()).ok
+    res = v.check_bank_latency(m.measure_banks(repeats=3))
+    assert res.ok, res.examples

@@ -1,0 +1,83 @@
+"""Every exercise set of the book, both directions, through the instructor's grader.
+
+For each ``solutions/NN-*.md``:
+
+(a) the committed ``exercises/NN-*.md`` is exactly what ``python -m h100lab.grading student solutions
+    exercises`` generates;
+(b) graded by the grader (own kernel, answers judged outside it), the solution passes every graded
+    cell, and the set's graded ids are exactly the ids registered in ``h100lab/grading/answers/lNN.py``;
+(c) the untouched student edition fails every graded cell, each because of its stub ("no answer":
+    ``...`` or ``NotImplementedError``), never because of an unrelated crash.
+
+Skips cleanly while there are no solutions files.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from h100lab.grading import all_exercises
+from h100lab.grading.grader import grade
+from h100lab.grading.notebook import SOURCE_GLOB, lesson_of_file
+from h100lab.grading.student import student_text
+from h100lab.grading.verdict import CORRECT, NO_ANSWER_YET
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = sorted((ROOT / "solutions").glob(SOURCE_GLOB))
+CELL_TIMEOUT = 300.0  # seconds; a solution cell is a chapter-sized computation at most
+PARAMS = [pytest.param(p, id=p.stem) for p in SOLUTIONS] or [
+    pytest.param(None, marks=pytest.mark.skip(reason="no solutions/NN-*.md yet"))]
+
+
+def _table(rows) -> str:
+    return "\n".join(f"  {r['student']:8} {r['exercise']:6} {r['status']:10} {r['message']}" for r in rows)
+
+
+@pytest.mark.parametrize("source", PARAMS)
+def test_committed_student_edition_is_generated(source):
+    target = ROOT / "exercises" / source.name
+    expected = student_text(source.read_text(encoding="utf-8"), f"solutions/{source.name}")
+    assert target.exists(), f"{target.relative_to(ROOT)} is missing: run python -m h100lab.grading student solutions exercises"
+    assert target.read_text(encoding="utf-8") == expected, (
+        f"{target.relative_to(ROOT)} differs from what solutions/{source.name} generates: "
+        "run python -m h100lab.grading student solutions exercises (never edit exercises/ by hand)")
+
+
+@pytest.fixture(scope="module", params=PARAMS)
+def graded(request, tmp_path_factory):
+    """Both editions of one set graded in one grader run: students "solution" and "student"."""
+    source: Path = request.param
+    lesson = lesson_of_file(source)
+    subs = tmp_path_factory.mktemp(f"set{lesson:02d}") / "submissions"
+    subs.mkdir()
+    shutil.copy(source, subs / "solution.md")
+    (subs / "student.md").write_text(student_text(source.read_text(encoding="utf-8"), f"solutions/{source.name}"),
+                                     encoding="utf-8")
+    book = grade(subs, lesson, out_dir=None, timeout=CELL_TIMEOUT, solutions_dir=source.parent, jobs=2)
+    rows = {who: [r for r in book.rows if r["student"] == who] for who in ("solution", "student")}
+    return source, lesson, book, rows
+
+
+def test_solution_passes_every_graded_cell(graded):
+    source, _, book, rows = graded
+    failed = [r for r in rows["solution"] if r["status"] != CORRECT]
+    assert rows["solution"] and not failed, f"{source.name}: the solution fails graded cells:\n{_table(failed)}"
+    assert len(rows["solution"]) == len(book.exercises)
+
+
+def test_graded_ids_equal_registered_ids(graded):
+    source, lesson, book, _ = graded
+    registered = [e.id for e in all_exercises(lesson)]
+    in_notebook = sorted(book.exercises, key=lambda i: tuple(int(p) for p in i.split(".")))
+    assert in_notebook == registered, (
+        f"{source.name} has graded cells {in_notebook}; h100lab/grading/answers/l{lesson:02d}.py registers {registered}")
+
+
+def test_untouched_student_edition_fails_every_graded_cell_because_of_its_stub(graded):
+    source, _, _, rows = graded
+    wrong = [r for r in rows["student"] if r["status"] != NO_ANSWER_YET or r["passed"]]
+    assert rows["student"] and not wrong, (
+        f"exercises/{source.name}: these graded cells do not fail because of their stub:\n{_table(wrong)}")
+    assert all("no answer yet" in r["message"] for r in rows["student"])

@@ -106,6 +106,8 @@ def test_untouched_stub_fails_every_cell_as_unanswered(run):
     assert statuses(run, "stub") == ["no answer"] * 4
     assert "replace `...`" in run["rows"][("stub", "99.1")]["message"]
     assert "NotImplementedError" in run["rows"][("stub", "99.2")]["message"]
+    # 99.3's graded cell in the source runs `import math` then checks float(answer_99_3): float(...) raises
+    assert "'ellipsis'" in run["rows"][("stub", "99.3")]["message"]
 
 
 def test_a_cell_that_raises_spoils_only_what_depends_on_it(run):

@@ -229,6 +229,7 @@ def test_load_exercise_set():
     exset = load_exercise_set(SOURCE)
     assert exset.lesson == 99 and exset.ids == ["99.1", "99.2", "99.3", "99.4"]
     assert exset.cell("99.2").expr == "answer_99_2" and exset.cell("99.2").setup == ""
+    assert (exset.cell("99.3").setup, exset.cell("99.3").expr) == ("import math", "float(answer_99_3)")
 
 
 def test_parse_graded_cell_rules():

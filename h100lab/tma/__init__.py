@@ -7,13 +7,23 @@
 * :mod:`~h100lab.tma.smem_plan` — a dynamic-shared-memory layout planner;
 * :mod:`~h100lab.tma.pipeline` — TMA work in lesson 3's simulator.
 """
+from .bulk import (AsyncOp, BulkCopyError, BulkGroups, BulkHazard, GlobalMemory, bulk_copy_global_to_shared,
+                   bulk_copy_multicast, bulk_copy_shared_to_cluster, bulk_copy_shared_to_global, bulk_reduce,
+                   mask_ranks, prefetch_bulk, prefetch_tensor, tensor_load, tensor_load_multicast, tensor_reduce,
+                   tensor_store)
 from .descriptor import (DocumentationWarning, TensorMap, TensorMapError, Verdict, encode_im2col, encode_tiled,
                          row_major_strides, verdict, verdict_im2col)
-from .enums import DATA_TYPES, data_type, numpy_dtype
+from .enums import DATA_TYPES, data_type, numpy_dtype, promotion_bytes
+from .l2 import CachePolicy, L2Cache, createpolicy_fractional, createpolicy_range
+from .smem_plan import SmemPlan, plan_smem, tile_alignment
 from .tensor import (OOB_NAN, BoxMap, TmaFault, box_map, global_segments, im2col_pixels, load, load_im2col, reduce,
                      smem_address, store)
 
 __all__ = ["DocumentationWarning", "TensorMap", "TensorMapError", "Verdict", "encode_im2col", "encode_tiled",
-           "row_major_strides", "verdict", "verdict_im2col", "DATA_TYPES", "data_type", "numpy_dtype", "OOB_NAN",
-           "BoxMap", "TmaFault", "box_map", "global_segments", "im2col_pixels", "load", "load_im2col", "reduce",
-           "smem_address", "store"]
+           "row_major_strides", "verdict", "verdict_im2col", "DATA_TYPES", "data_type", "numpy_dtype",
+           "promotion_bytes", "OOB_NAN", "BoxMap", "TmaFault", "box_map", "global_segments", "im2col_pixels", "load",
+           "load_im2col", "reduce", "smem_address", "store", "CachePolicy", "L2Cache", "createpolicy_fractional",
+           "createpolicy_range", "SmemPlan", "plan_smem", "tile_alignment", "AsyncOp", "BulkCopyError", "BulkGroups",
+           "BulkHazard", "GlobalMemory", "bulk_copy_global_to_shared", "bulk_copy_multicast",
+           "bulk_copy_shared_to_cluster", "bulk_copy_shared_to_global", "bulk_reduce", "mask_ranks", "prefetch_bulk",
+           "prefetch_tensor", "tensor_load", "tensor_load_multicast", "tensor_reduce", "tensor_store"]

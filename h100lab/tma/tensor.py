@@ -74,7 +74,12 @@ def _gbytes(tm: TensorMap, gmem: np.ndarray) -> np.ndarray:
     return b
 
 
-def _smem(smem: np.ndarray | None, addr: int, nbytes: int, what: str) -> np.ndarray | None:
+def _smem(smem, addr: int, nbytes: int, what: str) -> np.ndarray | None:
+    """Check a tensor copy's shared-memory operand; return the byte array (``None`` if no memory given).
+
+    ``smem`` is a 1-D ``numpy.uint8`` array or an :class:`h100lab.sync.SharedMemory` (whose registry of
+    live mbarriers is honoured: a copy over a valid mbarrier is undefined behaviour [PTX §9.7.13.15]).
+    """
     if addr < 0:
         raise ValueError(f"{what} address {addr} is negative")
     if addr % TENSOR_DST_ALIGNMENT:
@@ -83,13 +88,17 @@ def _smem(smem: np.ndarray | None, addr: int, nbytes: int, what: str) -> np.ndar
                        "misaligned address (CPG §10.29.2 Table 10; measured on an H200: offsets 16..96 fault, 128 works)")
     if smem is None:
         return None
-    if not (isinstance(smem, np.ndarray) and smem.dtype == np.uint8 and smem.ndim == 1 and smem.flags.c_contiguous):
-        raise ValueError("smem must be a 1-D contiguous numpy.uint8 array indexed by shared-memory address")
-    if addr + nbytes > smem.size:
+    arr = getattr(smem, "array", smem)
+    if not (isinstance(arr, np.ndarray) and arr.dtype == np.uint8 and arr.ndim == 1 and arr.flags.c_contiguous):
+        raise ValueError("smem must be a 1-D contiguous numpy.uint8 array indexed by shared-memory address, "
+                         "or an h100lab.sync.SharedMemory")
+    if addr + nbytes > arr.size:
         raise TmaFault("CUDA_ERROR_ILLEGAL_ADDRESS",
-                       f"{what} [{addr}, {addr + nbytes}) runs past the {smem.size} B of shared memory "
+                       f"{what} [{addr}, {addr + nbytes}) runs past the {arr.size} B of shared memory "
                        "([model]: an access outside the CTA's shared window)")
-    return smem
+    if arr is not smem:
+        smem.read(addr, nbytes)   # SharedMemory: raises if the range holds a valid mbarrier
+    return arr
 
 
 @dataclass(frozen=True)
@@ -286,11 +295,11 @@ def store(tensor_map: TensorMap, smem: np.ndarray, coords: Sequence[int], gmem: 
                          "cannot be negative (CPG §10.29.2)")
     if not gmem.flags.writeable:
         raise ValueError("gmem must be writeable for a store")
-    _smem(smem, src, tm.smem_bytes, "the tensor store's source")
+    sarr = _smem(smem, src, tm.smem_bytes, "the tensor store's source")
     bm = box_map(tm, c, src)
     size = tm.elem_size
     gv = _uview(_gbytes(tm, gmem), size)
-    sv = _uview(smem, size)
+    sv = _uview(sarr, size)
     m = bm.in_bounds
     gv[bm.gmem_offset[m] // size] = sv[bm.smem[m] // size]
     return int(m.sum()) * size
@@ -329,7 +338,8 @@ def reduce_type(op: str, dtype: str) -> str:
     the typed names. The allowed pairs are [PTX §9.7.9.27.1.3 cp-reduce-async-bulk-tensor].
     """
     if op not in REDUCE_TYPES:
-        raise ValueError(f"unknown reduction {op!r}: cp.reduce.async.bulk.tensor has .{', .'.join(REDUCE_TYPES)}")
+        raise ValueError(f"unknown reduction {op!r}: cp.reduce.async.bulk.tensor has .{', .'.join(REDUCE_TYPES)} "
+                         "(PTX §9.7.9.27.1.3)")
     t = _PTX_OF_DTYPE.get(dtype)
     if t is None:
         raise ValueError(f"unknown tensor map type {dtype!r}")
@@ -394,12 +404,12 @@ def reduce(tensor_map: TensorMap, smem: np.ndarray, coords: Sequence[int], gmem:
     if any(v < 0 for v in c):
         raise ValueError(f"reduction box corner {c} has a negative coordinate (CPG §10.29.2: no negative corner "
                          "when writing to global memory)")
-    _smem(smem, src, tm.smem_bytes, "the tensor reduction's source")
+    sarr = _smem(smem, src, tm.smem_bytes, "the tensor reduction's source")
     bm = box_map(tm, c, src)
     dt = _np_of(t)
     gb = _gbytes(tm, gmem)
     gv = gb[:gb.size - gb.size % dt.itemsize].view(dt)
-    sv = smem[:smem.size - smem.size % dt.itemsize].view(dt)
+    sv = sarr[:sarr.size - sarr.size % dt.itemsize].view(dt)
     m = bm.in_bounds
     gi = bm.gmem_offset[m] // dt.itemsize
     gv[gi] = _apply(op, t, gv[gi], sv[bm.smem[m] // dt.itemsize])

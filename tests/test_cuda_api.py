@@ -144,6 +144,10 @@ def test_tensor_map_is_128_bytes_of_16_words():
     ("dtype", "CU_TENSOR_MAP_DATA_TYPE_UINT8", "CU_TENSOR_MAP_DATA_TYPE_UINT8"),
     ("swizzle", "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_SWIZZLE_128B"),
     ("interleave", "NONE", "CU_TENSOR_MAP_INTERLEAVE_NONE"),
+    ("interleave", "INTERLEAVE_NONE", "CU_TENSOR_MAP_INTERLEAVE_NONE"),
+    ("swizzle", "SWIZZLE_64B", "CU_TENSOR_MAP_SWIZZLE_64B"),
+    ("dtype", "DATA_TYPE_FLOAT16", "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"),
+    ("oob_fill", "FLOAT_OOB_FILL_NONE", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"),
     ("l2_promotion", "L2_128B", "CU_TENSOR_MAP_L2_PROMOTION_L2_128B"),
     ("oob_fill", "NAN_REQUEST_ZERO_FMA", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA"),
 ])
@@ -156,6 +160,8 @@ def test_enum_names_are_the_drivers(param, name, full):
 def test_unknown_enum_name_lists_the_valid_ones():
     with pytest.raises(ValueError, match="CU_TENSOR_MAP_SWIZZLE_64B"):
         tm.enum_value("swizzle", "SWIZZLE_96B")
+    with pytest.raises(ValueError, match="not a CUtensorMapSwizzle"):
+        tm.enum_value("swizzle", "INTERLEAVE_NONE")      # another parameter's enumerator
     with pytest.raises(ValueError, match="unknown tensor-map parameter"):
         tm.enum_value("color", "RED")
 

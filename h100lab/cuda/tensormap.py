@@ -5,7 +5,7 @@ does not pre-judge the parameters, it only checks that the Python call is well f
 against ``tensorRank``, values that fit the C types) and passes the driver's verdict back — success as
 a :class:`TensorMap`, failure as :class:`~h100lab.cuda.errors.DriverError` whose ``result`` is the
 driver's name (``"CUDA_ERROR_INVALID_VALUE"``). Enumerations are given by their driver names
-(``"CU_TENSOR_MAP_SWIZZLE_128B"``; the short form ``"SWIZZLE_128B"`` is accepted too).
+(``"CU_TENSOR_MAP_SWIZZLE_128B"``; the short forms ``"SWIZZLE_128B"`` and ``"128B"`` are accepted too).
 """
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ ENUM_PREFIXES = {
 def enum_value(param: str, name: Any):
     """The cuda.bindings enumerator for ``param`` (``dtype``, ``interleave``, ``swizzle``, ``l2_promotion``,
     ``oob_fill``) named ``name`` — the CUDA Driver API's own enumerator name, e.g.
-    ``"CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"`` (or without its prefix, ``"BFLOAT16"``). Needs cuda-python, not a GPU."""
+    ``"CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"``, or the same without ``CU_TENSOR_MAP_`` (``"DATA_TYPE_BFLOAT16"``)
+    or without the whole prefix (``"BFLOAT16"``). Needs cuda-python, not a GPU."""
     from cuda.bindings import driver as d
 
     if param not in ENUM_PREFIXES:
@@ -42,12 +43,12 @@ def enum_value(param: str, name: Any):
         return name
     if not isinstance(name, str):
         raise ValueError(f"{param} {name!r}: give the driver's enumerator name, e.g. {prefix}...")
-    full = name if name.startswith(prefix) else prefix + name
-    member = getattr(cls, full, None) if full.startswith(prefix) else None
-    if not isinstance(member, cls):
-        valid = [m.name for m in cls]
-        raise ValueError(f"{param} {name!r} is not a {cls_name} enumerator of this driver API; valid: {valid}")
-    return member
+    for full in (name, "CU_TENSOR_MAP_" + name, prefix + name):
+        member = getattr(cls, full, None) if full.startswith(prefix) else None
+        if isinstance(member, cls):
+            return member
+    valid = [m.name for m in cls]
+    raise ValueError(f"{param} {name!r} is not a {cls_name} enumerator of this driver API; valid: {valid}")
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,15 @@ test-unit: venv
 test-notebooks: venv
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:cacheprovider chapters solutions
 
-## make test-gpu: on a machine with a Hopper GPU, the GPU tests and every lesson's measurement script
-test-gpu: venv
-	$(BIN)/python -m pytest -m gpu -p no:cacheprovider tests
-	$(BIN)/python -m h100lab.measure all --out $(CURDIR)/data
+## make test-gpu: on a Hopper GPU, the backend's GPU tests, every lesson's measurement, then the silicon checks
+## on the fresh data. GPU_PY=python3 uses an existing interpreter (e.g. a GPU image with no network):
+##   make test-gpu GPU_PY=python3
+GPU_PY ?= $(BIN)/python
+test-gpu: $(if $(filter $(BIN)/python,$(GPU_PY)),venv)
+	PYTHONPATH=$(CURDIR) $(GPU_PY) -m h100lab.cuda
+	PYTHONPATH=$(CURDIR) $(GPU_PY) -m pytest -m gpu -p no:cacheprovider -rs tests
+	PYTHONPATH=$(CURDIR) $(GPU_PY) -m h100lab.measure all --out $(CURDIR)/data
+	PYTHONPATH=$(CURDIR) $(GPU_PY) -m pytest -p no:cacheprovider -rs tests/test_validation.py
 
 ## regenerate the student editions of the exercises from solutions/
 student: venv

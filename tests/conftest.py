@@ -32,3 +32,17 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason=f"needs a Hopper GPU: {reason}")
         for it in gpu_items:
             it.add_marker(skip)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m gpu`` collect only test modules that contain GPU tests.
+
+    The GPU image has the CUDA packages but not the book's notebook stack (simpy, ipywidgets,
+    jupytext); modules without GPU tests need not even be imported there.
+    """
+    if getattr(config.option, "markexpr", "") != "gpu":
+        return None
+    p = str(collection_path)
+    if p.endswith(".py") and "/tests/" in p and collection_path.name.startswith("test_"):
+        return "mark.gpu" not in collection_path.read_text(encoding="utf-8")
+    return None

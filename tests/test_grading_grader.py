@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from h100lab.grading.__main__ import main
-from h100lab.grading.grader import find_submissions
+from h100lab.grading.grader import find_submissions, grade_notebook, load_answers_module
+from h100lab.grading.notebook import load_exercise_set
 from h100lab.grading.verdict import MESSAGE_LIMIT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "grading"
@@ -104,10 +105,13 @@ def test_wrong_answers_get_hints(run):
 
 def test_untouched_stub_fails_every_cell_as_unanswered(run):
     assert statuses(run, "stub") == ["no answer"] * 4
-    assert "replace `...`" in run["rows"][("stub", "99.1")]["message"]
+    assert "replace `...`" in run["rows"][("stub", "99.4")]["message"]
     assert "NotImplementedError" in run["rows"][("stub", "99.2")]["message"]
-    # 99.3's graded cell in the source runs `import math` then checks float(answer_99_3): float(...) raises
-    assert "'ellipsis'" in run["rows"][("stub", "99.3")]["message"]
+    # 99.1's graded cell in the source runs `import math`, then checks int(answer_99_1): int(...) raises
+    assert "'ellipsis'" in run["rows"][("stub", "99.1")]["message"]
+    # 99.3: the stub cell raises; the next cell's `answer_99_3 = root` fails on the name it never got
+    assert "holds a stub (NotImplementedError), so name 'answer_99_3' is not defined" in \
+        run["rows"][("stub", "99.3")]["message"]
 
 
 def test_a_cell_that_raises_spoils_only_what_depends_on_it(run):
@@ -180,3 +184,12 @@ def test_gradebook_inside_the_submissions_is_refused(tmp_path, capsys):
     assert main(["grade", str(tmp_path), "--set", "nine"]) == 2
     assert main(["grade", str(tmp_path), "--set", "99", "--solutions", str(tmp_path)]) == 2
     assert "no solutions file 99-*.md" in capsys.readouterr().err
+
+
+def test_grade_notebook_api_on_the_fixture_solution():
+    """The set's own solutions file passes every graded cell (the Python API, one kernel)."""
+    load_answers_module(str(FIXTURES / "fixture_answers.py"))
+    exset = load_exercise_set(FIXTURES / "solutions" / "99-fixture.md")
+    verdicts = grade_notebook(exset.path, exset, timeout=30)
+    assert [(v.exercise, v.status, v.points) for v in verdicts] == \
+           [("99.1", "correct", 1), ("99.2", "correct", 1), ("99.3", "correct", 1), ("99.4", "correct", 2)]

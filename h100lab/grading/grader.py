@@ -97,6 +97,9 @@ class Kernel:
         self.alive = False
 
     def start(self) -> None:
+        """Launch ``python -m ipykernel_launcher -f <connection file>`` with this interpreter (jupyter-client
+        docs, "Kernel specs": ``argv`` with ``{connection_file}``) over IPC transport, and wait until it
+        answers ``kernel_info_request``."""
         from jupyter_client import KernelManager
 
         self.runtime.mkdir(parents=True, exist_ok=True)
@@ -192,7 +195,14 @@ class Kernel:
 
     def run(self, code: str, *, timeout: float, user_expressions: dict[str, str] | None = None,
             silent: bool = False) -> CellRun:
-        """Execute ``code``; evaluate ``user_expressions`` afterwards if it succeeded."""
+        """Execute ``code``; evaluate ``user_expressions`` afterwards if it succeeded.
+
+        Jupyter messaging protocol ("Messaging in Jupyter", jupyter-client docs), ``execute_request`` on
+        the shell channel: ``user_expressions`` maps names to expressions evaluated in the user namespace
+        only after the code succeeded (IPython docs, "Execution semantics in the IPython kernel", phase 4),
+        returned in the ``execute_reply`` as display data (``text/plain``) or as ``ename``/``evalue``.
+        ``allow_stdin=False`` makes ``input()`` raise at once instead of waiting for a reply.
+        """
         if not self.alive:
             return CellRun("dead", recovered=False)
         msg_id = self.kc.execute(code, silent=silent, store_history=not silent,
@@ -209,6 +219,9 @@ class Kernel:
         return CellRun("error", ename=str(content.get("ename", "Error")), evalue=str(content.get("evalue", "")))
 
     def _interrupt(self, msg_id: str) -> CellRun:
+        """Interrupt a cell past its time: SIGINT to the kernel's process group (kernel spec
+        ``interrupt_mode: signal``, the default; jupyter-client docs, "Kernel specs"), then SIGKILL to the
+        group when no ``execute_reply`` arrives within ``INTERRUPT_GRACE`` seconds."""
         try:
             self.km.interrupt_kernel()
         except Exception:
@@ -267,13 +280,24 @@ class _Failure:
     evalue: str
     defines: frozenset[str]
     timeout: bool = False
+    cause: "_Failure | None" = None  # the earlier failure this one follows from (a NameError chain)
+
+    @property
+    def root(self) -> "_Failure":
+        return self.cause.root if self.cause is not None else self
 
 
 _NAME_ERROR = re.compile(r"name '([A-Za-z_][A-Za-z_0-9]*)' is not defined")
 
 
 def _defined_names(source: str) -> frozenset[str]:
-    """Names a cell would bind (assignments, defs, imports); empty when it is not plain Python."""
+    """Names a cell would bind (assignments, defs, imports), after IPython's own magic transforms."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        source = TransformerManager().transform_cell(source)
+    except Exception:  # no IPython here, or a cell it cannot transform: parse as plain Python
+        pass
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -327,7 +351,8 @@ class _NotebookRun:
             return
         run = self.kernel.run(source, timeout=self.timeout)
         if run.status == "error":
-            self.failures.append(_Failure(k, run.ename, run.evalue, _defined_names(source)))
+            self.failures.append(_Failure(k, run.ename, run.evalue, _defined_names(source),
+                                          cause=self._cause(run.ename, run.evalue)))
         elif run.status == "timeout":
             self.failures.append(_Failure(k, "TimeoutError", f"cell {k} ran longer than {self.timeout:g} s",
                                           _defined_names(source), timeout=True))
@@ -337,24 +362,38 @@ class _NotebookRun:
         elif run.status == "dead":
             self.stopped = f"the kernel died while running cell {k}"
 
+    def _cause(self, ename: str, evalue: str) -> _Failure | None:
+        """For a NameError: the latest failed cell that would have defined the name; failing that, the
+        latest cell that failed on a stub (a replaced solution region defines nothing any more)."""
+        m = _NAME_ERROR.search(evalue) if ename in ("NameError", "UnboundLocalError") else None
+        if m is None:
+            return None
+        found = next((f for f in reversed(self.failures) if m.group(1) in f.defines), None)
+        if found is None:
+            found = next((f for f in reversed(self.failures) if _is_stub_error(f.ename, f.evalue)), None)
+        return found
+
     # -- graded cells
     def _explain(self, ex: Exercise, ename: str, evalue: str) -> Verdict:
-        """A verdict for a graded expression that raised ``ename: evalue``."""
+        """A verdict for a graded expression that raised ``ename: evalue``.
+
+        An untouched stub shows as ``NotImplementedError`` or as an operation on ``...`` (a TypeError or
+        AttributeError naming 'ellipsis'): "no answer". A NameError is traced back through the failed
+        cells that would have defined the name, so a stub or a timeout several cells earlier is named
+        as the reason rather than the NameError it caused.
+        """
         evalue = evalue if len(evalue) <= 300 else evalue[:295] + " ..."
         if _is_stub_error(ename, evalue):
             return failure(ex, NO_ANSWER_YET, f"exercise {ex.id}: no answer yet: the stub is still in place "
-                                              f"({ename}: {evalue})".replace(" ()", ""))
-        cause = None
-        m = _NAME_ERROR.search(evalue) if ename in ("NameError", "UnboundLocalError") else None
-        if m and self.failures:
-            name = m.group(1)
-            cause = next((f for f in reversed(self.failures) if name in f.defines), self.failures[-1])
+                                              f"({ename}: {evalue})".replace(": )", ")"))
+        cause = self._cause(ename, evalue)
         if cause is not None:
+            cause = cause.root
             if cause.timeout:
                 return failure(ex, TIMEOUT, f"exercise {ex.id}: timed out: {cause.evalue}, so {evalue}")
             if _is_stub_error(cause.ename, cause.evalue):
                 return failure(ex, NO_ANSWER_YET, f"exercise {ex.id}: no answer yet: cell {cause.cell} still "
-                                                  f"raises {cause.ename} (a stub), so {evalue}")
+                                                  f"holds a stub ({cause.ename}), so {evalue}")
             return failure(ex, ERROR, f"exercise {ex.id}: {ename}: {evalue} (cell {cause.cell} raised "
                                       f"{cause.ename}: {short_repr(cause.evalue, 200)})")
         return failure(ex, ERROR, f"exercise {ex.id}: your code raised {ename}: {evalue}")
@@ -482,11 +521,13 @@ class GradeBook:
     json_path: Path | None = None
 
     def add(self, student: str, verdicts: Iterable[Verdict]) -> None:
+        """Append one row per verdict for ``student``."""
         for v in verdicts:
             self.rows.append({"student": student, "exercise": v.exercise, "passed": v.passed, "status": v.status,
                               "message": v.message, "points": v.points, "max_points": v.max_points})
 
     def totals(self) -> dict[str, dict[str, int]]:
+        """Per student: points, max_points, exercises passed and exercises graded."""
         out: dict[str, dict[str, int]] = {}
         for r in self.rows:
             t = out.setdefault(r["student"], {"points": 0, "max_points": 0, "passed": 0, "exercises": 0})
@@ -497,12 +538,15 @@ class GradeBook:
         return out
 
     def row(self, student: str, exercise: str) -> dict:
+        """The row of one (student, exercise); KeyError when there is none."""
         for r in self.rows:
             if r["student"] == student and r["exercise"] == exercise:
                 return r
         raise KeyError((student, exercise))
 
     def write(self, out_dir: str | Path) -> None:
+        """Write ``gradebook-NN.csv`` (columns :data:`CSV_FIELDS`) and ``gradebook-NN.json`` (set, exercise
+        ids, rows, totals) into ``out_dir``."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         self.csv_path = out_dir / f"gradebook-{self.lesson:02d}.csv"

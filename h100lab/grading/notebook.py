@@ -59,7 +59,9 @@ class ExerciseSet:
 
 
 def read_notebook(path: str | Path):
-    """Read an ``.ipynb`` (nbformat 4) or a jupytext text notebook (``.md``, ``.py``) as a notebook node."""
+    """Read an ``.ipynb`` (nbformat 4, upgraded from older versions) or a jupytext text notebook as a
+    notebook node: ``.md`` as MyST (jupytext docs, "MyST Markdown": ```` ```{code-cell} ```` directives, cell
+    options such as ``:tags:`` as YAML), other suffixes by jupytext's own format detection."""
     path = Path(path)
     if path.suffix == ".ipynb":
         import nbformat
@@ -74,7 +76,10 @@ def read_notebook(path: str | Path):
 
 
 def grade_ids(cell) -> list[str]:
-    """The exercise ids a cell's ``grade:L.N`` tags name (a graded cell has exactly one)."""
+    """The exercise ids a cell's ``grade:L.N`` tags name (a graded cell has exactly one).
+
+    Tags live in the cell metadata's ``tags`` list (nbformat 4 cell metadata, "tags"), which jupytext
+    MyST maps to and from ``:tags: [...]``."""
     tags = cell.get("metadata", {}).get("tags", []) or []
     out = []
     for tag in tags:

@@ -12,7 +12,9 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # Hostile notebooks and other fixtures are data for the tests, never tests themselves.
-collect_ignore_glob = ["fixtures/*", "site/*"] if not os.environ.get("H100LAB_SITE_TESTS") else ["fixtures/*"]
+collect_ignore_glob = ["fixtures/*"]
+# The browser tests of the built site run only through `make test-site` (tools/site.py test).
+collect_ignore = [] if os.environ.get("H100LAB_SITE_TESTS") else ["site"]
 
 
 def _gpu_skip_reason() -> str | None:

@@ -128,3 +128,34 @@ def test_gpu_device_and_banks():
     assert v.check_device(m.measure_device()).ok
     res = v.check_bank_latency(m.measure_banks(repeats=3))
     assert res.ok, res.examples
+
+
+def _write_synthetic(tmp_path, monkeypatch):
+    from h100lab import data
+
+    monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
+    meta = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "driver": "test", "cuda": "13.0",
+            "date": "2026-01-01", "command": "synthetic (test)"}
+    data.write("l01/device_properties", [H200_PROPS], meta)
+    data.write("l01/occupancy", _synthetic_occupancy_records(), meta)
+    data.write("l01/bank_latency", [{"name": f"s{w}", "width": 4, "model_wavefronts": w, "cycles_per_load": 30.0 + w}
+                                     for w in (1, 2, 4)], meta)
+
+
+def test_hardware_report_from_datasets(tmp_path, monkeypatch):
+    assert v.hardware_report(live=False)["source"] in (None, "dataset")
+    _write_synthetic(tmp_path, monkeypatch)
+    r = v.hardware_report(live=False)
+    assert r["source"] == "dataset" and "synthetic" in r["where"] and r["reference"] == "H200 SXM"
+    assert r["device"].ok and r["occupancy"].ok and r["banks"].ok
+    assert all(row["equal"] for row in r["device_rows"])
+    # the registered checks see the same datasets
+    from h100lab.validation import run_all
+    results = [(c.title, res) for c, ds, res in run_all() if c.lesson == 1]
+    assert len(results) == 3 and all(res is not None and res.ok for _, res in results)
+
+
+def test_hardware_report_without_anything(tmp_path, monkeypatch):
+    monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
+    r = v.hardware_report(live=False)
+    assert r == {"source": None, "command": "python -m h100lab.measure.l01"}

@@ -85,3 +85,9 @@ def test_roofline_widget():
     ex.controls["dtype"].value = "fp64"
     ex.controls["sparse"].value = True
     assert ex.result is None and "no 2:4" in ex.error and ex.figure is None
+
+
+def test_bank_latency_figure():
+    recs = [{"width": w, "model_wavefronts": f, "cycles_per_load": 30.0 + f} for w in (4, 8) for f in (1, 2, 4)]
+    fig = vb.draw_bank_latency(recs)
+    assert _labelled(fig) and len(fig.axes[0].lines) == 2

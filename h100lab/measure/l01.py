@@ -2,7 +2,7 @@
 
 ``python -m h100lab.measure.l01 [--out DIR] [--quick]`` writes three datasets (``h100lab.data``):
 
-* ``l01/device``: the ``cudaDeviceProp`` values the book's spec table uses, one record;
+* ``l01/device_properties``: the ``cudaDeviceProp`` values the book's spec table uses, one record;
 * ``l01/occupancy``: one record per (kernel, block size, dynamic shared memory, opt-in, carveout)
   with the kernel's ``num_regs`` and static shared memory (``cuFuncGetAttribute``) and the driver's
   answer (``cuOccupancyMaxActiveBlocksPerMultiprocessor``). Kernels: ``l01_occupancy_regs.cu``
@@ -39,7 +39,7 @@ QUICK = {"variants": ((32, 0), (64, 0), (65, 0), (128, 0), (255, 0), (40, 12000)
          "blocks": (64, 128, 256, 512, 1024), "dynamic": (0, 30000, 60000, 116736, 232448),
          "carveouts": (-1, 50)}
 
-#: cudaDeviceProp fields kept in l01/device
+#: cudaDeviceProp fields kept in l01/device_properties
 PROPERTY_KEYS = ("name", "major", "minor", "multiProcessorCount", "clockRate", "memoryClockRate", "memoryBusWidth",
                  "l2CacheSize", "persistingL2CacheMaxSize", "totalGlobalMem", "totalConstMem",
                  "sharedMemPerMultiprocessor", "sharedMemPerBlock", "sharedMemPerBlockOptin",
@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["H100LAB_DATA"] = args.out
     meta = cuda.run_metadata(command)
     dev = measure_device()
-    data.write("l01/device", dev, meta)
+    data.write("l01/device_properties", dev, meta)
     optin = int(dev[0].get("sharedMemPerBlockOptin", SMEM_OPTIN))
     if args.quick:
         cases = occupancy_cases(QUICK["variants"], QUICK["blocks"], QUICK["dynamic"], QUICK["carveouts"],

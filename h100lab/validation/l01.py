@@ -13,7 +13,8 @@ from ..occupancy import occupancy
 from ..specs import H200_SXM, compare, from_properties, get
 from . import CheckResult, silicon_check
 
-__all__ = ["check_device", "check_occupancy", "check_bank_latency", "model_blocks", "run_on", "reference_spec"]
+__all__ = ["check_device", "check_occupancy", "check_bank_latency", "model_blocks", "run_on", "reference_spec",
+           "hardware_report"]
 
 _SPEC_FIELDS = ("sm_count", "l2_bytes", "memory_bus_bits", "memory_clock_mhz", "boost_clock_mhz", "warp_size",
                 "max_threads_per_block", "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
@@ -84,7 +85,7 @@ def check_bank_latency(records: Sequence[dict[str, Any]], margin: float = 0.25) 
     return CheckResult(len(records), len(bad), bad[:5], note=note)
 
 
-@silicon_check("Device properties equal the spec table", lesson=1, dataset="l01/device")
+@silicon_check("Device properties equal the spec table", lesson=1, dataset="l01/device_properties")
 def _device(ds: Dataset) -> CheckResult:
     return check_device(ds.records)
 
@@ -104,3 +105,46 @@ def run_on(device: Sequence[dict], occ: Sequence[dict], banks: Sequence[dict]) -
     """Run the three checks on in-memory records."""
     return [("device properties", check_device(device)), ("occupancy", check_occupancy(occ)),
             ("bank latency", check_bank_latency(banks))]
+
+
+def hardware_report(live: bool | None = None, occupancy_cases: Sequence[dict] | None = None) -> dict[str, Any]:
+    """What the chapter's "On real hardware" section shows, from the best source available.
+
+    ``live`` (default: whenever ``h100lab.cuda.available()``) measures now — the device's properties,
+    a quick occupancy grid and the bank-latency patterns; otherwise the committed datasets are read.
+    Returns ``{"source": "live" | "dataset" | None, "where", "device_rows", "device", "occupancy",
+    "banks", "bank_records", "command"}``; ``source`` None means neither a GPU nor the datasets exist.
+    """
+    from .. import data
+
+    command = "python -m h100lab.measure.l01"
+    if live is None:
+        from .. import cuda
+
+        live = cuda.available()
+    if live:
+        from .. import cuda
+        from ..measure import l01 as m
+
+        dev = m.measure_device()
+        cases = occupancy_cases if occupancy_cases is not None else m.occupancy_cases(
+            m.QUICK["variants"], m.QUICK["blocks"], m.QUICK["dynamic"], m.QUICK["carveouts"],
+            optin_limit=int(dev[0].get("sharedMemPerBlockOptin", m.SMEM_OPTIN)))
+        occ = m.measure_occupancy(cases, progress=False)
+        banks = m.measure_banks(repeats=3)
+        where = f"this GPU ({dev[0].get('name')}, live)"
+        source = "live"
+    else:
+        names = ("l01/device_properties", "l01/occupancy", "l01/bank_latency")
+        if not all(data.available(n) for n in names):
+            return {"source": None, "command": command}
+        dss = [data.load(n) for n in names]
+        dev, occ, banks = (d.records for d in dss)
+        where = dss[0].describe()
+        source = "dataset"
+    ref = reference_spec(dev[0])
+    rows = compare(from_properties(dev[0]), ref, _SPEC_FIELDS) + compare(from_properties(dev[0]), ref,
+                                                                         ("hbm_bandwidth",), rtol=0.01)
+    return {"source": source, "where": where, "reference": ref.name, "device_rows": rows,
+            "device": check_device(dev), "occupancy": check_occupancy(occ), "occupancy_records": occ,
+            "banks": check_bank_latency(banks), "bank_records": banks, "command": command}

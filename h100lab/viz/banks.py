@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .style import figure, label
 
-__all__ = ["draw_bank_access", "bank_colour"]
+__all__ = ["draw_bank_access", "bank_colour", "draw_bank_latency"]
 
 
 def bank_colour(bank: int):
@@ -64,4 +64,21 @@ def draw_bank_access(addresses, r, title: str | None = None):
     label(ax_b, "bank (index)", "distinct words (count, per phase)")
     fig.suptitle(title or f"{8 * r.width}-bit {'load' if r.op == 'ld' else 'store'}: {int(r)} wavefront"
                  f"{'s' if int(r) != 1 else ''} (ideal {r.ideal}, {r.conflicts} from bank conflicts)")
+    return fig
+
+
+def draw_bank_latency(records):
+    """Measured cycles per dependent shared load against the model's wavefronts, one colour per width
+    (records of the ``l01/bank_latency`` dataset)."""
+    from .style import PALETTE
+
+    fig, ax = figure(figsize=(6.5, 3.4))
+    for i, w in enumerate(sorted({r["width"] for r in records})):
+        rs = sorted((r for r in records if r["width"] == w), key=lambda r: r["model_wavefronts"])
+        ax.plot([r["model_wavefronts"] for r in rs], [r["cycles_per_load"] for r in rs], "o-", color=PALETTE[i],
+                label=f"{8 * w}-bit loads")
+    ax.set_xscale("log", base=2)
+    ax.legend()
+    label(ax, "wavefronts predicted by the model (count)", "measured latency (cycles per load)",
+          "Shared-memory load latency vs bank conflicts")
     return fig

@@ -133,6 +133,8 @@ def test_a_hang_that_ignores_interrupts_kills_the_kernel(run):
 
 def test_megabytes_of_output_are_graded(run):
     assert statuses(run, "prints") == ["correct"] * 4
+    assert "fd-level" not in run["proc"].stdout + run["proc"].stderr
+    assert len(run["proc"].stdout) < 10_000
 
 
 @pytest.mark.parametrize("student", ["rebinds", "patches"])

@@ -112,15 +112,32 @@ class Kernel:
         env.update(self.extra_env)
         self.km = KernelManager(kernel_name="h100lab-grader", kernel_spec_manager=_kernel_spec_manager(argv),
                                 transport="ipc", connection_file=str(self.runtime / "kernel.json"))
-        self.km.start_kernel(cwd=str(self.cwd), env=env)
+        # The kernel's own stdout/stderr (fd-level writes, C extensions) go to a file, never to the
+        # grader's terminal; what cells print travels over IOPub and is drained by _drain().
+        self._log = open(self.runtime / "kernel-output.txt", "wb")
+        try:
+            self.km.start_kernel(cwd=str(self.cwd), env=env, stdout=self._log, stderr=self._log)
+        finally:
+            self._log.close()  # the child holds its own descriptor
         self.alive = True
         self.kc = self.km.client()
         self.kc.start_channels()
         try:
             self.kc.wait_for_ready(timeout=STARTUP_TIMEOUT)
-        except RuntimeError:
+        except Exception as exc:
+            tail = self.log_tail()
             self.stop()
-            raise
+            raise RuntimeError(f"the kernel did not start: {exc}" + (f"; its output ends: {tail}" if tail else "")) from None
+
+    def log_tail(self, n: int = 500) -> str:
+        """The last ``n`` characters the kernel process wrote to its own stdout/stderr."""
+        try:
+            with open(self.runtime / "kernel-output.txt", "rb") as fh:
+                fh.seek(0, 2)
+                fh.seek(max(0, fh.tell() - n))
+                return fh.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
 
     def stop(self) -> None:
         """Stop the kernel now (its whole process group) and close the channels."""

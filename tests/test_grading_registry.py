@@ -83,7 +83,7 @@ def test_check_stub_says_no_answer_yet():
     ([132], "Expected a number, got a list."),
     (True, "Expected a number, got a bool"),
     (None, "Expected a number, got None."),
-])
+], ids=["str", "list", "bool", "None"])
 def test_check_names_the_expected_kind(value, hint):
     with pytest.raises(AssertionError) as info:
         check("98.1", value)

@@ -88,7 +88,7 @@ def test_several_regions_in_one_cell_and_nbgrader_style_markers():
     ("# BEGIN SOLUTION\n# BEGIN SOLUTION\na = 1\n# END SOLUTION\n# END SOLUTION", "inside another solution region"),
     ("# BEGIN SOLUTION\n\n# END SOLUTION", "empty solution region"),
     ("x = f(\n# BEGIN SOLUTION\n1,\n# END SOLUTION\n)", "must hold whole statements"),
-])
+], ids=["unclosed", "stray-end", "nested", "empty", "partial-statement"])
 def test_malformed_regions_are_errors_naming_the_rule(src, words):
     with pytest.raises(GradingFormatError, match=words):
         stub_code(src, "solutions/01-x.md, cell 3")
@@ -255,7 +255,7 @@ def test_parse_graded_cell_rules():
     ('```{code-cell} ipython3\n:tags: [grade:8.1]\n\ncheck("8.1", 1)\n```\n', "not in lesson 7"),
     ('```{code-cell} ipython3\n:tags: [grade:7.1, grade:7.2]\n\ncheck("7.1", 1)\n```\n', "one grade: tag"),
     ("Just prose.\n", "no graded cells"),
-])
+], ids=["duplicate-id", "other-lesson", "two-tags", "no-graded-cells"])
 def test_exercise_set_rules(tmp_path, body, words):
     path = tmp_path / "07-x.md"
     path.write_text(HEADER + "\n" + body)

@@ -86,7 +86,7 @@ def test_h100lab_dataclasses_and_others():
     (np.datetime64("2024-01-01"), "cannot be graded"),
     ([0] * (wire.MAX_NODES + 1), f"more than {wire.MAX_NODES} values"),
     ("x" * (wire.MAX_BYTES + 10), "over 1048576 bytes"),
-])
+], ids=["object", "function", "datetime64", "too-many-values", "too-many-bytes"])
 def test_unsupported_or_huge_answers_are_refused_with_a_reason(value, words):
     assert words in refused(value)
 

@@ -1,60 +1,349 @@
 """Build the book's two editions and test the built site.
 
     python tools/site.py student      # _build/html: chapters, exercises (stubs), appendices
-    python tools/site.py instructor   # _build_instructor/html: the same plus the solutions
-    python tools/site.py test         # browser test of _build/html (see tests/site/)
+    python tools/site.py instructor   # _build_instructor/_build/html: the same plus the solutions
+    python tools/site.py test [PYTEST ARGS]   # headless-Chromium test of _build/html (tests/site/)
 
 Both builds start from a clean folder (an incremental Jupyter Book rebuild after a failure exits 0),
 execute every chapter, and treat warnings as errors (-W -n --keep-going).
+
+The published site needs no network when it is read. Sphinx's MathJax and myst-nb's widget
+JavaScript default to public CDNs; instead, every build first vendors pinned npm packages (MathJax 3,
+the ipywidgets HTML manager, RequireJS) into the ignored folder ``_site_vendor/``: ``npm pack``
+downloads each tarball once from the npm registry, its sha512 is checked against the pin below, and
+the files the browser needs are unpacked into ``_site_vendor/static/site-vendor/``, which ``_config.yml``
+names as an ``html_static_path`` (so Sphinx copies it into ``_static/site-vendor/`` of the site). After
+the build, every HTML page is scanned for a URL the browser would fetch from another host; one is an
+error.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
+import json
+import os
+import re
 import shutil
 import subprocess
 import sys
+import tarfile
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+VENDOR = ROOT / "_site_vendor"
+STATIC = VENDOR / "static" / "site-vendor"
+EDITIONS = ("student", "instructor")
 
 
-def _toc(edition: str) -> dict:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+@dataclass(frozen=True)
+class NpmPackage:
+    """One npm package whose files the site serves itself (never from a CDN)."""
+
+    name: str
+    version: str
+    integrity: str          # the registry's dist.integrity (sha512, base64) of the tarball
+    folder: str             # where its files go, under _static/site-vendor/
+    keep: str               # regex on the path inside the tarball ("package/...") of files to keep
+
+    @property
+    def tarball(self) -> Path:
+        return VENDOR / "npm" / f"{self.name.lstrip('@').replace('/', '-')}-{self.version}.tgz"
+
+
+# Pinned: the html-manager's major version matches ipywidgets 8 (widget protocol 2); MathJax 3 is
+# what Sphinx 7 configures. Update a pin with `npm pack NAME@VERSION --json` (it prints the integrity).
+NPM_PACKAGES = (
+    NpmPackage("mathjax", "3.2.2",
+               "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
+               "mathjax", r"package/(es5/.*|LICENSE|package\.json)"),
+    NpmPackage("@jupyter-widgets/html-manager", "1.0.15",
+               "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==",
+               # embed-amd.js plus the font files it loads relative to itself (its webpack publicPath)
+               "html-manager", r"package/(dist/(embed-amd\.js|[0-9a-f]{20}\.(woff2?|ttf|eot|svg))|package\.json)"),
+    NpmPackage("requirejs", "2.3.8",
+               "sha512-7/cTSLOdYkNBNJcDMWf+luFvMriVm7eYxp4BcFCsAX0wF421Vyce5SXP17c+Jd5otXKGNehIonFlyQXSowL6Mw==",
+               "requirejs", r"package/(require\.js|package\.json)"),
+)
+
+
+def _integrity(data: bytes) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+def _fetch(pkg: NpmPackage) -> bytes:
+    """The package's tarball: from the cache in _site_vendor/npm/, else `npm pack` from the registry."""
+    if not pkg.tarball.is_file():
+        pkg.tarball.parent.mkdir(parents=True, exist_ok=True)
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("npm is needed once to vendor the site's JavaScript (MathJax, ipywidgets); "
+                             "install Node.js >= 18")
+        cmd = [npm, "pack", f"{pkg.name}@{pkg.version}", "--pack-destination", str(pkg.tarball.parent),
+               "--json", "--silent"]
+        print("+", " ".join(cmd), flush=True)
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        made = pkg.tarball.parent / json.loads(out)[0]["filename"]
+        if made != pkg.tarball:
+            made.replace(pkg.tarball)
+    data = pkg.tarball.read_bytes()
+    got = _integrity(data)
+    if got != pkg.integrity:
+        pkg.tarball.unlink()
+        raise SystemExit(f"{pkg.name}@{pkg.version}: tarball integrity {got} differs from the pin "
+                         f"{pkg.integrity}; refusing to vendor it")
+    return data
+
+
+# Written next to the packages, loaded before RequireJS. The html-manager bundle (named AMD modules)
+# finds its font files through webpack public paths that it derives from each module's RequireJS URL,
+# by default relative to the *page* (so "chapters/@jupyter-widgets/..." on a chapter page: 404).
+# Mapping every module id of the bundle into the bundle's own folder, computed from this script's
+# URL, makes those paths right on pages at any depth. %s is the JSON list of the bundle's module ids.
+WIDGETS_JS = """// Written by tools/site.py: where @jupyter-widgets/html-manager's modules and assets are in this site.
+(function () {
+  var folder = new URL("html-manager/", document.currentScript.src).href;
+  var paths = {};
+  %s.forEach(function (id) { paths[id] = folder + id.split("/").pop(); });
+  window.__jupyter_widgets_assets_path__ = folder;
+  window.require = {paths: paths};  // RequireJS reads a global `require` object as its configuration
+})();
+"""
+# The site's favicon (html.favicon in _config.yml); without one browsers request /favicon.ico.
+FAVICON_SVG = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<rect width="32" height="32" rx="5" fill="#76b900"/>
+<path d="M7 8v16M7 16h8M15 8v16M20 11l3-3v16" stroke="#fff" stroke-width="3" fill="none"/>
+</svg>
+"""
+
+
+def vendor() -> Path:
+    """Unpack the pinned npm packages' browser files into _site_vendor/static/site-vendor/<folder>/.
+
+    Idempotent: a folder whose stamp names the pinned version and integrity is left alone. Anything
+    else under _site_vendor/static/ (left by an older layout) is removed, since all of it is published.
+    """
+    for stale in (VENDOR / "static").glob("*") if (VENDOR / "static").is_dir() else []:
+        if stale != STATIC:
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+    for stale in STATIC.glob("*") if STATIC.is_dir() else []:
+        if stale.name not in {p.folder for p in NPM_PACKAGES} | {"h100lab-widgets.js"}:
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+    for pkg in NPM_PACKAGES:
+        dest = STATIC / pkg.folder
+        stamp = VENDOR / "stamps" / f"{pkg.folder}.txt"
+        want = f"{pkg.name}@{pkg.version} {pkg.integrity}\n"
+        if dest.is_dir() and stamp.is_file() and stamp.read_text() == want:
+            continue
+        data = _fetch(pkg)
+        shutil.rmtree(dest, ignore_errors=True)
+        keep = re.compile(pkg.keep)
+        n = 0
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for m in tar.getmembers():
+                if not (m.isfile() and keep.fullmatch(m.name)):
+                    continue
+                rel = m.name.split("/", 1)[1]
+                if rel.startswith("dist/") or rel.startswith("es5/"):
+                    rel = rel.split("/", 1)[1]
+                target = dest / rel
+                if ".." in Path(rel).parts:
+                    raise SystemExit(f"{pkg.name}: unsafe path {m.name!r} in tarball")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(m).read())
+                n += 1
+        if n == 0:
+            raise SystemExit(f"{pkg.name}@{pkg.version}: no file matched {pkg.keep!r}")
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(want)
+        print(f"vendored {pkg.name}@{pkg.version}: {n} files into {dest.relative_to(ROOT)}", flush=True)
+    bundle = (STATIC / "html-manager" / "embed-amd.js").read_text(encoding="utf-8")
+    ids = sorted(set(re.findall(r'define\("(@jupyter-widgets/[^"]+)"', bundle)))
+    if "@jupyter-widgets/html-manager" not in ids:
+        raise SystemExit("embed-amd.js defines no @jupyter-widgets/html-manager module; check the pin")
+    (STATIC / "h100lab-widgets.js").write_text(WIDGETS_JS % json.dumps(ids), encoding="utf-8")
+    (VENDOR / "favicon.svg").write_text(FAVICON_SVG, encoding="utf-8")
+    return STATIC
+
+
+# ---------------------------------------------------------------------------------------------
+# What the browser would fetch from another host
+
+# (tag, attribute) pairs whose URL the browser loads by itself when the page is shown
+_FETCHING = {("script", "src"), ("img", "src"), ("iframe", "src"), ("source", "src"), ("video", "src"),
+             ("audio", "src"), ("embed", "src"), ("object", "data"), ("video", "poster"), ("input", "src")}
+_FETCHING_LINK_RELS = {"stylesheet", "icon", "shortcut", "preload", "prefetch", "modulepreload",
+                       "preconnect", "dns-prefetch", "manifest", "apple-touch-icon"}
+_CSS_URL = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])\s*((?:https?:)?//[^'")\s]+)""", re.I)
+
+
+class _FetchScanner(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.urls: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: (v or "") for k, v in attrs}
+        self._in_style = tag == "style"
+        if tag == "link":
+            rels = set(a.get("rel", "").lower().split())
+            if rels & _FETCHING_LINK_RELS and a.get("href"):
+                self.urls.append(a["href"])
+        for (t, attr) in _FETCHING:
+            if t == tag and a.get(attr):
+                self.urls.append(a[attr])
+        if a.get("srcset"):
+            self.urls += [part.strip().split()[0] for part in a["srcset"].split(",") if part.strip()]
+        if a.get("style"):
+            self.urls += _CSS_URL.findall(a["style"])
+        # data-* attributes that name a base URL a script will load from (the widgets' CDN)
+        for k, v in a.items():
+            if k.startswith("data-") and k.endswith("-cdn") and v:
+                self.urls.append(v)
+
+    def handle_endtag(self, tag):
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            self.urls += _CSS_URL.findall(data)
+
+
+def external_fetches(html_dir: Path) -> dict[str, list[str]]:
+    """Map each page (and CSS file) of a built site to the off-site URLs a browser would load from it.
+
+    Off-site: absolute ``http(s)://`` or protocol-relative ``//host`` URLs. Links a reader may click
+    (``<a href>``) are not fetches and are not reported.
+    """
+    found: dict[str, list[str]] = {}
+    off_site = re.compile(r"^\s*(?:https?:)?//", re.I)
+    for p in sorted(html_dir.rglob("*.html")):
+        sc = _FetchScanner()
+        sc.feed(p.read_text(encoding="utf-8", errors="replace"))
+        bad = sorted({u for u in sc.urls if off_site.match(u)})
+        if bad:
+            found[p.relative_to(html_dir).as_posix()] = bad
+    for p in sorted(html_dir.rglob("*.css")):
+        bad = sorted(set(_CSS_URL.findall(p.read_text(encoding="utf-8", errors="replace"))))
+        if bad:
+            found[p.relative_to(html_dir).as_posix()] = bad
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Builds
+
+def toc(edition: str) -> dict:
+    """The table of contents of an edition: _toc.yml, plus (instructor) a part with every solution set."""
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {EDITIONS}, not {edition!r}")
+    data = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     if edition == "instructor":
-        sols = [p for p in sorted((ROOT / "solutions").glob("[0-9][0-9]-*.md"))]
+        sols = sorted((ROOT / "solutions").glob("[0-9][0-9]-*.md"))
         if sols:
             part = {"caption": "Solutions (instructor edition)",
                     "chapters": [{"file": f"solutions/{p.stem}"} for p in sols]}
-            parts = toc["parts"]
+            parts = data["parts"]
             idx = next((i for i, p in enumerate(parts) if p.get("caption") == "Appendix"), len(parts))
             parts.insert(idx, part)
-    return toc
+    return data
+
+
+def toc_files(data: dict) -> list[str]:
+    """Every document of a TOC, root first, in reading order (docnames without suffix)."""
+    out = [data["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                out.append(e["file"])
+            walk(e.get("sections"))
+    for part in data.get("parts", []):
+        walk(part.get("chapters"))
+    walk(data.get("chapters"))
+    return out
+
+
+def html_dir(edition: str) -> Path:
+    return (ROOT if edition == "student" else ROOT / "_build_instructor") / "_build" / "html"
 
 
 def build(edition: str) -> Path:
+    """Build one edition from a clean folder; raise CalledProcessError/SystemExit on any failure."""
+    vendor()
     base = ROOT if edition == "student" else ROOT / "_build_instructor"
     out = base / "_build"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     toc_path = out / f"_toc-{edition}.yml"
-    toc_path.write_text(yaml.safe_dump(_toc(edition), sort_keys=False))
+    toc_path.write_text(yaml.safe_dump(toc(edition), sort_keys=False, allow_unicode=True), encoding="utf-8")
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output", str(base),
            "--toc", str(toc_path), "-W", "-n", "--keep-going"]
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, cwd=ROOT)
-    index = out / "html" / "index.html"
+    # The kernels draw as a reader's Jupyter does (the inline backend, not the test suite's Agg);
+    # intro.md lists every page of the edition's TOC (the instructor edition's includes the solutions).
+    env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline", H100LAB_BOOK_TOC=str(toc_path))
+    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
+    html = out / "html"
+    errs = sorted((html / "reports").rglob("*.err.log")) if (html / "reports").is_dir() else []
+    if errs:
+        raise SystemExit(f"notebook execution failed: {[str(e) for e in errs]}")
+    fetches = external_fetches(html)
+    if fetches:
+        raise SystemExit("pages load from other hosts (the site must work offline):\n"
+                         + "\n".join(f"  {page}: {urls}" for page, urls in fetches.items()))
+    index = html / "index.html"
     print(f"\nThe {edition} edition of H100 Lab is at {index}")
     return index
 
 
+# ---------------------------------------------------------------------------------------------
+# Browser test
+
+CHROMIUM = Path(os.environ.get("H100LAB_CHROMIUM", "/usr/bin/chromium"))
+
+
+def ensure_chromium() -> Path:
+    """Debian's chromium (and a CJK font for the glossary), installed with apt-get when missing."""
+    if CHROMIUM.exists():
+        return CHROMIUM
+    if CHROMIUM != Path("/usr/bin/chromium") or not shutil.which("apt-get") or os.geteuid() != 0:
+        raise SystemExit(f"{CHROMIUM} is missing: install Debian's chromium package "
+                         "(apt-get install chromium fonts-wqy-microhei) or set H100LAB_CHROMIUM")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-q"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium", "fonts-wqy-microhei"],
+                   check=True, env=env)
+    return CHROMIUM
+
+
+def test(args: list[str]) -> int:
+    """Run tests/site/ against the built student site with headless Chromium."""
+    html = Path(os.environ.get("H100LAB_SITE_DIR", html_dir("student")))
+    if not (html / "index.html").is_file():
+        print(f"no built site at {html}: run `make book` first", file=sys.stderr)
+        return 2
+    ensure_chromium()
+    env = dict(os.environ, H100LAB_SITE_TESTS="1", H100LAB_SITE_DIR=str(html), H100LAB_CHROMIUM=str(CHROMIUM))
+    return subprocess.call([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                            str(ROOT / "tests" / "site")] + args, cwd=ROOT, env=env)
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("student", "instructor", "test"):
+    if not argv or argv[0] not in ("student", "instructor", "test", "vendor"):
         print(__doc__)
         return 2
     if argv[0] == "test":
-        return subprocess.call([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                                str(ROOT / "tests" / "site")] + argv[1:], cwd=ROOT)
+        return test(argv[1:])
+    if argv[0] == "vendor":
+        vendor()
+        return 0
     build(argv[0])
     return 0
 

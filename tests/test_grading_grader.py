@@ -4,6 +4,7 @@ One run of the real command line (``python -m h100lab.grading grade``, each note
 3 s per cell) grades every fixture submission; the tests read its gradebook:
 
 alice/      a folder with a correct .ipynb that reads a data file and writes a scratch file
+carol.md    correct, saved as plain jupytext Markdown (```python fences), not MyST
 bob.md      wrong answers            stub.md     the untouched student edition
 raises.md   a cell raises mid-way    hangs.md    a cell sleeps for 10 minutes (interruptible)
 hangs_hard.md  ignores SIGINT and sleeps (the kernel must be killed)
@@ -76,7 +77,7 @@ def test_gradebook_files(run):
     with open(out / "gradebook-99.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == ["student", "exercise", "passed", "status", "message", "points", "max_points"]
-    assert len(rows) == len(book["rows"]) == 13 * 4
+    assert len(rows) == len(book["rows"]) == 14 * 4
     for c, j in zip(rows, book["rows"]):
         assert (c["student"], c["exercise"], c["passed"], c["points"]) == \
                (j["student"], j["exercise"], str(j["passed"]), str(j["points"]))
@@ -93,6 +94,7 @@ def test_submissions_folder_is_untouched(run):
 
 def test_correct_folder_submission(run):
     assert statuses(run, "alice") == ["correct"] * 4
+    assert statuses(run, "carol") == ["correct"] * 4
     assert run["rows"][("alice", "99.4")]["points"] == 2
 
 
@@ -162,7 +164,7 @@ def test_unreadable_and_absent_notebooks(run):
 
 def test_find_submissions(tmp_path):
     subs = {s.student: s for s in find_submissions(SUBMISSIONS, 99)}
-    assert sorted(subs) == ["alice", "bob", "broken", "deleted", "exits", "hangs", "hangs_hard", "nobody",
+    assert sorted(subs) == ["alice", "bob", "broken", "carol", "deleted", "exits", "hangs", "hangs_hard", "nobody",
                             "patches", "prints", "raises", "rebinds", "stub"]
     assert subs["alice"].path.name == "99-fixture.ipynb" and subs["alice"].folder == SUBMISSIONS / "alice"
     assert subs["nobody"].path is None and subs["bob"].folder is None

@@ -60,8 +60,10 @@ class ExerciseSet:
 
 def read_notebook(path: str | Path):
     """Read an ``.ipynb`` (nbformat 4, upgraded from older versions) or a jupytext text notebook as a
-    notebook node: ``.md`` as MyST (jupytext docs, "MyST Markdown": ```` ```{code-cell} ```` directives, cell
-    options such as ``:tags:`` as YAML), other suffixes by jupytext's own format detection."""
+    notebook node. Text notebooks go through jupytext's format detection: the header's
+    ``text_representation``, else the content (MyST: ```` ```{code-cell} ```` directives with cell options
+    such as ``:tags:`` as YAML; jupytext docs, "MyST Markdown"), so a student's notebook saved as plain
+    jupytext Markdown reads too."""
     path = Path(path)
     if path.suffix == ".ipynb":
         import nbformat
@@ -70,8 +72,6 @@ def read_notebook(path: str | Path):
             return nbformat.read(fh, as_version=4)
     import jupytext
 
-    if path.suffix == ".md":
-        return jupytext.read(path, fmt="md:myst")
     return jupytext.read(path)
 
 

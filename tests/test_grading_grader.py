@@ -186,6 +186,9 @@ def test_gradebook_inside_the_submissions_is_refused(tmp_path, capsys):
     assert "inside the submissions folder" in capsys.readouterr().err
     assert not (SUBMISSIONS / "gradebook").exists()
     assert main(["grade", str(tmp_path), "--set", "nine"]) == 2
+    assert main(["grade", str(tmp_path), "--set", "99", "--jobs", "0"]) == 2
+    assert main(["grade", str(tmp_path), "--set", "99", "--timeout", "0"]) == 2
+    assert "timeout must be > 0" in capsys.readouterr().err
     assert main(["grade", str(tmp_path), "--set", "99", "--solutions", str(tmp_path)]) == 2
     assert "no solutions file 99-*.md" in capsys.readouterr().err
 

@@ -80,7 +80,7 @@ def _grade(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m h100lab.grading`` (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m h100lab.grading", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m h100lab.grading", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("student", help="generate the student editions of exercise sets")

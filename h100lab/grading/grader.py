@@ -628,6 +628,8 @@ def grade(submissions_dir: str | Path, lesson: int, *, out_dir: str | Path | Non
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
+    if not timeout > 0:
+        raise ValueError(f"the per-cell timeout must be > 0 seconds, got {timeout}")
     submissions_dir = Path(submissions_dir)
     if out_dir is not None and _inside(Path(out_dir), submissions_dir):
         raise ValueError(f"the gradebook folder {out_dir} is inside the submissions folder {submissions_dir}; "

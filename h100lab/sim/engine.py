@@ -12,17 +12,20 @@ records) simpy would leave well under the 0.5 M events/s that 10^6 events in 2 s
 A process is a generator. It may yield
 
 * a number — sleep that many ns (``yield 12.5``);
-* an :class:`Event` — wait until it is triggered; the ``yield`` evaluates to the event's value;
+* a :class:`Sleep` — sleep ``ns`` and then receive ``value`` (``tok = yield Sleep(4.0, tok)``);
+* an :class:`Event` — wait until it is triggered (plus the event's ``delay``); the ``yield``
+  evaluates to the event's value;
 * ``None`` — yield control and continue at the same time (after other ready work).
 
 Deterministic: ties in time run in the order they were scheduled.
 """
 from __future__ import annotations
 
+import gc
 import heapq
 from typing import Any, Callable, Generator, Iterable
 
-__all__ = ["Engine", "Event", "Process", "Deadlock", "SimulationError"]
+__all__ = ["Engine", "Event", "Process", "Sleep", "Deadlock", "SimulationError"]
 
 
 class SimulationError(RuntimeError):
@@ -39,18 +42,30 @@ class Deadlock(SimulationError):
         super().__init__(f"deadlock at {now:.1f} ns: {lines}")
 
 
+class Sleep:
+    """What a process yields to sleep ``ns`` nanoseconds and then receive ``value``."""
+
+    __slots__ = ("ns", "value")
+
+    def __init__(self, ns: float, value: Any = None):
+        self.ns = ns
+        self.value = value
+
+
 class Event:
-    """A one-shot event. ``succeed(value)`` triggers it; waiting processes resume with ``value``;
-    callbacks ``fn(value)`` run at the trigger time. ``label`` names it in deadlock reports."""
+    """A one-shot event. ``succeed(value)`` triggers it; waiting processes resume with ``value``
+    ``delay`` ns later (a wake-up latency); callbacks ``fn(arg)`` registered with :meth:`on` run at
+    the trigger time. ``label`` names it in deadlock reports."""
 
-    __slots__ = ("engine", "label", "triggered", "value", "_waiters")
+    __slots__ = ("engine", "label", "triggered", "value", "delay", "_waiters")
 
-    def __init__(self, engine: "Engine", label: str = "event"):
+    def __init__(self, engine: "Engine", label: str = "event", delay: float = 0.0):
         self.engine = engine
         self.label = label
         self.triggered = False
         self.value: Any = None
-        self._waiters: list = []   # Process objects or callables
+        self.delay = delay
+        self._waiters: list = []   # Process objects or (callable, arg) pairs
 
     def __repr__(self) -> str:
         return f"Event({self.label!r}{', triggered' if self.triggered else ''})"
@@ -62,21 +77,22 @@ class Event:
         self.triggered = True
         self.value = value
         eng = self.engine
+        t = eng.now + self.delay
         for w in self._waiters:
-            if isinstance(w, Process):
+            if w.__class__ is Process:
                 w._waiting = None
-                eng._push(eng.now, w._step, value)
+                eng._push(t, w._step, value)
             else:
-                eng._push(eng.now, w, value)
+                w[0](w[1])
         self._waiters = []
         return self
 
-    def on(self, fn: Callable[[Any], None]) -> None:
-        """Call ``fn(value)`` when triggered (at once, scheduled now, if already triggered)."""
+    def on(self, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """Call ``fn(arg)`` when the event triggers (right away if it already has)."""
         if self.triggered:
-            self.engine._push(self.engine.now, fn, self.value)
+            fn(arg)
         else:
-            self._waiters.append(fn)
+            self._waiters.append((fn, arg))
 
 
 class Process:
@@ -109,6 +125,8 @@ class Process:
             if cmd < 0:
                 raise SimulationError(f"process {self.name!r} asked to sleep {cmd} ns")
             eng._push(eng.now + cmd, self._step, None)
+        elif cls is Sleep:
+            eng._push(eng.now + cmd.ns, self._step, cmd.value)
         elif cls is Event:
             if cmd.triggered:
                 eng._push(eng.now, self._step, cmd.value)
@@ -118,8 +136,8 @@ class Process:
         elif cmd is None:
             eng._push(eng.now, self._step, None)
         else:
-            raise SimulationError(f"process {self.name!r} yielded {cmd!r}: yield a delay in ns, an Event "
-                                  f"or None")
+            raise SimulationError(f"process {self.name!r} yielded {cmd!r}: yield a delay in ns, a Sleep, "
+                                  f"an Event or None")
 
 
 class Engine:
@@ -188,6 +206,8 @@ class Engine:
         q = self._q
         pop = heapq.heappop
         steps = 0
+        gc_was_on = gc.isenabled()
+        gc.disable()   # a long trace of small tuples would otherwise trigger repeated full collections
         try:
             while q:
                 if until is not None and q[0][0] > until:
@@ -199,6 +219,8 @@ class Engine:
                 steps += 1
         finally:
             self.steps += steps
+            if gc_was_on:
+                gc.enable()
         if self._live:
             blocked = [(p.name, p._waiting.label if p._waiting else "?") for p in self.processes
                        if not p.done.triggered]

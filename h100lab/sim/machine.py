@@ -12,15 +12,19 @@ Layout of the model (all numbers come from one :class:`~h100lab.sim.timing.Timin
           ├── named    NamedBarriers (bar.sync / bar.arrive, ids 0–15)
           └── warps    Warp — one process each, written as a generator function
 
-A warp program is a generator function taking its :class:`Warp`; every instruction is a method used
-with ``yield from`` (it advances the warp's time and records a trace record)::
+A warp program is a generator function taking its :class:`Warp`. Every instruction is a method
+that performs the instruction's effect on the model state *now*, appends its trace record, and
+returns what the warp must ``yield`` to spend the instruction's time: a delay, a
+:class:`~h100lab.sim.engine.Sleep` carrying a result, or an event to wait on. So every instruction
+is written ``yield w.<instruction>(...)``, and ``x = yield w.<instruction>(...)`` gets its result
+(a state token, the completed phase, a group index)::
 
     def producer(w, stages, iters):
         for k in range(iters):
             s = k % stages
-            yield from w.wait(EMPTY + 8 * s, parity=((k // stages) & 1) ^ 1)
-            yield from w.arrive_expect_tx(FULL + 8 * s, TILE)
-            yield from w.cp_async_bulk(BUF + s * TILE, TILE, bar=FULL + 8 * s)
+            yield w.wait(EMPTY + 8 * s, parity=((k // stages) & 1) ^ 1)
+            yield w.arrive_expect_tx(FULL + 8 * s, TILE)
+            yield w.cp_async_bulk(BUF + s * TILE, TILE, bar=FULL + 8 * s)
 
     gpu = GPU(num_sms=1)
     sm = gpu.sms[0]
@@ -37,11 +41,15 @@ from __future__ import annotations
 from typing import Callable, Generator
 
 from ..sync.groups import BulkGroups
-from ..sync.mbarrier import MBarrier
+from ..sync import mbarrier as mb_ops
+from ..sync.mbarrier import MBarrier, MBarrierError
+
+_new = tuple.__new__   # Record rows are built with tuple.__new__(Record, (...)): no Python frame per record
+_PARITY = 1 << 61   # the phase-parity bit of the mbarrier word (h100lab.sync.mbarrier encoding)
 from ..sync.named import ClusterBarrier, NamedBarriers
 from ..sync.smem import SMEM_MAX_PER_BLOCK, SharedMemory
 from ..sync.trace import Record
-from .engine import Engine, Event, SimulationError
+from .engine import Deadlock, Engine, Event, SimulationError, Sleep
 from .resources import Pipe, reserve_path
 from .timing import Timing, default_timing
 
@@ -49,38 +57,57 @@ __all__ = ["GPU", "SM", "Warp", "SimBarrier"]
 
 
 class SimBarrier:
-    """An mbarrier in the simulator: the byte-backed :class:`~h100lab.sync.mbarrier.MBarrier` plus the
+    """An mbarrier in the simulator: its state is the 8 bytes at ``addr`` of the SM's shared memory
+    (read, passed through the pure functions of :mod:`h100lab.sync.mbarrier`, written back), plus the
     number of completed phases and the events waiters sleep on."""
 
-    __slots__ = ("mb", "completions", "events", "label", "engine")
+    __slots__ = ("mb", "smem", "addr", "completions", "events", "label", "engine")
 
     def __init__(self, sm: "SM", addr: int, label: str):
         self.mb = MBarrier(sm.smem, addr)
+        self.smem = sm.smem
+        self.addr = addr
         self.completions = 0          # phases completed so far = number of the current phase
         self.events: dict[int, Event] = {}
         self.label = label
         self.engine = sm.engine
 
-    def completion(self, phase: int) -> Event:
-        """The event triggered when phase number ``phase`` completes."""
+    def completion(self, phase: int, delay: float = 0.0) -> Event:
+        """The event triggered when phase number ``phase`` completes (waiters resume ``delay`` ns
+        later: the try_wait wake-up latency)."""
         ev = self.events.get(phase)
         if ev is None:
-            ev = self.events[phase] = Event(self.engine, f"{self.label} phase {phase} "
-                                                         f"(parity {phase & 1}) [{self.mb!r}]")
+            ev = self.events[phase] = Event(self.engine, f"{self.label} phase {phase} (parity {phase & 1})",
+                                            delay)
             if phase < self.completions:
                 ev.succeed(phase)
         return ev
 
-    def update(self, old_parity: int) -> bool:
-        """After a counter update: if the parity flipped, a phase completed — wake its waiters."""
-        if self.mb.phase != old_parity:
+    def apply(self, fn, *args):
+        """Apply word operation ``fn(word, *args)`` (:mod:`h100lab.sync.mbarrier`'s ``word_*``) to the
+        barrier's bytes; wake the waiters of a phase it completes. Returns the token (or None)."""
+        smem, addr = self.smem, self.addr
+        if smem._objects.get(addr) != "mbarrier":
+            self.mb.state   # raises the "not a valid mbarrier" error
+        old = smem.load_u64(addr)
+        out = fn(old, *args)
+        new, tok = out if out.__class__ is tuple else (out, None)
+        smem.store_u64(addr, new)
+        if (new ^ old) & _PARITY:
             k = self.completions
             self.completions = k + 1
             ev = self.events.pop(k, None)
             if ev is not None:
                 ev.succeed(k)
-            return True
-        return False
+        return tok
+
+    def parity_done(self, parity: int) -> bool:
+        """``try_wait.parity(parity)`` on the current bytes (PTX §9.7.13.15.16)."""
+        if self.smem._objects.get(self.addr) != "mbarrier":
+            self.mb.state
+        if parity not in (0, 1):
+            raise MBarrierError(f"phaseParity {parity!r} must be 0 or 1 (PTX §9.7.13.15.16)")
+        return ((self.smem.load_u64(self.addr) >> 61) & 1) != parity
 
 
 class GPU:
@@ -103,9 +130,16 @@ class GPU:
         self.sms = [SM(self, i, smem_bytes, cta_threads) for i in range(num_sms)]
 
     def run(self, until: float | None = None) -> float:
-        """Run to completion; returns the end time (ns). Raises Deadlock if warps are stuck."""
-        t = self.engine.run(until)
-        self._finalise()
+        """Run to completion; returns the end time (ns). Raises Deadlock (with the state of every
+        mbarrier that has waiters) if warps are stuck."""
+        try:
+            t = self.engine.run(until)
+        except Deadlock as d:
+            states = [f"{sb.label}: {sb.mb!r}" for sm in self.sms for sb in sm.bars.values() if sb.events]
+            d.args = (d.args[0] + ("; barriers: " + "; ".join(states) if states else ""),)
+            raise
+        finally:
+            self._finalise()
         return t
 
     def _finalise(self) -> None:
@@ -114,7 +148,7 @@ class GPU:
         for item in self._late:
             warp, fields, op = item
             g = warp.groups.group_of(op)
-            self.trace.append(Record(*fields[:12], g, *fields[13:]))
+            self.trace.append(_new(Record, (*fields[:12], g, *fields[13:])))
         self._late.clear()
 
     def cluster_barrier(self, cluster: int, threads: int) -> ClusterBarrier:
@@ -175,14 +209,16 @@ class SM:
 
 
 class Warp:
-    """A warp (or warpgroup, or elected thread) executing a program: its instructions are the
-    generator methods below, each recording one :class:`~h100lab.sync.trace.Record`."""
+    """A warp (or warpgroup, or elected thread) executing a program. Each instruction method applies
+    the instruction to the model, records one :class:`~h100lab.sync.trace.Record` and returns what
+    to ``yield``: ``yield w.arrive(bar)``, ``phase = yield w.wait(bar, parity)``."""
 
     def __init__(self, sm: SM, name: str, threads: int = 32):
         self.sm = sm
         self.gpu = sm.gpu
         self.engine = sm.engine
-        self.t = sm.gpu.timing
+        t = sm.gpu.timing
+        self.t = t
         self.name = name
         self.actor = sm.prefix + name
         self.threads = threads
@@ -190,6 +226,11 @@ class Warp:
         self._group_events: dict[int, tuple[Event, Event]] = {}
         self._op_seq = 0
         self.trace = sm.gpu.trace
+        self._tma_lane = f"{sm.prefix}tma"
+        # the table's numbers, read once (the hot path avoids attribute lookups on the table)
+        self._issue, self._arrive_ns, self._hit = t.issue_ns, t.mbarrier_arrive_ns, t.wait_hit_ns
+        self._wake, self._fence = t.wait_wake_ns, t.fence_ns
+        self._smem_lat, self._tma_issue, self._tma_lat = t.smem_latency_ns, t.tma_issue_ns, t.tma_latency_ns
 
     def __repr__(self) -> str:
         return f"Warp({self.actor!r})"
@@ -202,201 +243,205 @@ class Warp:
     def _rec(self, t0, t1, op, proxy="", access="", addr=-1, size=0, bar=-1, phase=-1, sem="", group=-1,
              cta=None, label="", lane=None) -> None:
         if self.trace is not None:
-            self.trace.append(Record(t0, t1, self.actor, op, lane or self.actor, proxy, access, addr, size,
-                                     bar, phase, sem, group, self.sm.rank if cta is None else cta, label))
+            self.trace.append(_new(Record, (t0, t1, self.actor, op, lane or self.actor, proxy, access, addr, size,
+                                     bar, phase, sem, group, self.sm.rank if cta is None else cta, label)))
 
     def _target(self, cta: int | None) -> SM:
         return self.sm if cta is None or cta == self.sm.rank else self.sm.peer(cta)
 
     # -- plain work -----------------------------------------------------------------------------
-    def compute(self, ns: float, label: str = "compute") -> Generator:
+    def compute(self, ns: float, label: str = "compute") -> float:
         """Busy on the CUDA cores for ``ns`` ns (no memory access)."""
-        t0 = self.engine.now
-        yield float(ns)
-        self._rec(t0, self.engine.now, "compute", label=label)
+        now = self.engine.now
+        if self.trace is not None:
+            self.trace.append(_new(Record, (now, now + ns, self.actor, "compute", self.actor, "", "", -1, 0, -1, -1,
+                                     "", -1, self.sm.rank, label)))
+        return float(ns)
 
-    def sleep(self, ns: float) -> Generator:
-        """Idle for ``ns`` ns (not recorded)."""
-        yield float(ns)
-
-    def ld_shared(self, addr: int, size: int, label: str = "") -> Generator:
-        """``ld.shared`` of ``size`` bytes (all lanes together) through the LSUs: generic-proxy read."""
+    def ld_shared(self, addr: int, size: int, label: str = "") -> float:
+        """``ld.shared`` of ``size`` bytes (all lanes together) through the LSUs: a generic-proxy read
+        (PTX §9.7.9.8); time = queueing + size / smem bandwidth + latency."""
         self.sm.smem.check_range(addr, size)
-        t0 = self.engine.now
-        _, fin = self.sm.lsu.reserve(t0, size)
-        yield fin + self.t.smem_latency_ns - t0
-        self._rec(t0, self.engine.now, "ld.shared", "generic", "r", addr, size, label=label)
+        now = self.engine.now
+        _, fin = self.sm.lsu.reserve(now, size)
+        t1 = fin + self._smem_lat
+        if self.trace is not None:
+            self.trace.append(_new(Record, (now, t1, self.actor, "ld.shared", self.actor, "generic", "r", addr, size,
+                                     -1, -1, "", -1, self.sm.rank, label)))
+        return t1 - now
 
-    def st_shared(self, addr: int, size: int, label: str = "") -> Generator:
-        """``st.shared`` of ``size`` bytes through the LSUs: generic-proxy write."""
+    def st_shared(self, addr: int, size: int, label: str = "") -> float:
+        """``st.shared`` of ``size`` bytes through the LSUs: a generic-proxy write (PTX §9.7.9.9)."""
         self.sm.smem.check_range(addr, size)
-        t0 = self.engine.now
-        _, fin = self.sm.lsu.reserve(t0, size)
-        yield max(fin - t0, self.t.issue_ns)
-        self._rec(t0, self.engine.now, "st.shared", "generic", "w", addr, size, label=label)
+        now = self.engine.now
+        _, fin = self.sm.lsu.reserve(now, size)
+        t1 = max(fin, now + self._issue)
+        if self.trace is not None:
+            self.trace.append(_new(Record, (now, t1, self.actor, "st.shared", self.actor, "generic", "w", addr, size,
+                                     -1, -1, "", -1, self.sm.rank, label)))
+        return t1 - now
 
-    def mma(self, macs: float, reads: tuple = (), label: str = "wgmma") -> Generator:
+    def mma(self, macs: float, reads: tuple = (), label: str = "wgmma") -> float:
         """Tensor-core work of ``macs`` multiply-accumulates reading shared-memory operands
-        ``reads = ((addr, size), …)`` through the async proxy (wgmma; PTX §9.7.15.4), waited for."""
-        t0 = self.engine.now
-        _, fin = self.sm.tensor.reserve(t0, macs)
-        yield fin + self.t.wgmma_latency_ns - t0
-        t1 = self.engine.now
+        ``reads = ((addr, size), …)`` through the async proxy (wgmma, PTX §9.7.15.4), waited for
+        (like ``wgmma.mma_async`` + ``wgmma.wait_group 0``)."""
+        now = self.engine.now
+        _, fin = self.sm.tensor.reserve(now, macs)
+        t1 = fin + self.t.wgmma_latency_ns
         if not reads:
-            self._rec(t0, t1, "wgmma", label=label)
+            self._rec(now, t1, "wgmma", label=label)
         for a, n in reads:
-            self._rec(t0, t1, "wgmma", "async", "r", a, n, label=label)
+            self.sm.smem.check_range(a, n)
+            self._rec(now, t1, "wgmma", "async", "r", a, n, label=label)
+        return t1 - now
 
     # -- fences ---------------------------------------------------------------------------------
-    def fence_proxy_async(self) -> Generator:
+    def fence_proxy_async(self) -> float:
         """``fence.proxy.async.shared::cta``: orders this thread's generic-proxy accesses with later
-        async-proxy accesses and vice versa (PTX §9.7.13.4, async proxy §9.7.9.25.2)."""
-        t0 = self.engine.now
-        yield self.t.fence_ns
-        self._rec(t0, self.engine.now, "fence.proxy.async")
+        async-proxy accesses and vice versa (PTX §9.7.13.4 membar/fence; async proxy §9.7.9.25.2)."""
+        now = self.engine.now
+        if self.trace is not None:
+            self.trace.append(_new(Record, (now, now + self._fence, self.actor, "fence.proxy.async", self.actor, "",
+                                     "", -1, 0, -1, -1, "", -1, self.sm.rank, "")))
+        return self._fence
 
-    def fence_acq_rel(self) -> Generator:
-        """``fence.acq_rel.cta``: makes a following relaxed arrive act as a release and a preceding
-        relaxed wait act as an acquire (PTX §9.7.13.4, memory model §8.9)."""
-        t0 = self.engine.now
-        yield self.t.fence_ns
-        self._rec(t0, self.engine.now, "fence.acq_rel")
+    def fence_acq_rel(self) -> float:
+        """``fence.acq_rel.cta``: a following relaxed arrive then acts as a release, a preceding relaxed
+        wait as an acquire (PTX §9.7.13.4; memory model §8.8 fence–operation patterns)."""
+        now = self.engine.now
+        self._rec(now, now + self._fence, "fence.acq_rel")
+        return self._fence
 
     # -- mbarrier -------------------------------------------------------------------------------
-    def init(self, bar: int, count: int, name: str = "") -> Generator:
+    def init(self, bar: int, count: int, name: str = "") -> float:
         """``mbarrier.init.shared::cta.b64 [bar], count`` (PTX §9.7.13.15.9)."""
         sm = self.sm
-        if bar in sm.bars and sm.bars[bar].mb.valid:
-            sm.bars[bar].mb.init(count)   # raises the re-init error
         sb = SimBarrier(sm, bar, name or f"mbarrier@{bar:#x}")
-        sb.mb.init(count, rank=sm.rank)
+        sb.mb.init(count, rank=sm.rank)      # raises on re-init of a live barrier, misalignment, range
         sm.bars[bar] = sb
-        t0 = self.engine.now
-        yield self.t.issue_ns
-        self._rec(t0, self.engine.now, "mbarrier.init", bar=bar, phase=0, label=sb.label)
+        now = self.engine.now
+        self._rec(now, now + self._issue, "mbarrier.init", bar=bar, phase=0, label=sb.label)
+        return self._issue
 
-    def inval(self, bar: int) -> Generator:
+    def inval(self, bar: int) -> float:
         """``mbarrier.inval`` (PTX §9.7.13.15.10)."""
         sb = self.sm.barrier(bar)
         sb.mb.inval(rank=self.sm.rank)
-        t0 = self.engine.now
-        yield self.t.issue_ns
-        self._rec(t0, self.engine.now, "mbarrier.inval", bar=bar, label=sb.label)
+        now = self.engine.now
+        self._rec(now, now + self._issue, "mbarrier.inval", bar=bar, label=sb.label)
+        return self._issue
 
-    def _arrive_like(self, bar, cta, op, fn, *args, sem="release", **kw):
-        sm = self._target(cta)
-        sb = sm.barrier(bar)
-        old = sb.mb.phase
+    def _arrive_like(self, bar, cta, op, fn, arg, sem="release", no_complete=False):
+        sm = self.sm if cta is None or cta == self.sm.rank else self.sm.peer(cta)
+        sb = sm.bars.get(bar) or sm.barrier(bar)
         ph = sb.completions
-        tok = fn(sb.mb, *args, rank=self.sm.rank, **kw)
-        sb.update(old)
-        t0 = self.engine.now
-        yield self.t.mbarrier_arrive_ns
-        self._rec(t0, self.engine.now, op, bar=bar, phase=ph, sem=sem, cta=sm.rank, label=sb.label)
-        return tok
+        tok = sb.apply(fn, arg, True) if no_complete else sb.apply(fn, arg)
+        now = self.engine.now
+        if self.trace is not None:
+            self.trace.append(_new(Record, (now, now + self._arrive_ns, self.actor, op, self.actor, "", "", -1, 0, bar,
+                                     ph, sem, -1, sm.rank, sb.label)))
+        return Sleep(self._arrive_ns, tok if sm is self.sm else None)
 
     def arrive(self, bar: int, count: int = 1, *, sem: str = "release", no_complete: bool = False,
-               cta: int | None = None) -> Generator:
-        """``mbarrier.arrive{.sem}{.noComplete} [bar]{, count}`` → state token (PTX §9.7.13.15.13).
-        ``sem="relaxed"`` drops the release ordering (§9.7.13.15.13, memory model)."""
-        op = "mbarrier.arrive" + (".noComplete" if no_complete else "")
-        return (yield from self._arrive_like(bar, cta, op, MBarrier.arrive, count, sem=sem,
-                                             no_complete=no_complete))
+               cta: int | None = None) -> Sleep:
+        """``mbarrier.arrive{.sem}{.noComplete} [bar]{, count}``; the yield returns the state token
+        (None for another CTA's barrier) (PTX §9.7.13.15.13). ``sem="relaxed"``: no release ordering."""
+        op = "mbarrier.arrive.noComplete" if no_complete else "mbarrier.arrive"
+        return self._arrive_like(bar, cta, op, mb_ops.word_arrive, count, sem, no_complete)
 
     def arrive_drop(self, bar: int, count: int = 1, *, sem: str = "release", no_complete: bool = False,
-                    cta: int | None = None) -> Generator:
-        """``mbarrier.arrive_drop`` (PTX §9.7.13.15.14)."""
-        op = "mbarrier.arrive_drop" + (".noComplete" if no_complete else "")
-        return (yield from self._arrive_like(bar, cta, op, MBarrier.arrive_drop, count, sem=sem,
-                                             no_complete=no_complete))
+                    cta: int | None = None) -> Sleep:
+        """``mbarrier.arrive_drop{.noComplete}`` (PTX §9.7.13.15.14)."""
+        op = "mbarrier.arrive_drop.noComplete" if no_complete else "mbarrier.arrive_drop"
+        return self._arrive_like(bar, cta, op, mb_ops.word_arrive_drop, count, sem, no_complete)
 
-    def arrive_expect_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Generator:
+    def arrive_expect_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Sleep:
         """``mbarrier.arrive.expect_tx [bar], nbytes`` (PTX §9.7.13.15.13)."""
-        return (yield from self._arrive_like(bar, cta, "mbarrier.arrive.expect_tx",
-                                             MBarrier.arrive_expect_tx, nbytes))
+        return self._arrive_like(bar, cta, "mbarrier.arrive.expect_tx", mb_ops.word_arrive_expect_tx, nbytes)
 
-    def expect_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Generator:
+    def expect_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Sleep:
         """``mbarrier.expect_tx [bar], nbytes`` — relaxed (PTX §9.7.13.15.11)."""
-        return (yield from self._arrive_like(bar, cta, "mbarrier.expect_tx", MBarrier.expect_tx, nbytes,
-                                             sem="relaxed"))
+        return self._arrive_like(bar, cta, "mbarrier.expect_tx", mb_ops.word_expect_tx, nbytes, "relaxed")
 
-    def complete_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Generator:
+    def complete_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Sleep:
         """``mbarrier.complete_tx [bar], nbytes`` by a thread — relaxed (PTX §9.7.13.15.12)."""
-        return (yield from self._arrive_like(bar, cta, "mbarrier.complete_tx", MBarrier.complete_tx, nbytes,
-                                             sem="relaxed"))
+        return self._arrive_like(bar, cta, "mbarrier.complete_tx", mb_ops.word_complete_tx, nbytes, "relaxed")
 
-    def wait(self, bar: int, parity: int, *, sem: str = "acquire", test: bool = False) -> Generator:
-        """``mbarrier.try_wait.parity{.acquire|.relaxed}`` in a loop until it returns True
-        (PTX §9.7.13.15.16): returns at once if the phase with this parity has completed, otherwise
-        sleeps until the current phase completes. Returns the completed phase number (−1 for the
-        fictional phase before phase 0)."""
-        sb = self.sm.barrier(bar)
-        t0 = self.engine.now
-        if sb.mb.try_wait_parity(parity, rank=self.sm.rank):
-            observed = sb.completions - 1
-            yield self.t.wait_hit_ns
-        else:
-            observed = sb.completions
-            yield sb.completion(observed)
-            yield self.t.wait_wake_ns
+    def wait(self, bar: int, parity: int, *, sem: str = "acquire", test: bool = False):
+        """``mbarrier.try_wait.parity{.acquire|.relaxed}`` looped until True (PTX §9.7.13.15.16):
+        returns at once if the phase with this parity has completed, otherwise sleeps until the
+        current phase completes plus the wake-up latency. The yield returns the completed phase
+        number (−1 for the fictional phase before phase 0)."""
+        sb = self.sm.bars.get(bar) or self.sm.barrier(bar)
+        now = self.engine.now
         op = "mbarrier.test_wait.parity" if test else "mbarrier.try_wait.parity"
-        self._rec(t0, self.engine.now, op, bar=bar, phase=observed, sem=sem, label=sb.label)
-        return observed
+        if sb.parity_done(parity):
+            observed = sb.completions - 1
+            if self.trace is not None:
+                self.trace.append(_new(Record, (now, now + self._hit, self.actor, op, self.actor, "", "", -1, 0, bar,
+                                         observed, sem, -1, self.sm.rank, sb.label)))
+            return Sleep(self._hit, observed)
+        ev = sb.completion(sb.completions, self._wake)
+        if self.trace is not None:
+            ev.on(self._wait_rec, (now, op, bar, sem, sb))
+        return ev
+
+    def _wait_rec(self, arg) -> None:
+        t0, op, bar, sem, sb = arg
+        now = self.engine.now
+        self.trace.append(_new(Record, (t0, now + self._wake, self.actor, op, self.actor, "", "", -1, 0, bar,
+                                 sb.completions - 1, sem, -1, self.sm.rank, sb.label)))
 
     # -- bulk copies --------------------------------------------------------------------------------
-    def cp_async_bulk(self, dst: int, nbytes: int, bar: int, *, label: str = "",
-                      cta: int | None = None) -> Generator:
+    def cp_async_bulk(self, dst: int, nbytes: int, bar: int, *, label: str = "", cta: int | None = None) -> float:
         """``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], nbytes,
         [bar]`` (PTX §9.7.9.25.4.1): the TMA unit writes ``nbytes`` into shared memory at ``dst``
         (async proxy) and then performs complete-tx(nbytes) on the mbarrier ``bar``. The issuing warp
-        continues after the issue cost."""
-        if nbytes % 16 or dst % 16:
-            raise ValueError(f"cp.async.bulk of {nbytes} B to {dst:#x}: size must be a multiple of 16 and "
-                             f"the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
-        sm = self._target(cta)
+        only spends the issue cost. Size and address must be multiples of 16."""
+        if nbytes % 16 or dst % 16 or nbytes <= 0:
+            raise ValueError(f"cp.async.bulk of {nbytes} B to {dst:#x}: size must be a positive multiple of "
+                             f"16 and the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
+        sm = self.sm if cta is None or cta == self.sm.rank else self.sm.peer(cta)
         sm.smem.check_range(dst, nbytes)
-        sb = sm.barrier(bar)
+        sb = sm.bars.get(bar) or sm.barrier(bar)
         t0 = self.engine.now
-        yield self.t.tma_issue_ns
-        _, fin = reserve_path((self.sm.tma, self.gpu.hbm), self.engine.now, nbytes)
-        self.engine.at(fin + self.t.tma_latency_ns, self._bulk_done,
-                       (t0, sm, dst, nbytes, bar, sb, label or sb.label))
+        _, fin = reserve_path((self.sm.tma, self.gpu.hbm), t0 + self._tma_issue, nbytes)
+        self.engine.at(fin + self._tma_lat, self._bulk_done, (t0, sm, dst, nbytes, bar, sb, label or sb.label))
+        return self._tma_issue
 
     def _bulk_done(self, arg) -> None:
         t0, sm, dst, nbytes, bar, sb, label = arg
         ph = sb.completions
-        old = sb.mb.phase
-        sb.mb.complete_tx(nbytes, rank=sm.rank)
-        sb.update(old)
-        self._rec(t0, self.engine.now, "cp.async.bulk.shared::cluster.global", "async", "w", dst, nbytes,
-                  bar, ph, "release", -1, sm.rank, label, lane=f"{self.sm.prefix}tma")
+        sb.apply(mb_ops.word_complete_tx, nbytes)
+        if self.trace is not None:
+            self.trace.append(_new(Record, (t0, self.engine.now, self.actor, "cp.async.bulk.shared::cluster.global",
+                                     self._tma_lane, "async", "w", dst, nbytes, bar, ph, "release", -1, sm.rank,
+                                     label)))
 
-    def cp_async_bulk_store(self, src: int, nbytes: int, *, label: str = "") -> Generator:
+    def cp_async_bulk_store(self, src: int, nbytes: int, *, label: str = "") -> float:
         """``cp.async.bulk.global.shared::cta.bulk_group [dst], [src], nbytes`` (PTX §9.7.9.25.4.1):
         the TMA unit reads ``nbytes`` of shared memory at ``src`` (async proxy) and writes global
         memory; completion is tracked by this warp's bulk async-groups."""
-        if nbytes % 16 or src % 16:
-            raise ValueError(f"cp.async.bulk of {nbytes} B from {src:#x}: size must be a multiple of 16 "
-                             f"and the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
+        if nbytes % 16 or src % 16 or nbytes <= 0:
+            raise ValueError(f"cp.async.bulk of {nbytes} B from {src:#x}: size must be a positive multiple "
+                             f"of 16 and the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
         self.sm.smem.check_range(src, nbytes)
         t0 = self.engine.now
-        yield self.t.tma_issue_ns
-        now = self.engine.now
-        _, fin = reserve_path((self.sm.tma, self.gpu.hbm), now, nbytes)
+        _, fin = reserve_path((self.sm.tma, self.gpu.hbm), t0 + self._tma_issue, nbytes)
         self._op_seq += 1
         op = self._op_seq
         self.groups.issue(op)
         read_ev = Event(self.engine, f"{self.actor} bulk store {op} read")
         done_ev = Event(self.engine, f"{self.actor} bulk store {op} complete")
         self._group_events[op] = (read_ev, done_ev)
-        done = fin + self.t.tma_latency_ns
+        done = fin + self._tma_lat
         self.engine.at(fin, self._store_read, op)
         self.engine.at(done, self._store_done, op)
         if self.trace is not None:
-            fields = [t0, done, self.actor, "cp.async.bulk.global.shared::cta.bulk_group",
-                      f"{self.sm.prefix}tma", "async", "r", src, nbytes, -1, -1, "", -1, self.sm.rank,
-                      label or "bulk store"]
+            fields = [t0, done, self.actor, "cp.async.bulk.global.shared::cta.bulk_group", self._tma_lane,
+                      "async", "r", src, nbytes, -1, -1, "", -1, self.sm.rank, label or "bulk store"]
             self.gpu._late.append([self, fields, op])
+        return self._tma_issue
 
     def _store_read(self, op) -> None:
         self.groups.complete(op, read_only=True)
@@ -406,77 +451,84 @@ class Warp:
         self.groups.complete(op)
         self._group_events[op][1].succeed(op)
 
-    def commit_group(self) -> Generator:
-        """``cp.async.bulk.commit_group`` (PTX §9.7.9.25.6.1); returns the new group's index."""
+    def commit_group(self) -> Sleep:
+        """``cp.async.bulk.commit_group`` (PTX §9.7.9.25.6.1); the yield returns the group index."""
         g = self.groups.commit()
-        t0 = self.engine.now
-        yield self.t.issue_ns
-        self._rec(t0, self.engine.now, "cp.async.bulk.commit_group", group=g)
-        return g
+        now = self.engine.now
+        self._rec(now, now + self._issue, "cp.async.bulk.commit_group", group=g)
+        return Sleep(self._issue, g)
 
-    def wait_group(self, n: int, *, read: bool = False) -> Generator:
+    def wait_group(self, n: int, *, read: bool = False):
         """``cp.async.bulk.wait_group{.read} n`` (PTX §9.7.9.25.6.2): until at most the ``n`` most
         recent groups are pending (``.read``: until their sources have been read)."""
         t0 = self.engine.now
         ops = self.groups.waits_for(n, read=read)
-        if ops:
-            yield self.engine.all_of([self._group_events[o][0 if read else 1] for o in ops])
-        yield self.t.wait_hit_ns
         op = "cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group"
-        self._rec(t0, self.engine.now, op, group=self.groups.covered_group(n))
+        g = self.groups.covered_group(n)
+        if not ops:
+            self._rec(t0, t0 + self._hit, op, group=g)
+            return Sleep(self._hit)
+        ev = self.engine.all_of([self._group_events[o][0 if read else 1] for o in ops], f"{self.actor} {op} {n}")
+        ev.delay = self._hit
+        if self.trace is not None:
+            ev.on(lambda _: self._rec(t0, self.engine.now + self._hit, op, group=g))
+        return ev
 
     # -- named barriers and the cluster barrier ---------------------------------------------------------
     def _named_event(self, bid: int, gen: int) -> Event:
         key = (bid, gen)
         ev = self.sm._named_events.get(key)
         if ev is None:
-            ev = self.sm._named_events[key] = Event(self.engine, f"bar {bid} generation {gen}")
+            ev = self.sm._named_events[key] = Event(self.engine, f"bar {bid} generation {gen}", self.t.bar_sync_ns)
         return ev
 
-    def bar_sync(self, barrier_id: int = 0, nthreads: int | None = None) -> Generator:
+    def bar_sync(self, barrier_id: int = 0, nthreads: int | None = None) -> Event:
         """``bar.sync a{, b}`` (``__syncthreads()`` is ``bar.sync 0``) (PTX §9.7.13.1)."""
         gen, done = self.sm.named.sync(barrier_id, nthreads, self.actor, threads=self.threads)
         ev = self._named_event(barrier_id, gen)
         t0 = self.engine.now
+        if self.trace is not None:
+            ev.on(lambda _: self._rec(t0, self.engine.now + ev.delay, "bar.sync", bar=barrier_id, phase=gen))
         if done:
             self.sm._named_events.pop((barrier_id, gen)).succeed(gen)
-        yield ev
-        yield self.t.bar_sync_ns
-        self._rec(t0, self.engine.now, "bar.sync", bar=barrier_id, phase=gen)
+        return ev
 
-    def bar_arrive(self, barrier_id: int, nthreads: int) -> Generator:
+    def bar_arrive(self, barrier_id: int, nthreads: int) -> float:
         """``bar.arrive a, b`` (PTX §9.7.13.1): signal arrival without waiting."""
         gen, done = self.sm.named.arrive(barrier_id, nthreads, self.actor, threads=self.threads)
         if done:
             self._named_event(barrier_id, gen)
             self.sm._named_events.pop((barrier_id, gen)).succeed(gen)
-        t0 = self.engine.now
-        yield self.t.issue_ns
-        self._rec(t0, self.engine.now, "bar.arrive", bar=barrier_id, phase=gen)
+        now = self.engine.now
+        self._rec(now, now + self._issue, "bar.arrive", bar=barrier_id, phase=gen)
+        return self._issue
 
-    def cluster_arrive(self, participants: int, *, sem: str = "release") -> Generator:
+    def _cluster_event(self, ph: int) -> Event:
+        key = (self.sm.cluster, ph)
+        ev = self.gpu._cluster_events.get(key)
+        if ev is None:
+            ev = self.gpu._cluster_events[key] = Event(self.engine, f"barrier.cluster {key[0]} phase {ph}",
+                                                       self.t.cluster_barrier_ns)
+        return ev
+
+    def cluster_arrive(self, participants: int, *, sem: str = "release") -> float:
         """``barrier.cluster.arrive{.release|.relaxed}`` (PTX §9.7.13.3); ``participants`` is the
         number of threads of the cluster taking part (the barrier is created on first use)."""
         cb = self.gpu.cluster_barrier(self.sm.cluster, participants)
         ph, done = cb.arrive(self.actor, self.threads)
         if done:
             self._cluster_event(ph).succeed(ph)
-        t0 = self.engine.now
-        yield self.t.issue_ns
-        self._rec(t0, self.engine.now, "barrier.cluster.arrive", bar=0, phase=ph, sem=sem)
+        now = self.engine.now
+        self._rec(now, now + self._issue, "barrier.cluster.arrive", bar=0, phase=ph, sem=sem)
+        return self._issue
 
-    def _cluster_event(self, ph: int) -> Event:
-        key = (self.sm.cluster, ph)
-        ev = self.gpu._cluster_events.get(key)
-        if ev is None:
-            ev = self.gpu._cluster_events[key] = Event(self.engine, f"barrier.cluster {key[0]} phase {ph}")
-        return ev
-
-    def cluster_wait(self, participants: int) -> Generator:
+    def cluster_wait(self, participants: int) -> Event:
         """``barrier.cluster.wait{.acquire}`` (PTX §9.7.13.3)."""
         cb = self.gpu.cluster_barrier(self.sm.cluster, participants)
         ph = cb.wait_phase(self.actor)
+        ev = self._cluster_event(ph)
         t0 = self.engine.now
-        yield self._cluster_event(ph)
-        yield self.t.cluster_barrier_ns
-        self._rec(t0, self.engine.now, "barrier.cluster.wait", bar=0, phase=ph, sem="acquire")
+        if self.trace is not None:
+            ev.on(lambda _: self._rec(t0, self.engine.now + ev.delay, "barrier.cluster.wait", bar=0, phase=ph,
+                                      sem="acquire"))
+        return ev

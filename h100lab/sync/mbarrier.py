@@ -34,13 +34,15 @@ arrive — exactly what ``mbarrier.test_wait`` and ``mbarrier.pending_count`` ne
 """
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 from .smem import SharedMemory, SharedMemoryError
 
 __all__ = [
     "MBarrierError", "MBarrierState", "MBarrier", "MAX_COUNT", "MAX_TX",
-    "encode", "decode", "init", "arrive", "arrive_drop", "expect_tx", "complete_tx",
+    "encode", "decode", "word_init", "word_arrive", "word_arrive_drop", "word_expect_tx", "word_complete_tx",
+    "word_arrive_expect_tx", "word_arrive_drop_expect_tx", "init", "arrive", "arrive_drop", "expect_tx", "complete_tx",
     "arrive_expect_tx", "arrive_drop_expect_tx", "test_wait_parity", "try_wait_parity",
     "test_wait", "pending_count", "token_phase",
 ]
@@ -86,13 +88,17 @@ def decode(word: int) -> MBarrierState:
 
 # ---- checks -------------------------------------------------------------------------------------
 def _check_count(c: int, what: str) -> None:
-    if not isinstance(c, int) or not 1 <= c <= MAX_COUNT:
+    if c.__class__ is not int and (isinstance(c, bool) or not isinstance(c, numbers.Integral)):
+        raise MBarrierError(f"{what} {c!r} is not an integer (PTX §9.7.13.15: counts are integers)")
+    if not 1 <= c <= MAX_COUNT:
         raise MBarrierError(f"{what} {c!r} is outside 1 … 2^20−1 = {MAX_COUNT} "
                             f"(PTX §9.7.13.15.2, valid range of arrival counts)")
 
 
 def _check_tx_operand(e: int, what: str) -> None:
-    if not isinstance(e, int) or not 0 <= e <= MAX_TX:
+    if e.__class__ is not int and (isinstance(e, bool) or not isinstance(e, numbers.Integral)):
+        raise MBarrierError(f"{what} txCount {e!r} is not an integer (PTX §9.7.13.15.11)")
+    if not 0 <= e <= MAX_TX:
         raise MBarrierError(f"{what} txCount {e!r} is outside 0 … 2^20−1 = {MAX_TX}: the tx-count "
                             f"range is ±(2^20−1) (PTX §9.7.13.15.2)")
 
@@ -103,37 +109,100 @@ def _check_tx(tx: int, what: str) -> None:
                             f"(PTX §9.7.13.15.2); the behaviour is undefined")
 
 
-def _complete(s: MBarrierState) -> MBarrierState:
-    """Phase completion check and transition (PTX §9.7.13.15.6)."""
-    if s.pending == 0 and s.tx == 0:
-        return MBarrierState(s.phase ^ 1, s.expected, s.expected, 0)
-    return s
+def _tx_of(word: int) -> int:
+    tx = (word >> 40) & _M21
+    return tx - (1 << 21) if tx > MAX_TX else tx
 
 
-def _arrive_on(s: MBarrierState, count: int, no_complete: bool, what: str) -> MBarrierState:
-    """arrive-on(count): pending −= count, then the completion check (§9.7.13.15.7)."""
-    if count > s.pending:
+def _with_counts(word: int, pending: int, tx: int) -> int:
+    """Store pending and tx into ``word``, then the phase-completion check and transition
+    (PTX §9.7.13.15.6): pending == 0 and tx == 0 → the phase flips, pending := expected."""
+    if pending == 0 and tx == 0:
+        return ((word & ~(_M20 | (_M21 << 40))) | ((word >> 20) & _M20)) ^ _P
+    return (word & ~(_M20 | (_M21 << 40))) | pending | ((tx & _M21) << 40)
+
+
+# ---- operations on the 64-bit word (the executor's form; the state-level API below wraps these) ----
+def word_init(count: int) -> int:
+    """``mbarrier.init [a], count`` → the new word: phase 0, expected = pending = count, tx 0
+    (PTX §9.7.13.15.9)."""
+    _check_count(count, "mbarrier.init count")
+    count = int(count)
+    return count | (count << 20)
+
+
+def word_arrive(word: int, count: int = 1, no_complete: bool = False,
+                what: str = "mbarrier.arrive") -> tuple[int, int]:
+    """arrive-on(count) on ``word`` (PTX §9.7.13.15.7, §9.7.13.15.13) → (new word, state token).
+    The token is the word before the arrive, bit 62 marking a ``.noComplete`` arrive."""
+    if count.__class__ is not int or not 1 <= count <= MAX_COUNT:
+        _check_count(count, f"{what} count")
+        count = int(count)
+    pending = word & _M20
+    if count > pending:
         raise MBarrierError(
-            f"{what} with count {count} but only {s.pending} arrival(s) pending in this phase: the "
+            f"{what} with count {count} but only {pending} arrival(s) pending in this phase: the "
             f"pending count would leave its range 0 … 2^20−1 (PTX §9.7.13.15.2)")
-    mid = s._replace(pending=s.pending - count)
-    out = _complete(mid)
-    if no_complete and out.phase != s.phase:
+    pending -= count
+    if pending == 0 and not (word >> 40) & _M21:         # pending 0 and tx 0: the phase completes
+        if no_complete:
+            raise MBarrierError(
+                f"{what}.noComplete completed the phase (pending 0, tx 0): a .noComplete arrive must "
+                f"not cause phase completion, else the behaviour is undefined (PTX §9.7.13.15.13)")
+        new = ((word & ~_M20) | ((word >> 20) & _M20)) ^ _P   # phase flips, pending := expected
+    else:
+        new = (word & ~_M20) | pending
+    return new, (word | _NC) if no_complete else word
+
+
+def word_arrive_drop(word: int, count: int = 1, no_complete: bool = False) -> tuple[int, int]:
+    """``mbarrier.arrive_drop``: expected −= count for this and later phases, then arrive-on(count)
+    (PTX §9.7.13.15.14) → (new word, token). The expected count must stay ≥ 1 (§15.2)."""
+    _check_count(count, "mbarrier.arrive_drop count")
+    count = int(count)
+    expected = (word >> 20) & _M20
+    if expected - count < 1:
         raise MBarrierError(
-            f"{what}.noComplete completed the phase (pending 0, tx 0): a .noComplete arrive must not "
-            f"cause phase completion, else the behaviour is undefined (PTX §9.7.13.15.13)")
-    return out
+            f"mbarrier.arrive_drop with count {count} would lower the expected arrival count "
+            f"{expected} to {expected - count}, below its minimum 1 (PTX §9.7.13.15.2)")
+    dropped = (word & ~(_M20 << 20)) | ((expected - count) << 20)
+    new, _ = word_arrive(dropped, count, no_complete, "mbarrier.arrive_drop")
+    return new, (word | _NC) if no_complete else word
 
 
-def _token(s: MBarrierState, no_complete: bool) -> int:
-    return encode(s) | (_NC if no_complete else 0)
+def word_expect_tx(word: int, tx_count: int) -> int:
+    """expect-tx(txCount): tx += txCount, then the completion check (PTX §9.7.13.15.5.1, §15.11;
+    the check after expect-tx was measured on an H200, reference facts §7)."""
+    _check_tx_operand(tx_count, "mbarrier.expect_tx")
+    tx = _tx_of(word) + int(tx_count)
+    _check_tx(tx, f"mbarrier.expect_tx {tx_count}")
+    return _with_counts(word, word & _M20, tx)
 
 
-# ---- operations: functions of (state, operands) -------------------------------------------------
+def word_complete_tx(word: int, tx_count: int) -> int:
+    """complete-tx(txCount): tx −= txCount, then the completion check (PTX §9.7.13.15.5.2)."""
+    _check_tx_operand(tx_count, "mbarrier.complete_tx")
+    tx = _tx_of(word) - int(tx_count)
+    _check_tx(tx, f"mbarrier.complete_tx {tx_count}")
+    return _with_counts(word, word & _M20, tx)
+
+
+def word_arrive_expect_tx(word: int, tx_count: int) -> tuple[int, int]:
+    """``mbarrier.arrive.expect_tx``: expect-tx(txCount), then arrive-on(1) (PTX §9.7.13.15.13)."""
+    new, _ = word_arrive(word_expect_tx(word, tx_count), 1, False, "mbarrier.arrive.expect_tx")
+    return new, word
+
+
+def word_arrive_drop_expect_tx(word: int, tx_count: int) -> tuple[int, int]:
+    """``mbarrier.arrive_drop.expect_tx``: expect-tx, then arrive_drop(1) (PTX §9.7.13.15.14)."""
+    new, _ = word_arrive_drop(word_expect_tx(word, tx_count), 1)
+    return new, word
+
+
+# ---- operations on the decoded state: functions of (state, operands) -----------------------------
 def init(count: int) -> MBarrierState:
     """``mbarrier.init [a], count``: phase 0, expected = pending = count, tx 0 (PTX §9.7.13.15.9)."""
-    _check_count(count, "mbarrier.init count")
-    return MBarrierState(0, count, count, 0)
+    return decode(word_init(count))
 
 
 def arrive(s: MBarrierState, count: int = 1, *, no_complete: bool = False) -> tuple[MBarrierState, int]:
@@ -142,54 +211,42 @@ def arrive(s: MBarrierState, count: int = 1, *, no_complete: bool = False) -> tu
     The token is the state before the arrive (PTX §9.7.13.15.13); ``count`` defaults to 1 and on
     sm_90 may be given without ``.noComplete``.
     """
-    _check_count(count, "mbarrier.arrive count")
-    return _arrive_on(s, count, no_complete, "mbarrier.arrive"), _token(s, no_complete)
+    w, tok = word_arrive(encode(s), count, no_complete)
+    return decode(w), tok
 
 
 def arrive_drop(s: MBarrierState, count: int = 1, *, no_complete: bool = False) -> tuple[MBarrierState, int]:
     """``mbarrier.arrive_drop [a]{, count}``: expected −= count for this and later phases, then
     arrive-on(count) (PTX §9.7.13.15.14). The expected count must stay ≥ 1 (§15.2)."""
-    _check_count(count, "mbarrier.arrive_drop count")
-    if s.expected - count < 1:
-        raise MBarrierError(
-            f"mbarrier.arrive_drop with count {count} would lower the expected arrival count "
-            f"{s.expected} to {s.expected - count}, below its minimum 1 (PTX §9.7.13.15.2)")
-    dropped = s._replace(expected=s.expected - count)
-    return _arrive_on(dropped, count, no_complete, "mbarrier.arrive_drop"), _token(s, no_complete)
+    w, tok = word_arrive_drop(encode(s), count, no_complete)
+    return decode(w), tok
 
 
 def expect_tx(s: MBarrierState, tx_count: int) -> MBarrierState:
     """``mbarrier.expect_tx [a], txCount``: tx += txCount (PTX §9.7.13.15.11, expect-tx §15.5.1),
     then the completion check (measured on an H200: it can complete a phase; reference §7)."""
-    _check_tx_operand(tx_count, "mbarrier.expect_tx")
-    tx = s.tx + tx_count
-    _check_tx(tx, f"mbarrier.expect_tx {tx_count}")
-    return _complete(s._replace(tx=tx))
+    return decode(word_expect_tx(encode(s), tx_count))
 
 
 def complete_tx(s: MBarrierState, tx_count: int) -> MBarrierState:
     """complete-tx(txCount): tx −= txCount, then the completion check (PTX §9.7.13.15.5.2). This is
     what a ``cp.async.bulk ... mbarrier::complete_tx::bytes`` does when its bytes land, and what
     ``mbarrier.complete_tx`` does on its own (§15.12)."""
-    _check_tx_operand(tx_count, "mbarrier.complete_tx")
-    tx = s.tx - tx_count
-    _check_tx(tx, f"mbarrier.complete_tx {tx_count}")
-    return _complete(s._replace(tx=tx))
+    return decode(word_complete_tx(encode(s), tx_count))
 
 
 def arrive_expect_tx(s: MBarrierState, tx_count: int) -> tuple[MBarrierState, int]:
     """``mbarrier.arrive.expect_tx [a], txCount``: expect-tx(txCount) then arrive-on(1)
     (PTX §9.7.13.15.13). Repeated calls accumulate: two of 4096 B expect 8192 B."""
-    mid = expect_tx(s, tx_count)   # (completes the phase only if it was waiting on tx alone)
-    return _arrive_on(mid, 1, False, "mbarrier.arrive.expect_tx"), _token(s, False)
+    w, tok = word_arrive_expect_tx(encode(s), tx_count)
+    return decode(w), tok
 
 
 def arrive_drop_expect_tx(s: MBarrierState, tx_count: int) -> tuple[MBarrierState, int]:
     """``mbarrier.arrive_drop.expect_tx [a], txCount``: expect-tx, then arrive_drop(1)
     (PTX §9.7.13.15.14)."""
-    mid = expect_tx(s, tx_count)
-    out, _ = arrive_drop(mid, 1)
-    return out, _token(s, False)
+    w, tok = word_arrive_drop_expect_tx(encode(s), tx_count)
+    return decode(w), tok
 
 
 def test_wait_parity(s: MBarrierState, parity: int) -> bool:
@@ -307,12 +364,11 @@ class MBarrier:
         """Pending transaction count (bytes for cp.async.bulk), may be negative."""
         return self.state.tx
 
-    def _apply(self, op: str, rank: int | None, fn, *args, **kw):
+    def _apply(self, op: str, rank: int | None, fn, *args):
         self._require(op, rank)
-        s = decode(self.smem.load_u64(self.addr))
-        out = fn(s, *args, **kw)
-        new, ret = (out, None) if isinstance(out, MBarrierState) else out
-        self.smem.store_u64(self.addr, encode(new))
+        out = fn(self.smem.load_u64(self.addr), *args)
+        new, ret = out if out.__class__ is tuple else (out, None)
+        self.smem.store_u64(self.addr, new)
         return ret
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -326,8 +382,7 @@ class MBarrier:
                 f"mbarrier.init at {self.addr:#x}, which already holds a valid mbarrier: re-initialising "
                 f"an object in use is undefined; mbarrier.inval it first (PTX §9.7.13.15.9–10)")
         self.smem._check_no_object(self.addr, 8, "mbarrier.init")
-        st = init(count)
-        self.smem.store_u64(self.addr, encode(st))
+        self.smem.store_u64(self.addr, word_init(count))
         self.smem._register(self.addr, "mbarrier")
 
     def inval(self, *, rank: int | None = None) -> None:
@@ -338,30 +393,30 @@ class MBarrier:
     # -- arrivals and transactions --------------------------------------------------------------
     def arrive(self, count: int = 1, *, no_complete: bool = False, rank: int | None = None) -> int | None:
         """``mbarrier.arrive{.noComplete}`` → state token (None for another CTA's barrier)."""
-        tok = self._apply("arrive", rank, arrive, count, no_complete=no_complete)
+        tok = self._apply("arrive", rank, word_arrive, count, no_complete)
         return None if rank is not None and rank != self.smem.cta_rank else tok
 
     def arrive_drop(self, count: int = 1, *, no_complete: bool = False, rank: int | None = None) -> int | None:
         """``mbarrier.arrive_drop{.noComplete}`` → state token (None for another CTA's barrier)."""
-        tok = self._apply("arrive_drop", rank, arrive_drop, count, no_complete=no_complete)
+        tok = self._apply("arrive_drop", rank, word_arrive_drop, count, no_complete)
         return None if rank is not None and rank != self.smem.cta_rank else tok
 
     def expect_tx(self, tx_count: int, *, rank: int | None = None) -> None:
         """``mbarrier.expect_tx [addr], txCount`` (PTX §9.7.13.15.11)."""
-        self._apply("expect_tx", rank, expect_tx, tx_count)
+        self._apply("expect_tx", rank, word_expect_tx, tx_count)
 
     def complete_tx(self, tx_count: int, *, rank: int | None = None) -> None:
         """complete-tx, as performed by a finishing bulk copy or ``mbarrier.complete_tx`` (§15.12)."""
-        self._apply("complete_tx", rank, complete_tx, tx_count)
+        self._apply("complete_tx", rank, word_complete_tx, tx_count)
 
     def arrive_expect_tx(self, tx_count: int, *, rank: int | None = None) -> int | None:
         """``mbarrier.arrive.expect_tx [addr], txCount`` → state token (PTX §9.7.13.15.13)."""
-        tok = self._apply("arrive", rank, arrive_expect_tx, tx_count)
+        tok = self._apply("arrive", rank, word_arrive_expect_tx, tx_count)
         return None if rank is not None and rank != self.smem.cta_rank else tok
 
     def arrive_drop_expect_tx(self, tx_count: int, *, rank: int | None = None) -> int | None:
         """``mbarrier.arrive_drop.expect_tx [addr], txCount`` → state token (PTX §9.7.13.15.14)."""
-        tok = self._apply("arrive_drop", rank, arrive_drop_expect_tx, tx_count)
+        tok = self._apply("arrive_drop", rank, word_arrive_drop_expect_tx, tx_count)
         return None if rank is not None and rank != self.smem.cta_rank else tok
 
     # -- waits ----------------------------------------------------------------------------------

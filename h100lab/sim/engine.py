@@ -156,9 +156,9 @@ class Engine:
         heapq.heappush(self._q, (t, self._seq, fn, arg))
 
     # -- public API -----------------------------------------------------------------------------
-    def event(self, label: str = "event") -> Event:
-        """A new untriggered event."""
-        return Event(self, label)
+    def event(self, label: str = "event", delay: float = 0.0) -> Event:
+        """A new untriggered event (waiting processes resume ``delay`` ns after it triggers)."""
+        return Event(self, label, delay)
 
     def process(self, gen: Generator, name: str = "process") -> Process:
         """Start a generator as a process at the current time."""

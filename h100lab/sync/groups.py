@@ -89,7 +89,7 @@ class BulkGroups:
     def covered_group(self, n: int) -> int:
         """The newest group index that ``wait_group n`` guarantees complete (−1: none)."""
         self._check_n(n)
-        return len(self.groups) - 1 - n
+        return max(-1, len(self.groups) - 1 - n)
 
 
 def pending_after(sequence: Iterable) -> int:

@@ -119,6 +119,7 @@ class _Checker:
         self.inits: dict[tuple[int, int], tuple[str, int, Record]] = {}
         self.found: dict[tuple, Hazard] = {}
         self.init_reported: set = set()
+        self.bar_names: dict[tuple[int, int], str] = {}
 
     # -- clocks -------------------------------------------------------------------------------
     def actor(self, name: str) -> _Clocks:
@@ -216,8 +217,10 @@ class _Checker:
         self.found[key] = Hazard(kind, ra, rb, missing, 1) if h is None else Hazard(
             kind, h.first, h.second, missing, h.count + 1)
 
-    @staticmethod
-    def diagnose(a: _Access, b: _Access, if_fenced: bool, if_strong: bool) -> str:
+    def bar_name(self, rec: Record) -> str:
+        return self.bar_names.get((rec.cta, rec.bar), f"mbarrier@{rec.bar:#x}")
+
+    def diagnose(self, a: _Access, b: _Access, if_fenced: bool, if_strong: bool) -> str:
         ra, rb = a.rec, b.rec
         if if_fenced and a.proxy == "generic" and b.proxy == "async":
             return (f"fence.proxy.async: {ra.actor}'s generic {ra.op} must pass a proxy fence before the "
@@ -227,8 +230,12 @@ class _Checker:
                     ".release / .acquire semantics (or fence.acq_rel beside the relaxed operation)")
         a_copy = ra.op.startswith("cp.async.bulk") and ra.bar >= 0
         b_copy = rb.op.startswith("cp.async.bulk") and rb.bar >= 0
+        if a_copy and b_copy and ra.access == rb.access == "w":
+            return (f"the completion of the earlier copy (phase {ra.phase} of {self.bar_name(ra)}) must be "
+                    f"observed by a wait whose thread then hands the buffer back to {rb.actor} before the "
+                    f"refill (the consumer's try_wait on {self.bar_name(ra)}, then its arrive on 'empty')")
         if a_copy and ra.access == "w":
-            return (f"mbarrier.try_wait.parity on {ra.label or hex(ra.bar)} (phase {ra.phase}, parity "
+            return (f"mbarrier.try_wait.parity on {self.bar_name(ra)} (phase {ra.phase}, parity "
                     f"{ra.phase & 1}) by {rb.actor} before its {rb.op}")
         if b_copy and rb.access == "w":
             fence = " (after a fence.proxy.async, since its reads were generic)" if a.proxy == "generic" else ""
@@ -310,6 +317,8 @@ class _Checker:
             return False
         if op == "mbarrier.init":
             self.inits[(rec.cta, rec.bar)] = (actor, clock, rec)
+            if rec.label:
+                self.bar_names[(rec.cta, rec.bar)] = rec.label
             return False
         if op.startswith("mbarrier."):
             self.check_init(rec, c, actor)

@@ -1,0 +1,374 @@
+"""Lesson 3: the discrete-event simulator (h100lab.sim): engine, resources, timing table, machine,
+the pipeline and its closed form, and the hazard-lab programs."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from h100lab.sim import GPU, H200_ESTIMATES, Deadlock, Engine, Pipe, SimulationError, calibrate, reserve_path
+from h100lab.sim.engine import Sleep
+from h100lab.sim.pipeline import (PipelineConfig, analytic, buffers_to_hide, layout, parity_for_iteration,
+                                  simulate)
+from h100lab.sim.programs import STEPS, run_program
+from h100lab.sim.timing import fit_latency_bandwidth
+from h100lab.sync.hazards import check
+from h100lab.sync.mbarrier import MBarrierError
+
+T = H200_ESTIMATES
+
+
+# ---- engine -------------------------------------------------------------------------------------------
+def test_engine_processes_events_and_sleep():
+    eng = Engine()
+    ev = eng.event("go")
+    log = []
+
+    def a():
+        yield 5
+        ev.succeed(42)
+        x = yield Sleep(2.5, "slept")
+        log.append((eng.now, x))
+
+    def b():
+        v = yield ev
+        log.append((eng.now, v))
+        yield None
+        log.append(("again", eng.now))
+
+    eng.process(a(), "a"), eng.process(b(), "b")
+    assert eng.run() == 7.5
+    assert log == [(5, 42), ("again", 5), (7.5, "slept")]
+    assert eng.steps > 0
+
+
+def test_engine_all_of_timeout_at_and_until():
+    eng = Engine()
+    out = []
+    e1, e2 = eng.timeout(3, "x"), eng.timeout(7, "y")
+    both = eng.all_of([e1, e2])
+    eng.at(4, out.append, "at4")
+
+    def p():
+        vals = yield both
+        out.append((eng.now, vals))
+
+    eng.process(p(), "p")
+    eng.run()
+    assert out == ["at4", (7, ["x", "y"])]
+    assert eng.all_of([]).triggered
+    eng2 = Engine()
+    eng2.process((x for x in [10.0, 10.0]), "sleeper")
+    assert eng2.run(until=15) == 15
+
+
+def test_engine_errors_and_deadlock():
+    eng = Engine()
+    ev = eng.event("never")
+
+    def stuck():
+        yield ev
+
+    eng.process(stuck(), "stuck")
+    with pytest.raises(Deadlock, match="stuck waits on never"):
+        eng.run()
+    eng = Engine()
+    eng.process((x for x in ["bad"]), "p")
+    with pytest.raises(SimulationError, match="yielded 'bad'"):
+        eng.run()
+    eng = Engine()
+    eng.process((x for x in [-1]), "p")
+    with pytest.raises(SimulationError, match="sleep -1"):
+        eng.run()
+    ev = Engine().event("e")
+    ev.succeed()
+    with pytest.raises(SimulationError, match="twice"):
+        ev.succeed()
+    with pytest.raises(SimulationError, match="before now"):
+        e = Engine()
+        e.now = 5
+        e.at(1, print)
+
+
+def test_event_delay_and_callbacks():
+    eng = Engine()
+    ev = eng.event("d", delay=10)
+    seen = []
+    ev.on(seen.append, "cb")
+
+    def w():
+        yield ev
+        seen.append(eng.now)
+
+    eng.process(w(), "w")
+    eng.at(5, ev.succeed)
+    eng.run()
+    assert seen == ["cb", 15]
+    ev.on(seen.append, "late")            # already triggered: runs at once
+    assert seen[-1] == "late"
+
+
+# ---- resources and the timing table -----------------------------------------------------------------------
+def test_pipe_fifo_and_path():
+    p = Pipe("p", 2.0)
+    assert p.reserve(0, 10) == (0, 5) and p.reserve(1, 4) == (5, 7) and p.reserve(20, 2) == (20, 21)
+    assert p.utilization(21) == pytest.approx(8 / 21)
+    a, b = Pipe("a", 4.0), Pipe("b", 1.0)
+    assert reserve_path((a, b), 0, 8) == (0, 8)
+    assert a.free_at == 2 and b.free_at == 8
+    with pytest.raises(ValueError):
+        Pipe("z", 0)
+    with pytest.raises(ValueError):
+        p.reserve(0, -1)
+
+
+def test_timing_table():
+    assert T.clock_ghz == 1.98 and T.num_sms == 132
+    rows = {r[0]: r for r in T.rows()}
+    assert rows["tma_latency_ns"][3] == "estimate" and rows["clock_ghz"][3] == "spec"
+    assert all(r[4] for r in T.rows())                     # every number states its source
+    t2 = T.with_values(tma_latency_ns=100.0, source="test")
+    assert t2.tma_latency_ns == 100 and T.tma_latency_ns != 100
+    with pytest.raises(KeyError):
+        T.with_values(nope=1)
+    with pytest.raises(AttributeError):
+        T.nope
+    with pytest.raises(AttributeError):
+        T.clock_ghz = 2
+    assert T.ns_per_clock() == pytest.approx(1 / 1.98)
+
+
+@given(st.floats(10, 2000), st.floats(10, 500))
+def test_fit_recovers_latency_and_bandwidth(lat, bw):
+    pts = [(b, lat + b / bw) for b in (1024, 4096, 16384, 65536)]
+    l2, bw2 = fit_latency_bandwidth(pts)
+    assert l2 == pytest.approx(lat, rel=1e-6, abs=1e-6) and bw2 == pytest.approx(bw, rel=1e-6)
+
+
+def test_fit_and_calibrate_errors_and_roundtrip():
+    with pytest.raises(ValueError, match="two or more"):
+        fit_latency_bandwidth([(1, 2), (1, 3)])
+    with pytest.raises(ValueError, match="does not grow"):
+        fit_latency_bandwidth([(1, 5), (2, 4)])
+    # records made by the simulator itself must calibrate back to the table they came from
+    recs = []
+    for tile in (2048, 8192, 32768):
+        cfg = PipelineConfig(stages=1, iters=40, tile_bytes=tile, compute_ns=0)
+        r = simulate(cfg, T, trace=False)
+        recs.append(dict(ctas=1, stages=1, work=0, ok=True, tile_bytes=tile, ns_per_iter=r.steady_ns_per_iter))
+    cal = calibrate(recs)
+    assert cal.tma_latency_ns == pytest.approx(T.tma_latency_ns, rel=0.02)
+    assert cal.tma_bytes_per_ns == pytest.approx(T.tma_bytes_per_ns, rel=0.02)
+    assert cal.params["tma_latency_ns"].status == "calibrated"
+
+
+# ---- the machine ------------------------------------------------------------------------------------------
+def test_machine_copy_wait_and_trace():
+    gpu = GPU(T)
+    sm = gpu.sms[0]
+
+    def prog(w):
+        yield w.init(0, 1, "full")
+        ph = yield w.wait(0, 1)                 # the fictional phase before phase 0: at once
+        assert ph == -1
+        tok = yield w.arrive_expect_tx(0, 1024)
+        assert isinstance(tok, int)
+        yield w.cp_async_bulk(128, 1024, 0)
+        ph = yield w.wait(0, 0)
+        assert ph == 0
+        yield w.ld_shared(128, 1024)
+
+    sm.spawn("w", prog)
+    t = gpu.run()
+    ops = [r.op for r in sorted(gpu.trace, key=lambda r: (r.t0, r.t1))]
+    assert ops[0] == "mbarrier.init" and "cp.async.bulk.shared::cluster.global" in ops
+    copy = next(r for r in gpu.trace if r.op.startswith("cp.async"))
+    assert copy.t1 - copy.t0 == pytest.approx(T.tma_issue_ns + 1024 / T.tma_bytes_per_ns + T.tma_latency_ns)
+    assert copy.lane == "tma" and t > copy.t1
+    assert check(gpu.trace) == []
+
+
+def test_machine_errors_surface_with_the_rule():
+    def bad(w):
+        yield w.cp_async_bulk(8, 1024, 0)       # misaligned destination
+
+    gpu = GPU(T)
+    gpu.sms[0].spawn("w", bad)
+    with pytest.raises(SimulationError, match="16-byte aligned"):
+        gpu.run()
+
+    def uninit(w):
+        yield w.arrive(64)
+
+    gpu = GPU(T)
+    gpu.sms[0].spawn("w", uninit)
+    with pytest.raises(SimulationError, match="before mbarrier.init"):
+        gpu.run()
+    try:
+        gpu = GPU(T)
+        gpu.sms[0].spawn("w", uninit)
+        gpu.run()
+    except SimulationError as e:
+        assert isinstance(e.__cause__, MBarrierError)
+
+
+def test_machine_deadlock_names_the_barrier():
+    def waiter(w):
+        yield w.init(0, 2, "empty[0]")
+        yield w.arrive(0)
+        yield w.wait(0, 0)                      # the second arrival never comes
+
+    gpu = GPU(T)
+    gpu.sms[0].spawn("consumer", waiter)
+    with pytest.raises(Deadlock, match="empty\\[0\\] phase 0.*pending 1/2"):
+        gpu.run()
+
+
+def test_named_barriers_groups_cluster_and_remote_arrive():
+    gpu = GPU(T, num_sms=2, cluster_size=2, cta_threads=64)
+    a, b = gpu.sms
+
+    def left(w):
+        yield w.init(0, 1, "remote")
+        yield w.cluster_arrive(64)
+        yield w.cluster_wait(64)
+        yield w.wait(0, 0)
+        yield w.st_shared(256, 64)
+        yield w.fence_proxy_async()
+        yield w.cp_async_bulk_store(256, 64)
+        g = yield w.commit_group()
+        assert g == 0
+        yield w.wait_group(0, read=True)
+        yield w.wait_group(0)
+        yield w.bar_arrive(3, 64)
+
+    def right(w):
+        yield w.cluster_arrive(64)
+        yield w.cluster_wait(64)
+        tok = yield w.arrive(0, cta=0)          # arrive on CTA 0's barrier: no token
+        assert tok is None
+
+    def helper(w):
+        yield w.bar_sync(3, 64)
+        yield w.mma(4096, reads=((512, 256),))
+        yield w.compute(10)
+
+    a.spawn("left", left)
+    b.spawn("right", right)
+    a.spawn("helper", helper)
+    gpu.run()
+    ops = {r.op for r in gpu.trace}
+    assert {"barrier.cluster.arrive", "barrier.cluster.wait", "bar.arrive", "bar.sync", "wgmma",
+            "cp.async.bulk.wait_group.read", "cp.async.bulk.global.shared::cta.bulk_group"} <= ops
+    store = next(r for r in gpu.trace if r.op.endswith("bulk_group"))
+    assert store.group == 0 and store.actor == "sm0.left"
+    assert check(gpu.trace) == []
+
+
+# ---- the pipeline and its closed form -------------------------------------------------------------------------
+def test_layout_and_parity():
+    lay = layout(3, 4096)
+    assert lay["full"] == [0, 8, 16] and lay["empty"][0] == 512 and lay["buffers"][1] == 1024 + 4096
+    assert [parity_for_iteration(k, 2) for k in range(6)] == [0, 0, 1, 1, 0, 0]
+    assert [parity_for_iteration(k, 2, "producer") for k in range(4)] == [1, 1, 0, 0]
+    with pytest.raises(ValueError):
+        parity_for_iteration(0, 2, "storer")
+
+
+@pytest.mark.parametrize("kw", [dict(stages=0), dict(tile_bytes=100), dict(stages=64, tile_bytes=8192),
+                                dict(iters=0), dict(compute_ns=-1), dict(tile_bytes=1040, consumers=2)])
+def test_pipeline_config_rules(kw):
+    with pytest.raises(ValueError):
+        PipelineConfig(**kw)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 8), st.sampled_from([2048, 8192, 16384]), st.floats(0, 3000))
+def test_simulator_matches_closed_form(stages, tile, compute):
+    cfg = PipelineConfig(stages=stages, iters=12 * stages + 24, tile_bytes=tile, compute_ns=compute)
+    sim = simulate(cfg, T, trace=False)
+    a = analytic(cfg, T)
+    # the closed form ignores which try_waits find their phase complete: at most one wake-up per round
+    assert abs(sim.steady_ns_per_iter - a.period_ns) <= T.wait_wake_ns / stages + 1e-6 * a.period_ns + 0.5
+    assert 0 <= sim.utilization <= 1
+
+
+def test_synchronous_baseline_and_more_buffers_help():
+    base = dict(iters=60, tile_bytes=8192, compute_ns=500)
+    sync = simulate(PipelineConfig(synchronous=True, **base), T)
+    assert sync.steady_ns_per_iter == pytest.approx(analytic(PipelineConfig(synchronous=True, **base), T).period_ns)
+    times = [simulate(PipelineConfig(stages=s, **base), T, trace=False).total_ns for s in (1, 2, 4)]
+    assert times[0] > times[1] > times[2] and sync.total_ns > times[2]
+    assert check(sync.trace) == []
+
+
+def test_multi_cta_shares_hbm():
+    cfg = PipelineConfig(stages=4, iters=30, tile_bytes=32768, compute_ns=0, ctas=132)
+    r = simulate(cfg, T, trace=False)
+    a = analytic(cfg, T)
+    assert a.bound == "bandwidth"
+    assert r.steady_ns_per_iter == pytest.approx(cfg.ctas * cfg.tile_bytes / T.hbm_bytes_per_ns, rel=0.02)
+
+
+def test_buffers_to_hide():
+    assert buffers_to_hide(1000, 500) == 3          # 500 + 1000 over 500
+    assert buffers_to_hide(0, 500) == 1
+    assert buffers_to_hide(1000, 100, 200) == 7     # ceil(1300 / 200)
+    for lat in (100, 700, 1500):
+        n = buffers_to_hide(lat, 400)
+        assert (400 + lat) / n <= 400 < (400 + lat) / max(n - 1, 1e-9) or n == 1
+    with pytest.raises(ValueError):
+        buffers_to_hide(100, 0)
+    with pytest.raises(ValueError):
+        buffers_to_hide(-1, 10)
+
+
+def test_analytic_buffers_needed_hides_latency():
+    cfg = PipelineConfig(stages=1, iters=64, tile_bytes=8192, compute_ns=400)
+    need = analytic(cfg, T).buffers_needed
+    hidden = simulate(PipelineConfig(stages=need, iters=64, tile_bytes=8192, compute_ns=400), T, trace=False)
+    short = simulate(PipelineConfig(stages=need - 1, iters=64, tile_bytes=8192, compute_ns=400), T, trace=False)
+    assert hidden.utilization > short.utilization
+    assert analytic(PipelineConfig(stages=need, iters=64, tile_bytes=8192, compute_ns=400), T).bound == "compute"
+
+
+def test_pipeline_trace_is_hazard_free():
+    r = simulate(PipelineConfig(stages=3, iters=9, tile_bytes=4096, compute_ns=200, consumers=2), T)
+    assert check(r.trace) == [] and r.events > 0
+
+
+# ---- the hazard lab ---------------------------------------------------------------------------------------
+EXPECTED = {
+    "init_sync": {"INIT"}, "full_wait": {"RAW", "WAW"}, "empty_wait": {"WAR", "WAW"},
+    "consumer_fence": {"WAR"}, "store_fence": {"RAW"}, "release": {"RAW"}, "staged_wait": {"RAW"},
+    "store_read_wait": {"WAR"},
+}
+FIX = {"init_sync": "__syncthreads", "full_wait": "try_wait.parity on full", "empty_wait": "'empty' barrier",
+       "consumer_fence": "fence.proxy.async", "store_fence": "fence.proxy.async", "release": "release/acquire",
+       "staged_wait": "barrier", "store_read_wait": "wait_group.read"}
+
+
+def test_complete_program_is_clean():
+    run = run_program()
+    assert run.hazards == [] and run.total_ns > 0 and run.removed == ()
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+def test_each_removed_step_is_reported(step):
+    full = run_program()
+    run = run_program([step])
+    assert {h.kind for h in run.hazards} == EXPECTED[step]
+    assert any(FIX[step] in h.missing for h in run.hazards)
+    assert run.total_ns == pytest.approx(full.total_ns)      # same schedule, only the ordering is gone
+
+
+def test_program_arguments():
+    with pytest.raises(ValueError, match="unknown step"):
+        run_program(["nope"])
+    with pytest.raises(ValueError, match="multiple"):
+        run_program(tiles=5, out_every=2)
+    with pytest.raises(ValueError, match="16 B"):
+        run_program(tile_bytes=100)
+    assert math.isfinite(run_program(stages=3, tiles=6, out_every=3).total_ns)

@@ -1,0 +1,101 @@
+"""Lesson 5 measurement and validation: case lists, model predictions, checks; GPU parts marked."""
+import numpy as np
+import pytest
+
+from h100lab.measure import l05 as m
+from h100lab.measure.l04 import pack, unpack
+from h100lab.validation import all_checks
+from h100lab.validation import l05 as v
+
+
+def test_case_lists():
+    cfg = m.copy_configs()
+    assert {c["stages"] for c in cfg} == {1, 2, 3, 4, 6} and {c["ctas_per_sm"] for c in cfg} == {1, 2}
+    assert all(c["ctas_per_sm"] * (c["stages"] * -(-c["tile_bytes"] // 1024) * 1024 + 2048) <= 228 * 1024 for c in cfg)
+    assert len(m.copy_configs(quick=True)) < len(cfg)
+    rt = m.round_trip_cases()
+    assert all(c["size"] % 16 == 0 and c["dst_offset"] % 16 == 0 and c["src_offset"] % 16 == 0 for c in rt)
+    mc = m.multicast_cases()
+    assert {c["cluster"] for c in mc} == {2, 4, 8, 16} and any(not c["mask"] >> c["issuer"] & 1 for c in mc)
+    assert {c["use_tensor"] for c in mc} == {0, 1}
+    assert [c["code"] for c in m.bulk_reduce_cases()] == list(range(16))
+
+
+def test_model_predictions():
+    c = m.round_trip_cases()[7]
+    out = m.model_round_trip(c)
+    src = np.random.default_rng(c["seed"]).integers(0, 256, c["src_offset"] + c["size"], dtype=np.uint8)
+    assert np.array_equal(out, src[c["src_offset"]:])
+    imgs, status = m.model_multicast(next(x for x in m.multicast_cases() if x["id"] == "mc4_0xa_i0_raw"))
+    assert status == [2, 1, 2, 1]
+    assert (imgs[0] == m.SENTINEL).all() and not (imgs[1] == m.SENTINEL).all()
+    assert np.array_equal(imgs[1], imgs[3])
+    red = next(x for x in m.bulk_reduce_cases() if x["id"] == "bred_add_f32")
+    before, src = m.reduce_inputs(red)
+    after = m.model_bulk_reduce(red).view(np.float32)
+    assert np.allclose(after, before.view(np.float32) + src.view(np.float32))
+
+
+def fake(records_kind):
+    recs = []
+    if records_kind == "bulk":
+        for c in m.round_trip_cases()[:4]:
+            recs.append(dict(kind="round_trip", **c, completed=True, out=pack(m.model_round_trip(c))))
+        for c in m.multicast_cases()[:3] + m.multicast_cases()[-2:]:
+            imgs, st = m.model_multicast(c)
+            recs.append(dict(kind="multicast", **c, status=st, images=[pack(x) for x in imgs]))
+        for c in m.bulk_reduce_cases()[:4]:
+            recs.append(dict(kind="bulk_reduce", **c, after=pack(m.model_bulk_reduce(c))))
+    return recs
+
+
+def test_checks_agree_and_catch_differences():
+    recs = fake("bulk")
+    res = v.run_on("l05/bulk", recs)
+    assert res.ok and res.cases == len(recs)
+    bad_status = dict(recs[5], status=[1] * recs[5]["cluster"])       # mask 0b10: rank 0 must not complete
+    assert v.check_multicast([bad_status]).mismatches == 1
+    img = unpack(recs[6]["images"][1])
+    img[-1] ^= 1
+    assert v.check_multicast([dict(recs[6], images=[recs[6]["images"][0], pack(img)] + recs[6]["images"][2:])]
+                             ).mismatches == 1
+    assert v.check_round_trips([dict(recs[0], completed=False)]).mismatches == 1
+    a = unpack(recs[-1]["after"])
+    a[0] ^= 1
+    assert v.check_bulk_reduce([dict(recs[-1], after=pack(a))]).mismatches == 1
+    bw = [dict(kind="tma_copy", box_x=64, box_y=64, stages=2, ctas_per_sm=1, correct=True),
+          dict(kind="device_copy", gbps=1.0)]
+    assert v.run_on("l05/copy_bandwidth", bw).ok
+    assert v.check_copy_output([dict(bw[0], correct=False)]).mismatches == 1
+    assert len([c for c in all_checks() if c.lesson == 5]) == 4
+
+
+def test_simulated_bandwidth_is_bounded_by_hbm():
+    from h100lab.sim.timing import default_timing
+    cfg = m.copy_configs()[0]
+    bw = m.simulated_bandwidth(cfg, sms=8, tiles=4)
+    assert 0 < bw <= default_timing().hbm_bytes_per_ns + 1e-6
+
+
+def test_kernels_compile_for_sm90a():
+    from h100lab import cuda
+    reason = cuda.compiler_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    p = cuda.compile_kernel("l05_tma_copy")
+    assert "cp.async.bulk.wait_group.read" in p.ptx and "tma_copy" in p.ptx and "device_copy" in p.ptx
+    q = cuda.compile_kernel("l05_bulk")
+    assert "multicast::cluster" in q.ptx and "cp.reduce.async.bulk.global" in q.ptx
+
+
+@pytest.mark.gpu
+def test_gpu_bulk_matches_the_model():
+    recs = m.measure_bulk()
+    res = v.run_on("l05/bulk", recs)
+    assert res.ok, res.examples
+
+
+@pytest.mark.gpu
+def test_gpu_tma_copy_is_correct():
+    recs = m.measure_copy(m.copy_configs(quick=True)[:2], repeats=2)
+    assert v.check_copy_output(recs).ok

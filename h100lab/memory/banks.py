@@ -115,15 +115,19 @@ def _as_trace(addresses, active) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pair_uniform(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Per access: every lane equals lane t^1 (or every lane equals lane t^2), inactive pairs allowed."""
-    out = np.zeros(addr.shape[0], bool)
-    lanes = np.arange(WARP)
-    for x in (1, 2):
-        p = lanes ^ x
-        same = (addr == addr[:, p]) & active & active[:, p]
-        both_off = ~active & ~active[:, p]
-        out |= np.all(same | both_off, axis=1)
-    return out & active.any(axis=1)
+    """Per access: every lane equals lane t^1 (or every lane equals lane t^2); a pair of two
+    inactive lanes is uniform, a pair with one inactive lane is not."""
+    n = addr.shape[0]
+    full = bool(active.all())
+    out = np.zeros(n, bool)
+    for shape in ((n, 16, 2), (n, 8, 2, 2)):            # partners t^1, then t^2
+        a = addr.reshape(shape)
+        same = a[:, :, 0] == a[:, :, 1]
+        if not full:
+            m = active.reshape(shape)
+            same = (same & m[:, :, 0] & m[:, :, 1]) | (~m[:, :, 0] & ~m[:, :, 1])
+        out |= same.reshape(n, -1).all(axis=1)
+    return out if full else out & active.any(axis=1)
 
 
 def phases_of(addr: np.ndarray, active: np.ndarray, width: int, op: str) -> np.ndarray:
@@ -146,32 +150,33 @@ _SENTINEL = np.iinfo(np.int32).max
 def _count(addr: np.ndarray, active: np.ndarray, width: int, op: str):
     """Vectorised counter: per access (wavefronts, ideal, lane phases).
 
-    Each lane's 4-byte words get an int32 key ``phase | bank | row`` (row = word >> 5, taken
-    relative to the access's lowest row); one row-wise sort brings equal words together; the
-    duplicates (broadcasts) become a sentinel and a second sort compacts the distinct words, still
-    grouped by (phase, bank); a word's rank inside its group is its position minus the group's
-    first position, so the largest rank in a phase is that phase's wavefront count.
+    Each lane's access gets an int32 key ``phase | bank group | row``. One row-wise sort brings
+    equal accesses together; repeats (broadcasts) become a sentinel and a second sort compacts the
+    distinct accesses, still grouped by (phase, bank group); an access's rank inside its group is its
+    position minus the group's first position, so the largest rank in a phase is that phase's
+    wavefront count.
     """
-    k = width // 4
     n = addr.shape[0]
     if addr.dtype != np.int32 and n and int(addr.max()) < (1 << 31) and int(addr.min()) >= 0:
         addr = addr.astype(np.int32)
     phase = phases_of(addr, active, width, op)
-    word = addr >> 2
+    # An aligned access of width 4k bytes covers k consecutive banks starting at a multiple of k, the
+    # same k banks for every lane of that width: counting distinct width-sized chunks per group of k
+    # banks gives the same per-bank maxima as counting 4-byte words per bank, with 32 keys per access.
+    shift = width.bit_length() - 1                       # log2(width)
+    groups = BANKS * 4 // width                          # 32, 16 or 8 bank groups
+    unit = addr >> shift
     act = active
-    if k > 1:
-        word = (word[:, :, None] + np.arange(k, dtype=word.dtype)).reshape(n, WARP * k)
-        act = np.repeat(active, k, axis=1)
-    row = word >> 5
+    row = unit >> (groups.bit_length() - 1)
     if n and int(row.max()) >= (1 << 23):          # large (generic) addresses: rows relative to the access
         big = np.iinfo(row.dtype).max
         lo = np.where(act, row, big).min(axis=1)
         row = np.where(act, row - np.where(lo == big, 0, lo)[:, None], 0)
         if int(row.max()) >= (1 << 23):
             raise BankError("one access spans more than 1 GiB of addresses; shared memory is at most 228 KB")
-    key = (((word & 31) << 24) | row).astype(np.int32, copy=False)
+    key = (((unit & (groups - 1)) << 24) | row).astype(np.int32, copy=False)
     if width > 4:
-        key |= (np.repeat(phase, k, axis=1) if k > 1 else phase).astype(np.int32) << 29
+        key |= phase.astype(np.int32) << 29
     if not act.all():
         key[~act] = _SENTINEL
     key.sort(axis=1)
@@ -179,7 +184,7 @@ def _count(addr: np.ndarray, active: np.ndarray, width: int, op: str):
     np.equal(key[:, 1:], key[:, :-1], out=dup[:, 1:])
     key[dup] = _SENTINEL                               # broadcast: a repeated word costs nothing
     key.sort(axis=1)
-    grp = key >> 24                                    # phase * 32 + bank; 127 = sentinel
+    grp = key >> 24                                    # phase * 32 + bank group; 127 = sentinel
     cols = np.arange(key.shape[1], dtype=np.int32)
     start = np.empty(key.shape, bool)
     start[:, 0] = True

@@ -97,8 +97,10 @@ def test_checks_pass_and_fail():
              for w in (1, 2, 4, 8)]
     res = v.check_bank_latency(banks)
     assert res.ok and "2.0 more per extra wavefront" in res.note
-    banks[2]["cycles_per_load"] = 31.0
-    assert v.check_bank_latency(banks).mismatches == 1   # 4 wavefronts faster than 2: one violation
+    banks[2]["cycles_per_load"] = 31.0                   # 4 wavefronts faster than 2: an inversion
+    assert v.check_bank_latency(banks).mismatches == 1
+    flat = [dict(b, cycles_per_load=30.0) for b in banks]  # conflicts that cost nothing
+    assert v.check_bank_latency(flat).mismatches == 1 and v.check_bank_latency(flat).examples[0]["wavefronts"] == 8
     assert isinstance(res, CheckResult)
 
 

@@ -44,7 +44,7 @@ __all__ = [
     "encode", "decode", "word_init", "word_arrive", "word_arrive_drop", "word_expect_tx", "word_complete_tx",
     "word_arrive_expect_tx", "word_arrive_drop_expect_tx", "init", "arrive", "arrive_drop", "expect_tx", "complete_tx",
     "arrive_expect_tx", "arrive_drop_expect_tx", "test_wait_parity", "try_wait_parity",
-    "test_wait", "pending_count", "token_phase",
+    "test_wait", "pending_count", "token_phase", "Step", "parse_ops", "run_ops",
 ]
 
 MAX_COUNT = (1 << 20) - 1   #: largest expected / pending arrival count (§15.2)
@@ -444,3 +444,72 @@ class MBarrier:
     def pending_count(token: int) -> int:
         """``mbarrier.pending_count`` of a ``.noComplete`` token (PTX §9.7.13.15.17)."""
         return pending_count(token)
+
+
+# ---- running a written sequence of operations (the stepper of lesson 3) -------------------------------
+class Step(NamedTuple):
+    """One operation of :func:`run_ops` and the barrier right after it. ``phase_number`` counts
+    completed phases (the parity is ``phase_number & 1``); ``waits`` is what
+    ``try_wait.parity(0)`` and ``try_wait.parity(1)`` would return now."""
+
+    op: str
+    state: MBarrierState
+    phase_number: int
+    completed: bool
+    waits: tuple[bool, bool]
+
+
+_OPS = {
+    "arrive": ("count", arrive), "arrive.noComplete": ("count", None), "arrive_drop": ("count", arrive_drop),
+    "expect_tx": ("bytes", expect_tx), "complete_tx": ("bytes", complete_tx),
+    "arrive.expect_tx": ("bytes", arrive_expect_tx), "arrive_expect_tx": ("bytes", arrive_expect_tx),
+}
+
+
+def parse_ops(text: str) -> list[tuple[str, int]]:
+    """Parse ``"arrive; expect_tx 64; arrive 2"`` (separated by ``;``, ``,`` or new lines) into
+    ``[(op, operand), …]``. Ops: arrive [n], arrive.noComplete [n], arrive_drop [n], expect_tx B,
+    complete_tx B, arrive.expect_tx B."""
+    out = []
+    for part in text.replace(",", ";").replace("\n", ";").split(";"):
+        words = part.split()
+        if not words:
+            continue
+        op = words[0]
+        if op not in _OPS:
+            raise MBarrierError(f"unknown operation {op!r}: use one of {', '.join(_OPS)}")
+        kind = _OPS[op][0]
+        if len(words) > 2:
+            raise MBarrierError(f"{part.strip()!r}: one operand at most")
+        if len(words) == 1:
+            if kind == "bytes":
+                raise MBarrierError(f"{op} needs a byte count, e.g. '{op} 64'")
+            n = 1
+        else:
+            try:
+                n = int(words[1])
+            except ValueError:
+                raise MBarrierError(f"{part.strip()!r}: the operand must be an integer") from None
+        out.append((op, n))
+    return out
+
+
+def run_ops(count: int, ops) -> list[Step]:
+    """Initialise a barrier with ``count`` and apply ``ops`` (a string for :func:`parse_ops` or a list
+    of ``(op, operand)``); returns the :class:`Step` after init and after every operation. An operation
+    that PTX leaves undefined raises :class:`MBarrierError` naming the rule."""
+    seq = parse_ops(ops) if isinstance(ops, str) else list(ops)
+    s = init(count)
+    k = 0
+    steps = [Step(f"mbarrier.init {count}", s, 0, False, (test_wait_parity(s, 0), test_wait_parity(s, 1)))]
+    for op, n in seq:
+        if op == "arrive.noComplete":
+            new, _ = arrive(s, n, no_complete=True)
+        else:
+            out = _OPS[op][1](s, n)
+            new = out[0] if op.startswith("arrive") else out
+        done = new.phase != s.phase
+        k += done
+        s = new
+        steps.append(Step(f"{op} {n}", s, k, done, (test_wait_parity(s, 0), test_wait_parity(s, 1))))
+    return steps

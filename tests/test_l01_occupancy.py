@@ -206,3 +206,13 @@ def test_warp_sub_partitions():
     assert np.bincount(warp_sub_partitions(1024), minlength=4).tolist() == [8, 8, 8, 8]
     with pytest.raises(OccupancyError):
         warp_sub_partitions(0)
+
+
+def test_to_dict_and_derived_fields():
+    o = occupancy(256, 65, 20000)
+    d = o.to_dict()
+    assert d["active_blocks"] == 3 and d["limiting"] == ["registers"] and d["limits"]["warps"] == 8
+    assert d["smem_per_block"] == smem_per_block_allocated(0, 20000) and d["occupancy"] == pytest.approx(24 / 64)
+    assert o.regs_used == 24 * 2304 and o.smem_used == 3 * o.smem_per_block
+    assert o.warps_per_sub_partition == (6, 6, 6, 6)
+    assert occupancy(96, 32).warps_per_sub_partition == (16, 16, 16, 15)  # 21 blocks x 3 warps = 63

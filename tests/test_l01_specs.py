@@ -127,3 +127,16 @@ def test_peak_tflops_rejects_nonpositive():
     assert peak_tflops(132, 4096, 1830) == pytest.approx(989.4, abs=0.05)
     with pytest.raises(ValueError):
         peak_tflops(0, 4096, 1830)
+
+
+def test_derived_properties():
+    s = H100_SXM
+    assert s.carveout_bytes[0] == 0 and s.carveout_bytes[-1] == 233472 and len(s.carveout_bytes) == 10
+    assert s.regs_per_sub_partition == 16384 and s.max_warps_per_sub_partition == 16
+    assert "132 SMs" in repr(s)
+    ref = from_properties({"name": "NVIDIA H100 80GB HBM3", "major": 9, "minor": 0, "multiProcessorCount": 132})
+    assert ref.tensor_clock_mhz == H100_SXM.tensor_clock_mhz and ref.l2_bytes == H100_SXM.l2_bytes
+    pcie = from_properties({"name": "NVIDIA H100 PCIe", "major": 9, "minor": 0})
+    assert pcie.sm_count == 114
+    forced = from_properties({"name": "x", "major": 9, "minor": 0}, reference=H200_SXM)
+    assert forced.hbm_bandwidth == H200_SXM.hbm_bandwidth

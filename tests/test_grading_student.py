@@ -127,6 +127,7 @@ def test_fixture_student_edition(tmp_path):
     assert "word = address // 4" not in text and "contradiction" not in text
     assert text.count("= ...  # YOUR ANSWER") == 2 and text.count("raise NotImplementedError") == 2
     assert text.count("check(\"99.") == 4, "graded cells are kept"
+    assert text.count(":tags: [grade:99.") == 4, "tags are written as the sources write them"
     assert "Sum the integers 0 to 9." in text
 
 

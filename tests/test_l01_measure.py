@@ -161,3 +161,86 @@ def test_hardware_report_without_anything(tmp_path, monkeypatch):
     monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
     r = v.hardware_report(live=False)
     assert r == {"source": None, "command": "python -m h100lab.measure.l01"}
+
+
+class _FakeKernel:
+    """Stands in for h100lab.cuda.Kernel: attributes from the compile options, driver answers from the model."""
+
+    def __init__(self, options):
+        self.regs = max(24, int(next(o for o in options if o.startswith("--maxrregcount=")).split("=")[1]))
+        self.static = int(next((o.split("=")[1] for o in options if o.startswith("-DSTATIC_SMEM=")), 0))
+        self.max_dyn = 49152 - self.static
+        self.carve = -1
+
+    def attributes(self):
+        return {"num_regs": self.regs, "shared_size_bytes": self.static, "max_dynamic_shared_size_bytes": self.max_dyn,
+                "local_size_bytes": 0}
+
+    def set_max_dynamic_shared_memory(self, n):
+        assert n + self.static <= 232448
+        self.max_dyn = n
+
+    def set_preferred_carveout(self, c):
+        self.carve = c
+
+
+def test_measure_occupancy_plumbing(monkeypatch):
+    from h100lab import cuda
+
+    class Prog:
+        def __init__(self, options):
+            self.options = options
+
+        def function(self, name):
+            assert name == "occupancy_probe"
+            return _FakeKernel(self.options)
+
+    monkeypatch.setattr(cuda, "compile_kernel", lambda name, options=(): Prog(options))
+    monkeypatch.setattr(cuda, "occupancy_max_active_blocks", lambda k, b, d: occupancy(
+        b, k.regs, d, static_smem=k.static, max_dynamic_smem=k.max_dyn, carveout=k.carve).active_blocks)
+    cases = m.occupancy_cases(m.QUICK["variants"], m.QUICK["blocks"], m.QUICK["dynamic"], m.QUICK["carveouts"])
+    recs = m.measure_occupancy(cases, progress=False)
+    assert len(recs) == len(cases)
+    assert {r["attr_max_dynamic_smem"] for r in recs if r["optin"] == "max" and r["static_smem"] == 0} == {232448}
+    assert v.check_occupancy(recs).ok
+
+
+def test_measure_banks_plumbing(monkeypatch):
+    import numpy as np
+
+    from h100lab import cuda
+    from h100lab.memory.banks import wavefronts
+
+    class Arr:
+        def __init__(self, a):
+            self.a = np.array(a)
+
+        def to_host(self):
+            return self.a
+
+    class Fn:
+        def __init__(self, width):
+            self.width = width
+
+        def set_max_dynamic_shared_memory(self, n):
+            assert n == 65536
+
+    class Prog:
+        def __init__(self, options):
+            self.width = int(options[0].split("=")[1])
+
+        def function(self, name):
+            return Fn(self.width)
+
+    def launch(f, grid, block, offs, iters, cyc, sink, shared_mem=0):
+        assert (grid, block, shared_mem) == (1, 32, 65536)
+        cyc.a[0] = int(iters) * (28 + 2 * int(wavefronts(offs.a.tolist(), f.width)))
+
+    monkeypatch.setattr(cuda, "compile_kernel", lambda name, options=(): Prog(options))
+    monkeypatch.setattr(cuda, "to_device", lambda a: Arr(a))
+    monkeypatch.setattr(cuda, "zeros", lambda shape, dtype: Arr(np.zeros(shape, dtype)))
+    monkeypatch.setattr(cuda, "launch", launch)
+    monkeypatch.setattr(cuda, "synchronize", lambda: None)
+    recs = m.measure_banks(repeats=2)
+    assert len(recs) == len(m.BANK_PATTERNS)
+    assert v.check_bank_latency(recs).ok and "2.0 more per extra wavefront" in v.check_bank_latency(recs).note

@@ -238,9 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m h100lab.measure.l01", description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="data folder to write into (default: the repository's data/)")
     ap.add_argument("--quick", action="store_true", help="a small subset of the occupancy cases")
-    args = ap.parse_args(list(argv) if argv is not None else None)
-    command = "python -m h100lab.measure.l01" + ("" if argv is None and len(sys.argv) < 2 else
-                                                 " " + " ".join(argv if argv is not None else sys.argv[1:]))
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    args = ap.parse_args(argv)
+    command = " ".join(["python -m h100lab.measure.l01", *argv])
     from .. import cuda, data
 
     if not cuda.available():

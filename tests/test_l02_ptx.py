@@ -185,6 +185,8 @@ def test_constraint_letters(ctype, letter):
     (lambda: inp("int", "x", ptx=".u64"), "expects a 64-bit .u64 operand"),
     (lambda: inp("float", "x", ptx=".f64"), "expects a 64-bit .f64 operand"),
     (lambda: imm(1.5), "integer constant"),
+    (lambda: out("int", "k", constraint="=n"), "input-only"),
+    (lambda: inout("int", "k", constraint="+n"), "input-only"),
     (lambda: out("float", "x", ptx=".bf16x2"), "Arguments mismatch"),
 ])
 def test_constraint_mismatches_are_rejected(call, rule):

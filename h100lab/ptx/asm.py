@@ -136,6 +136,9 @@ def _operand(ctype: str, expr, mode: str, constraint: str | None, ptx: str | Non
             raise ConstraintError(f"constraint {constraint!r}: a modifier (=, + or none) followed by one of "
                                   f"{', '.join(CONSTRAINT_LETTERS)} [Inline PTX Assembly §1.1.2]")
         mod, given = m.groups()
+        if given == "n" and mode != "in":
+            raise ConstraintError("the immediate constraint 'n' is input-only: a compile-time constant cannot be "
+                                  "written ('=n' and '+n' are rejected by the compiler)")
         if mode == "in" and mod == "=":
             raise ConstraintError(f"input {exprs[0]!r} has constraint {constraint!r}: inputs are read-only and "
                                   "can never be write-only ('='); put the operand among the outputs")

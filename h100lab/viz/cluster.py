@@ -27,7 +27,7 @@ def gpc_map(placement, title: str | None = None):
         usable = set(placement.usable[gi])
         for j, s in enumerate(sms):
             n = load[s]
-            colour = PALETTE[first[s] % len(PALETTE)] if n else "white"
+            colour = PALETTE[first[s] % 7] if n else "white"   # the palette without its black
             alpha = 0.35 + 0.65 * min(1.0, n / max(1, placement.blocks_per_sm)) if n else 1.0
             ax.add_patch(Rectangle((gi - 0.42, j - 0.42), 0.84, 0.84, facecolor=colour, alpha=alpha,
                                    edgecolor="#444444", linewidth=0.6))

@@ -57,7 +57,8 @@ def _land(arg) -> None:
     ph = sb.completions
     sb.apply(mb_ops.word_complete_tx, nbytes)
     if w.gpu.trace is not None:
-        w.gpu.trace.append(Record(t0, w.engine.now, w.actor, op, f"{sm.prefix}tma", "async", "w", dst, nbytes, bar, ph,
+        lane = f"{w.sm.prefix}tma" if "multicast" not in op else f"{sm.prefix}smem ← multicast"
+        w.gpu.trace.append(Record(t0, w.engine.now, w.actor, op, lane, "async", "w", dst, nbytes, bar, ph,
                                   "release", -1, sm.rank, label))
 
 

@@ -31,7 +31,8 @@ import numpy as np
 from .descriptor import TensorMap
 
 __all__ = ["TmaFault", "BoxMap", "box_map", "load", "store", "reduce", "load_im2col", "im2col_pixels",
-           "smem_address", "OOB_NAN", "REDUCE_TYPES", "reduce_type", "global_segments", "fill_bytes"]
+           "smem_address", "OOB_NAN", "REDUCE_TYPES", "reduce_type", "global_segments", "fill_bytes",
+           "column_addresses"]
 
 #: The 16-bit pattern written into every 2-byte slot of an out-of-bounds element with
 #: ``CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA`` [measured on an H200, hopper-spec-facts §5].
@@ -517,3 +518,21 @@ def global_segments(tensor_map: TensorMap, coords: Sequence[int]) -> list[tuple[
             segs.append((tm.global_address + int(part[0]), int(part.size) * size))
     return segs
 
+
+
+def column_addresses(tensor_map: TensorMap, chunk: int = 0, *, width: int = 16, dst: int = 0,
+                     lanes: int = 32) -> list[int]:
+    """Shared addresses of a warp reading one column of a loaded box: lane ``t`` reads ``width`` bytes
+    (4, 8 or 16) at byte ``chunk * width`` of box row ``t`` (rows wrap when the box has fewer than 32).
+
+    The access pattern of a consumer that walks a tile down its rows (ldmatrix / ``ld.shared.v4`` of one
+    16-byte chunk per row) — the case the swizzle exists for: unswizzled, every row's chunk sits in the
+    same banks. Feed the result to :func:`h100lab.memory.banks.wavefronts` [CPG §10.29.3.2; seed lesson 4 §11].
+    """
+    tm = tensor_map
+    if width not in (4, 8, 16):
+        raise ValueError(f"a shared load is 4, 8 or 16 bytes per lane, not {width}")
+    if not 0 <= chunk * width < tm.row_bytes:
+        raise ValueError(f"column {chunk} of {width}-byte pieces is outside the {tm.row_bytes}-byte box row")
+    rows = tm.rows
+    return [int(tm.swizzle_fn(dst + (t % rows) * tm.row_pitch + chunk * width)) for t in range(lanes)]

@@ -217,3 +217,15 @@ def test_every_column_of_a_64x64_bf16_tile_is_one_bank():
 @given(st.integers(0, 1 << 20))
 def test_bank_formula(a):
     assert bank(a) == (a >> 2) & 31
+
+
+def test_window_table_and_tile_offsets():
+    rows = AddressMap(cluster_size=2, smem_bytes=512).window_table()
+    spaces = {r["space"]: r for r in rows}
+    assert spaces[".shared::cta"]["size"] == 512 and spaces[".shared::cta"]["base"] == spaces[".shared::cluster"]["base"]
+    assert all(r["end"] == r["base"] + r["size"] for r in rows)
+    from h100lab.memory.spaces import tile_byte_offsets
+    off = tile_byte_offsets(4, 8, 2, row_pitch=20, base=64)
+    assert off[2, 3] == 64 + 40 + 6
+    with pytest.raises(AddressSpaceError, match="shorter than a row"):
+        tile_byte_offsets(4, 8, 2, row_pitch=10)

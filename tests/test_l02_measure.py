@@ -196,3 +196,20 @@ def test_gpu_cluster_occupancy_with_the_measured_grouping():
 def test_gpu_pack_and_spaces():
     assert v.check_pack(m.measure_pack()).mismatches == 0
     assert v.check_spaces(m.measure_spaces()).mismatches == 0
+
+
+def test_spaces_records_and_sass_without_tools(tmp_path, monkeypatch):
+    raw = [3, 8, 4, 16, 2, 0x400, 1, 0x10, 0x7F, 0x20, 0x7F, 0x30, 0x7E] * 2
+    recs = m.spaces_records(raw, 2, 8)
+    assert recs[1]["shared_generic"] == (0x7F << 32) | 0x10 and recs[0]["shared_offset"] == 0x400
+    assert v.check_spaces(recs).mismatches == 0
+    monkeypatch.setattr(m.shutil, "which", lambda name: None)
+    assert m.dump_sass(tmp_path) == []
+
+
+def test_hardware_report_without_gpu_or_data(tmp_path, monkeypatch):
+    from h100lab import cuda
+    if cuda.available():
+        pytest.skip("a GPU is present")
+    monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
+    assert v.hardware_report() == {"source": None, "command": "python -m h100lab.measure l02"}

@@ -42,6 +42,29 @@ def styled():
         yield
 
 
+def _register_png() -> None:
+    """Make IPython render a bare ``matplotlib.figure.Figure`` as PNG.
+
+    The book's figures are built without pyplot, so no backend registers a display formatter for
+    them (and ``MPLBACKEND=Agg``, set for reproducible builds, would not either).
+    """
+    import sys
+
+    if "IPython" not in sys.modules:
+        return
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    if ip is None:
+        return
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.figure import Figure
+
+    fmt = ip.display_formatter.formatters["image/png"]
+    if Figure not in fmt.type_printers:
+        fmt.for_type(Figure, lambda f: print_figure(f, "png", bbox_inches="tight"))
+
+
 def figure(nrows: int = 1, ncols: int = 1, **kw):
     """``plt.subplots`` in the book's style, returning ``(fig, axes)``.
 
@@ -51,6 +74,7 @@ def figure(nrows: int = 1, ncols: int = 1, **kw):
     from matplotlib.figure import Figure
 
     apply()
+    _register_png()
     fig = Figure(figsize=kw.pop("figsize", RC["figure.figsize"]), layout="constrained")
     axes = fig.subplots(nrows, ncols, **kw)
     return fig, axes

@@ -157,7 +157,9 @@ def test_fit_and_calibrate_errors_and_roundtrip():
     for tile in (2048, 8192, 32768):
         cfg = PipelineConfig(stages=1, iters=40, tile_bytes=tile, compute_ns=0)
         r = simulate(cfg, T, trace=False)
-        recs.append(dict(ctas=1, stages=1, work=0, ok=True, tile_bytes=tile, ns_per_iter=r.steady_ns_per_iter))
+        busy = T.smem_latency_ns + tile / T.smem_bytes_per_ns + T.fence_ns
+        recs.append(dict(ctas=1, stages=1, work=0, ok=True, tile_bytes=tile, ns_per_iter=r.steady_ns_per_iter,
+                         busy_ns_per_iter=busy))
     cal = calibrate(recs)
     assert cal.tma_latency_ns == pytest.approx(T.tma_latency_ns, rel=0.02)
     assert cal.tma_bytes_per_ns == pytest.approx(T.tma_bytes_per_ns, rel=0.02)

@@ -1,0 +1,110 @@
+"""Lesson 3 model-vs-silicon checks on ``l03/bulk_pipeline`` (``python -m h100lab.measure.l03``).
+
+1. Every CTA's checksum matched: the consumers read exactly the bytes the bulk copies brought, with
+   the kernel's mbarrier protocol (exact).
+2. More buffers never make a tile slower on silicon (within 5 %), as the model says.
+3. After calibrating the copy latency and bandwidth on the single-stage runs
+   (:func:`h100lab.sim.timing.calibrate`), the simulator predicts the time per tile of every
+   single-CTA run of the stage sweep within 25 %, given the consumer busy time the kernel measured.
+4. The same for the full-GPU runs with ≥ 4 buffers (bandwidth-bound: HBM calibrated on them).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..data import Dataset
+from . import CheckResult, silicon_check
+
+__all__ = ["model_config", "predict", "check_data", "check_monotone", "check_timing", "TOLERANCE"]
+
+TOLERANCE = 0.25
+
+
+def model_config(r: dict[str, Any], timing):
+    """The simulator's :class:`~h100lab.sim.pipeline.PipelineConfig` for a record: its case, with the
+    consumers' compute time per tile set so that the model's busy time (read + compute + fence)
+    equals the busy time the kernel measured."""
+    from ..sim.pipeline import PipelineConfig
+
+    c = r.get("consumers", 2)
+    read = timing.smem_latency_ns + r["tile_bytes"] / c / timing.smem_bytes_per_ns
+    compute = max(0.0, r["busy_ns_per_iter"] - read - timing.fence_ns)
+    return PipelineConfig(stages=r["stages"], iters=r["iters"], tile_bytes=r["tile_bytes"], compute_ns=compute,
+                          consumers=c, ctas=r["ctas"])
+
+
+def predict(r: dict[str, Any], timing) -> float:
+    """The simulator's time per tile (ns) for record ``r``: total simulated time / tiles."""
+    from ..sim.pipeline import simulate
+
+    return simulate(model_config(r, timing), timing, trace=False).ns_per_iter
+
+
+def check_data(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """Every case's checksums matched the host's."""
+    bad = [{k: r[k] for k in ("group", "stages", "tile_bytes", "work", "ctas")} for r in records if not r["ok"]]
+    return CheckResult(len(records), len(bad), bad[:5])
+
+
+def check_monotone(records: Sequence[dict[str, Any]], slack: float = 0.05) -> CheckResult:
+    """Within each (group, tile, work, ctas) series, time per tile does not grow with more stages."""
+    series: dict[tuple, list] = {}
+    for r in records:
+        series.setdefault((r["group"], r["tile_bytes"], r["work"], r["ctas"]), []).append(r)
+    n, bad = 0, []
+    for key, rs in series.items():
+        rs = sorted(rs, key=lambda r: r["stages"])
+        for a, b in zip(rs, rs[1:]):
+            n += 1
+            if b["ns_per_iter"] > a["ns_per_iter"] * (1 + slack):
+                bad.append({"series": key, "stages": (a["stages"], b["stages"]),
+                            "ns_per_iter": (round(a["ns_per_iter"], 1), round(b["ns_per_iter"], 1))})
+    return CheckResult(n, len(bad), bad[:5])
+
+
+def check_timing(records: Sequence[dict[str, Any]], *, full_gpu: bool = False,
+                 tol: float = TOLERANCE) -> CheckResult:
+    """Simulated against measured time per tile after calibration, within ``tol`` (relative)."""
+    from ..sim.timing import calibrate
+
+    try:
+        timing = calibrate(list(records))
+    except ValueError as exc:
+        return CheckResult(len(records), len(records), [], f"cannot calibrate: {exc}")
+    if full_gpu:
+        sel = [r for r in records if r["ctas"] > 1 and r["stages"] >= 4 and r["ok"]]
+    else:
+        sel = [r for r in records if r["ctas"] == 1 and r["group"] == "stages" and r["ok"]]
+    bad, worst = [], 0.0
+    for r in sel:
+        p = predict(r, timing)
+        err = p / r["ns_per_iter"] - 1
+        worst = max(worst, abs(err))
+        if abs(err) > tol:
+            bad.append({"stages": r["stages"], "work": r["work"], "ctas": r["ctas"],
+                        "measured_ns": round(r["ns_per_iter"], 1), "model_ns": round(p, 1)})
+    note = (f"largest error {worst:.0%}; calibrated copy latency {timing.tma_latency_ns:.0f} ns, "
+            f"{timing.tma_bytes_per_ns:.0f} B/ns per SM") if sel else "no such records"
+    return CheckResult(len(sel), len(bad), bad[:5], note)
+
+
+@silicon_check("Bulk-copy pipeline: consumers read the copied bytes", lesson=3, dataset="l03/bulk_pipeline")
+def _data(ds: Dataset) -> CheckResult:
+    return check_data(ds.records)
+
+
+@silicon_check("Bulk-copy pipeline: more buffers never slower", lesson=3, dataset="l03/bulk_pipeline")
+def _monotone(ds: Dataset) -> CheckResult:
+    return check_monotone(ds.records)
+
+
+@silicon_check("Bulk-copy pipeline: simulated time per tile, one CTA (±25 %)", lesson=3,
+               dataset="l03/bulk_pipeline")
+def _timing(ds: Dataset) -> CheckResult:
+    return check_timing(ds.records)
+
+
+@silicon_check("Bulk-copy pipeline: simulated time per tile, full GPU, ≥ 4 buffers (±25 %)", lesson=3,
+               dataset="l03/bulk_pipeline")
+def _timing_full(ds: Dataset) -> CheckResult:
+    return check_timing(ds.records, full_gpu=True)

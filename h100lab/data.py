@@ -7,13 +7,14 @@ model-vs-silicon appendix) call :func:`load`.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Dataset", "data_dir", "load", "write", "available", "REQUIRED_META"]
+__all__ = ["Dataset", "data_dir", "load", "write", "available", "names", "rewrite", "REQUIRED_META"]
 
 REQUIRED_META = ("gpu", "compute_capability", "driver", "cuda", "date", "command")
 
@@ -37,10 +38,35 @@ def data_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "data"
 
 
+#: datasets larger than this are stored gzip-compressed (``name.json.gz``)
+COMPRESS_ABOVE = 1 << 20
+
+
 def _path(name: str) -> Path:
-    if not name.endswith(".json"):
-        name += ".json"
-    return data_dir() / name
+    """The dataset's file: ``name.json``, or ``name.json.gz`` for a large one."""
+    name = name.removesuffix(".gz").removesuffix(".json")
+    plain = data_dir() / f"{name}.json"
+    gz = plain.with_name(plain.name + ".gz")
+    return gz if gz.is_file() and not plain.is_file() else plain
+
+
+def _read(p: Path) -> str:
+    if p.suffix == ".gz":
+        return gzip.decompress(p.read_bytes()).decode()
+    return p.read_text()
+
+
+def _save(p: Path, text: str) -> Path:
+    """Write ``text`` to the dataset path, compressed when large (the other form is removed)."""
+    plain = p.with_name(p.name.removesuffix(".gz"))
+    gz = plain.with_name(plain.name + ".gz")
+    if len(text) > COMPRESS_ABOVE:
+        gz.write_bytes(gzip.compress(text.encode(), mtime=0))  # mtime 0: byte-identical reruns
+        plain.unlink(missing_ok=True)
+        return gz
+    plain.write_text(text)
+    gz.unlink(missing_ok=True)
+    return plain
 
 
 def available(name: str) -> bool:
@@ -48,11 +74,11 @@ def available(name: str) -> bool:
 
 
 def load(name: str) -> Dataset:
-    """Load ``data/<name>.json`` (e.g. ``load("l01/occupancy")``); check its metadata is complete."""
+    """Load ``data/<name>.json`` (or ``.json.gz``) (e.g. ``load("l01/occupancy")``); check its metadata is complete."""
     p = _path(name)
     if not p.is_file():
         raise FileNotFoundError(f"dataset {name!r} not found at {p}")
-    obj = json.loads(p.read_text())
+    obj = json.loads(_read(p))
     missing = [k for k in REQUIRED_META if k not in obj.get("meta", {})]
     if missing:
         raise ValueError(f"dataset {name!r} lacks metadata {missing}")
@@ -66,5 +92,25 @@ def write(name: str, records: list[dict[str, Any]], meta: dict[str, Any]) -> Pat
         raise ValueError(f"dataset metadata lacks {missing}")
     p = _path(name)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps({"meta": meta, "records": records}, indent=1, sort_keys=True) + "\n")
-    return p
+    return _save(p, dumps(meta, records))
+
+
+def dumps(meta: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The file format: readable metadata, then one compact JSON record per line (small diffs)."""
+    lines = ",\n".join(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in records)
+    head = json.dumps(meta, indent=1, sort_keys=True)
+    return f'{{"meta": {head},\n "records": [\n{lines}\n]}}\n'
+
+
+def rewrite(name: str) -> Path:
+    """Rewrite an existing dataset in the current file format (content unchanged)."""
+    ds = load(name)
+    return _save(_path(name), dumps(ds.meta, ds.records))
+
+
+def names() -> list[str]:
+    """Every dataset in the data folder, as names for :func:`load` (``"l01/occupancy"``)."""
+    root = data_dir()
+    found = {str(p.relative_to(root)).removesuffix(".gz").removesuffix(".json")
+             for pat in ("*/*.json", "*/*.json.gz") for p in root.glob(pat)}
+    return sorted(found)

@@ -239,13 +239,13 @@ def external_fetches(html_dir: Path) -> dict[str, list[str]]:
 # ---------------------------------------------------------------------------------------------
 # Builds
 
-def toc(edition: str) -> dict:
+def toc(edition: str, root: Path = ROOT) -> dict:
     """The table of contents of an edition: _toc.yml, plus (instructor) a part with every solution set."""
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, not {edition!r}")
-    data = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     if edition == "instructor":
-        sols = sorted((ROOT / "solutions").glob("[0-9][0-9]-*.md"))
+        sols = sorted((root / "solutions").glob("[0-9][0-9]-*.md"))
         if sols:
             part = {"caption": "Solutions (instructor edition)",
                     "chapters": [{"file": f"solutions/{p.stem}"} for p in sols]}
@@ -270,26 +270,30 @@ def toc_files(data: dict) -> list[str]:
     return out
 
 
-def html_dir(edition: str) -> Path:
-    return (ROOT if edition == "student" else ROOT / "_build_instructor") / "_build" / "html"
+def html_dir(edition: str, root: Path = ROOT) -> Path:
+    return (root if edition == "student" else root / "_build_instructor") / "_build" / "html"
 
 
-def build(edition: str) -> Path:
-    """Build one edition from a clean folder; raise CalledProcessError/SystemExit on any failure."""
+def build(edition: str, root: Path = ROOT) -> Path:
+    """Build one edition of the book in ``root`` from a clean folder: every chapter executed, warnings
+    (a broken link or reference) are errors, and a failing cell fails the build (CalledProcessError).
+    Another ``root`` (a test's small book) shares this checkout's vendored files."""
     vendor()
-    base = ROOT if edition == "student" else ROOT / "_build_instructor"
+    if root != ROOT and not (root / VENDOR.name).exists():
+        (root / VENDOR.name).symlink_to(VENDOR, target_is_directory=True)
+    base = root if edition == "student" else root / "_build_instructor"
     out = base / "_build"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     toc_path = out / f"_toc-{edition}.yml"
-    toc_path.write_text(yaml.safe_dump(toc(edition), sort_keys=False, allow_unicode=True), encoding="utf-8")
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output", str(base),
+    toc_path.write_text(yaml.safe_dump(toc(edition, root), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--path-output", str(base),
            "--toc", str(toc_path), "-W", "-n", "--keep-going"]
     print("+", " ".join(cmd), flush=True)
     # The kernels draw as a reader's Jupyter does (the inline backend, not the test suite's Agg);
     # intro.md lists every page of the edition's TOC (the instructor edition's includes the solutions).
     env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline", H100LAB_BOOK_TOC=str(toc_path))
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
+    subprocess.run(cmd, check=True, cwd=root, env=env)
     html = out / "html"
     errs = sorted((html / "reports").rglob("*.err.log")) if (html / "reports").is_dir() else []
     if errs:

@@ -72,7 +72,7 @@ def browser_context(tmp_path_factory):
         ctx.close()
 
 
-@dataclass
+@dataclass(repr=False)
 class Visit:
     """What one page did in the browser, and what it holds once rendered."""
 
@@ -83,6 +83,10 @@ class Visit:
     failed_requests: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # short, for assertion messages
+        return (f"Visit({self.path!r}, console_errors={self.console_errors}, page_errors={self.page_errors}, "
+                f"failed_requests={self.failed_requests}, blocked={self.blocked})")
 
 
 # Collected in the page once it has rendered (widgets drawn, MathJax typeset, fonts loaded).
@@ -109,7 +113,7 @@ COLLECT_JS = """() => {
       return {rendered: !!(box && box.children.length), size: box ? rect(box) : [0, 0],
               error: !!s.parentElement.querySelector('.jupyter-widgets-error-widget, .widget-error')};
     }),
-    unresolved_xrefs: Array.from(article.querySelectorAll('.xref')).filter(e => !e.closest('a'))
+    unresolved_xrefs: Array.from(document.querySelectorAll('.xref')).filter(e => !e.closest('a'))
       .map(e => e.innerText.trim()),
     math: document.querySelectorAll('mjx-container').length,
     math_source: document.querySelectorAll('.math').length,

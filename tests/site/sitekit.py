@@ -190,14 +190,13 @@ def leaks(site: Path) -> list[tuple[str, str]]:
         rel = p.relative_to(site).as_posix()
         if rel.startswith("solutions/") or rel.startswith("_sources/solutions/"):
             found.append((rel, "a solutions page is published"))
-            continue
         if rel.startswith("_static/"):
             continue
         raw = p.read_bytes().decode("utf-8", errors="replace")
         text = page_text(raw) if p.suffix == ".html" else normalize(raw)
-        for doc in sol_pages:
-            if re.search(rf"(?<![\w-]){re.escape(doc)}(\.html|\.md|\.ipynb|[\"'#])", raw):
-                found.append((rel, f"a link or reference to {doc}"))
+        for doc in sol_pages:   # a URL of a solutions page (a source path named in a comment is not one)
+            if re.search(rf"(?<![\w-]){re.escape(doc)}\.(html|ipynb)|_sources/{re.escape(doc)}", raw):
+                found.append((rel, f"a link to the solutions page {doc}"))
         for src, frag in frags:
             if frag in text:
                 found.append((rel, f"solution text of {src}: {frag[:80]!r}"))

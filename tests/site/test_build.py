@@ -1,0 +1,73 @@
+"""`make book`'s guarantees, shown on small books built with the project's own _config.yml and
+tools/site.py: a failing cell fails the build, a broken cross-reference fails the build, and a
+good page builds into a site that needs no network."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from sitekit import ROOT, site_tool
+
+HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3 (ipykernel)
+  language: python
+  name: python3
+---
+"""
+
+GOOD = HEADER + """
+(good)=
+# A good page
+
+Math, typeset offline: $\\sum_i x_i^2$.
+
+```{code-cell} ipython3
+x = 6 * 7
+assert x == 42
+print(x)
+```
+"""
+
+FAILING_CELL = GOOD + """
+```{code-cell} ipython3
+assert x == 41, "the model disagrees"
+```
+"""
+
+BROKEN_REF = GOOD + """
+See {ref}`a-label-that-does-not-exist`.
+"""
+
+
+def _book(tmp_path, page: str):
+    root = tmp_path / "book"
+    (root / "chapters").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nparts:\n  - caption: Lessons\n"
+                                   "    chapters:\n      - file: chapters/page\n")
+    (root / "intro.md").write_text("# Small book\n\nA test book: {doc}`chapters/page`.\n")
+    (root / "chapters" / "page.md").write_text(page)
+    return root
+
+
+@pytest.mark.parametrize("source", [FAILING_CELL, BROKEN_REF], ids=["failing-cell", "broken-reference"])
+def test_a_broken_page_fails_the_build(tmp_path, source):
+    with pytest.raises(subprocess.CalledProcessError):
+        site_tool().build("student", root=_book(tmp_path, source))
+
+
+def test_a_good_page_builds_offline(tmp_path):
+    index = site_tool().build("student", root=_book(tmp_path, GOOD))
+    html = index.parent
+    page = (html / "chapters" / "page.html").read_text(encoding="utf-8")
+    assert "site-vendor/mathjax/tex-mml-chtml.js" in page, "MathJax is not served by the site"
+    assert "cdn.jsdelivr.net" not in page and "unpkg.com" not in page
+    assert not site_tool().external_fetches(html)

@@ -4,10 +4,12 @@ one-shot events, and callbacks at a time.
 It follows simpy's shape (``Environment`` → :class:`Engine`, ``env.process(gen)``, ``yield
 env.timeout(d)`` → ``yield d``, ``yield event``) but keeps only what the machine model needs, because
 speed matters here: lesson 8 simulates whole-GEMM schedules of ~10^6 events and must stay under 2 s.
-On this project's 2-core CI machine the same producer/consumer loop ran at about 0.8 M events/s with
-simpy 4.1 and about 2.7 M events/s with this engine (``benchmarks/bench_l03.py`` re-measures both:
-``python benchmarks/bench_l03.py``); after the model's own per-event work (mbarrier bytes, trace
-records) simpy would leave well under the 0.5 M events/s that 10^6 events in 2 s needs.
+Measured with ``benchmarks/bench_l03.py`` (CPU time, best of 3, on the project's shared 2-core
+machine): the bare producer/consumer handshake runs at 1.5–1.8 M steps/s on this engine and at
+0.95 M steps/s on simpy 4.1.2; the full lesson-3 model (mbarrier bytes, pipes) on top reaches about
+0.47 M events/s without trace and 0.33 M with it — with simpy underneath, the engine's share alone would
+add ~0.5 µs per event and push 10^6 events from ~2.1 s to ~2.6 s. That measurement is why the model
+has its own engine.
 
 A process is a generator. It may yield
 
@@ -26,6 +28,8 @@ import heapq
 from typing import Any, Callable, Generator, Iterable
 
 __all__ = ["Engine", "Event", "Process", "Sleep", "Deadlock", "SimulationError"]
+
+_heappush = heapq.heappush
 
 
 class SimulationError(RuntimeError):
@@ -81,7 +85,7 @@ class Event:
         for w in self._waiters:
             if w.__class__ is Process:
                 w._waiting = None
-                eng._push(t, w._step, value)
+                eng._push(t, w._resume, value)
             else:
                 w[0](w[1])
         self._waiters = []
@@ -98,7 +102,7 @@ class Event:
 class Process:
     """A running generator. ``done`` is an :class:`Event` triggered with its return value."""
 
-    __slots__ = ("engine", "name", "gen", "done", "_waiting", "__weakref__")
+    __slots__ = ("engine", "name", "gen", "done", "_waiting", "_resume", "__weakref__")
 
     def __init__(self, engine: "Engine", gen: Generator, name: str):
         self.engine = engine
@@ -106,6 +110,7 @@ class Process:
         self.gen = gen
         self.done = Event(engine, f"end of {name}")
         self._waiting: Event | None = None
+        self._resume = self._step          # one bound method, reused for every wake-up
 
     def __repr__(self) -> str:
         return f"Process({self.name!r})"
@@ -124,17 +129,19 @@ class Process:
         if cls is float or cls is int:
             if cmd < 0:
                 raise SimulationError(f"process {self.name!r} asked to sleep {cmd} ns")
-            eng._push(eng.now + cmd, self._step, None)
+            eng._seq += 1
+            _heappush(eng._q, (eng.now + cmd, eng._seq, self._resume, None))
         elif cls is Sleep:
-            eng._push(eng.now + cmd.ns, self._step, cmd.value)
+            eng._seq += 1
+            _heappush(eng._q, (eng.now + cmd.ns, eng._seq, self._resume, cmd.value))
         elif cls is Event:
             if cmd.triggered:
-                eng._push(eng.now, self._step, cmd.value)
+                eng._push(eng.now, self._resume, cmd.value)
             else:
                 self._waiting = cmd
                 cmd._waiters.append(self)
         elif cmd is None:
-            eng._push(eng.now, self._step, None)
+            eng._push(eng.now, self._resume, None)
         else:
             raise SimulationError(f"process {self.name!r} yielded {cmd!r}: yield a delay in ns, a Sleep, "
                                   f"an Event or None")
@@ -165,7 +172,7 @@ class Engine:
         p = Process(self, gen, name)
         self.processes.append(p)
         self._live += 1
-        self._push(self.now, p._step, None)
+        self._push(self.now, p._resume, None)
         return p
 
     def at(self, t: float, fn: Callable[[Any], None], arg: Any = None) -> None:

@@ -170,21 +170,34 @@ def word_arrive_drop(word: int, count: int = 1, no_complete: bool = False) -> tu
     return new, (word | _NC) if no_complete else word
 
 
+def _tx_update(word: int, tx: int, what: str) -> int:
+    if not -MAX_TX <= tx <= MAX_TX:
+        _check_tx(tx, what)
+    pending = word & _M20
+    if pending == 0 and tx == 0:                      # the phase completes (PTX §9.7.13.15.6)
+        return ((word & ~(_M20 | (_M21 << 40))) | ((word >> 20) & _M20)) ^ _P
+    return (word & ~(_M21 << 40)) | ((tx & _M21) << 40)
+
+
 def word_expect_tx(word: int, tx_count: int) -> int:
     """expect-tx(txCount): tx += txCount, then the completion check (PTX §9.7.13.15.5.1, §15.11;
     the check after expect-tx was measured on an H200, reference facts §7)."""
-    _check_tx_operand(tx_count, "mbarrier.expect_tx")
-    tx = _tx_of(word) + int(tx_count)
-    _check_tx(tx, f"mbarrier.expect_tx {tx_count}")
-    return _with_counts(word, word & _M20, tx)
+    if tx_count.__class__ is not int or not 0 <= tx_count <= MAX_TX:
+        _check_tx_operand(tx_count, "mbarrier.expect_tx")
+        tx_count = int(tx_count)
+    tx = (word >> 40) & _M21
+    return _tx_update(word, (tx - (1 << 21) if tx > MAX_TX else tx) + tx_count,
+                      f"mbarrier.expect_tx {tx_count}")
 
 
 def word_complete_tx(word: int, tx_count: int) -> int:
     """complete-tx(txCount): tx −= txCount, then the completion check (PTX §9.7.13.15.5.2)."""
-    _check_tx_operand(tx_count, "mbarrier.complete_tx")
-    tx = _tx_of(word) - int(tx_count)
-    _check_tx(tx, f"mbarrier.complete_tx {tx_count}")
-    return _with_counts(word, word & _M20, tx)
+    if tx_count.__class__ is not int or not 0 <= tx_count <= MAX_TX:
+        _check_tx_operand(tx_count, "mbarrier.complete_tx")
+        tx_count = int(tx_count)
+    tx = (word >> 40) & _M21
+    return _tx_update(word, (tx - (1 << 21) if tx > MAX_TX else tx) - tx_count,
+                      f"mbarrier.complete_tx {tx_count}")
 
 
 def word_arrive_expect_tx(word: int, tx_count: int) -> tuple[int, int]:

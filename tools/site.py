@@ -99,18 +99,45 @@ def _fetch(pkg: NpmPackage) -> bytes:
     return data
 
 
-# Written next to the packages, loaded before RequireJS. The html-manager bundle (named AMD modules)
-# finds its font files through webpack public paths that it derives from each module's RequireJS URL,
-# by default relative to the *page* (so "chapters/@jupyter-widgets/..." on a chapter page: 404).
-# Mapping every module id of the bundle into the bundle's own folder, computed from this script's
-# URL, makes those paths right on pages at any depth. %s is the JSON list of the bundle's module ids.
-WIDGETS_JS = """// Written by tools/site.py: where @jupyter-widgets/html-manager's modules and assets are in this site.
+# Written next to the packages and loaded before RequireJS on every page with widgets. Two fixes:
+# 1. The html-manager bundle (named AMD modules) finds its font files through webpack public paths
+#    derived from each module's RequireJS URL, by default relative to the *page* (a 404 on a chapter
+#    page); every module id of the bundle is mapped into the bundle's own folder, computed from this
+#    script's URL. %s is the JSON list of the bundle's module ids.
+# 2. ipywidgets 8 typesets widget labels through MathJax 2's API (MathJax.Hub.Queue) whenever
+#    window.MathJax exists; Sphinx loads MathJax 3, which has no Hub, so on a page with math and a
+#    widget the widget manager throws. MathJax 3 gets a Hub whose Queue calls typesetPromise (jobs
+#    queued before MathJax has started run once it is ready).
+WIDGETS_JS = """// Written by tools/site.py for the static widgets of this site.
 (function () {
   var folder = new URL("html-manager/", document.currentScript.src).href;
   var paths = {};
   %s.forEach(function (id) { paths[id] = folder + id.split("/").pop(); });
   window.__jupyter_widgets_assets_path__ = folder;
   window.require = {paths: paths};  // RequireJS reads a global `require` object as its configuration
+})();
+(function () {
+  var mj = window.MathJax;  // Sphinx's MathJax 3 configuration object, set before this script
+  if (!mj) return;
+  function typeset(job) {
+    var el = job && job[2];
+    window.MathJax.typesetPromise(el ? [el] : undefined).catch(function (err) {
+      console.warn("MathJax could not typeset a widget:", err);
+    });
+  }
+  if (mj.version) {  // MathJax has already started
+    if (!mj.Hub && mj.typesetPromise) mj.Hub = {Queue: typeset};
+    return;
+  }
+  var pending = [];
+  mj.Hub = {Queue: function (job) { pending.push(job); }};
+  mj.startup = mj.startup || {};
+  var ready = mj.startup.ready;
+  mj.startup.ready = function () {
+    if (ready) ready(); else window.MathJax.startup.defaultReady();
+    if (!window.MathJax.Hub) window.MathJax.Hub = {Queue: typeset};
+    pending.splice(0).forEach(typeset);
+  };
 })();
 """
 # The site's favicon (html.favicon in _config.yml); without one browsers request /favicon.ico.

@@ -1,6 +1,6 @@
 """`make book`'s guarantees, shown on small books built with the project's own _config.yml and
 tools/site.py: a failing cell fails the build, a broken cross-reference fails the build, and a
-good page builds into a site that needs no network."""
+good page — math and a widget together — builds into a site that renders in the browser with no network."""
 from __future__ import annotations
 
 import shutil
@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from sitekit import ROOT, site_tool
+from sitekit import ROOT, Crawler, serve, site_tool
 
 HEADER = """---
 jupytext:
@@ -33,6 +33,12 @@ Math, typeset offline: $\\sum_i x_i^2$.
 x = 6 * 7
 assert x == 42
 print(x)
+```
+
+```{code-cell} ipython3
+import ipywidgets as W
+
+W.IntSlider(value=3, min=1, max=8, description=r"blocks \\(b\\)")
 ```
 """
 
@@ -64,10 +70,17 @@ def test_a_broken_page_fails_the_build(tmp_path, source):
         site_tool().build("student", root=_book(tmp_path, source))
 
 
-def test_a_good_page_builds_offline(tmp_path):
+def test_a_good_page_builds_and_renders_offline(tmp_path, browser_context):
     index = site_tool().build("student", root=_book(tmp_path, GOOD))
     html = index.parent
     page = (html / "chapters" / "page.html").read_text(encoding="utf-8")
     assert "site-vendor/mathjax/tex-mml-chtml.js" in page, "MathJax is not served by the site"
-    assert "cdn.jsdelivr.net" not in page and "unpkg.com" not in page
+    assert "site-vendor/html-manager/embed-amd.js" in page, "the widget manager is not served by the site"
     assert not site_tool().external_fetches(html)
+    with serve(html) as origin:
+        v = Crawler(browser_context, origin, html, screenshots=False).visit("chapters/page.html")
+    assert not (v.blocked or v.failed_requests or v.page_errors or v.console_errors), v
+    assert v.info["math"] >= 1 and not v.info["math_errors"], "MathJax did not typeset the page offline"
+    assert v.info["math_in_widgets"] >= 1, "the widget's label (math in its description) was not typeset"
+    assert v.info["widgets"] and all(w["rendered"] and w["size"][1] > 0 for w in v.info["widgets"]), \
+        "the widget was not rendered from its saved state"

@@ -306,6 +306,11 @@ def build(edition: str, root: Path = ROOT) -> Path:
     (a broken link or reference) are errors, and a failing cell fails the build (CalledProcessError).
     Another ``root`` (a test's small book) shares this checkout's vendored files."""
     vendor()
+    if root == ROOT and any((root / "solutions").glob("[0-9][0-9]-*.md")):
+        # the published exercise pages are the student editions generated from solutions/
+        check = [sys.executable, "-m", "h100lab.grading", "student", "solutions", "exercises", "--check"]
+        if subprocess.run(check, cwd=root).returncode != 0:
+            raise SystemExit("exercises/ is out of date with solutions/: run `make student` and commit it")
     if root != ROOT and not (root / VENDOR.name).exists():
         (root / VENDOR.name).symlink_to(VENDOR, target_is_directory=True)
     base = root if edition == "student" else root / "_build_instructor"
@@ -340,17 +345,33 @@ def build(edition: str, root: Path = ROOT) -> Path:
 CHROMIUM = Path(os.environ.get("H100LAB_CHROMIUM", "/usr/bin/chromium"))
 
 
+def _has_cjk_font() -> bool:
+    fc = shutil.which("fc-list")
+    if fc is None:
+        return False
+    out = subprocess.run([fc, ":lang=zh", "family"], capture_output=True, text=True).stdout
+    return bool(out.strip())
+
+
 def ensure_chromium() -> Path:
-    """Debian's chromium (and a CJK font for the glossary), installed with apt-get when missing."""
-    if CHROMIUM.exists():
-        return CHROMIUM
-    if CHROMIUM != Path("/usr/bin/chromium") or not shutil.which("apt-get") or os.geteuid() != 0:
+    """Debian's chromium, and a Chinese font for the glossary's terms in the screenshots; installed
+    with apt-get (as root) when missing. Without root, a missing chromium is an error, a missing font
+    a warning."""
+    need = []
+    if not CHROMIUM.exists():
+        need.append("chromium")
+    if not _has_cjk_font():
+        need.append("fonts-wqy-microhei")
+    if need and CHROMIUM == Path("/usr/bin/chromium") and shutil.which("apt-get") and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-q"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *need], check=True, env=env)
+    if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is missing: install Debian's chromium package "
                          "(apt-get install chromium fonts-wqy-microhei) or set H100LAB_CHROMIUM")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-q"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium", "fonts-wqy-microhei"],
-                   check=True, env=env)
+    if not _has_cjk_font():
+        print("warning: no Chinese font (fonts-wqy-microhei): Chinese terms show as boxes in screenshots",
+              file=sys.stderr)
     return CHROMIUM
 
 

@@ -58,8 +58,9 @@ class Hazard:
     kind: str        # "RAW", "WAR", "WAW" or "INIT"
     first: Record
     second: Record
-    missing: str     # what would order them
+    missing: str     # what would order them, in words
     count: int = 1   # how many times the same pair (same actors, ops, bytes) occurred
+    fix: str = ""    # the instruction (or qualifier) that is missing, e.g. "fence.proxy.async"
 
     def __str__(self) -> str:
         a, b = self.first, self.second
@@ -210,45 +211,48 @@ class _Checker:
         if ok:
             return
         kind = {"wr": "RAW", "rw": "WAR", "ww": "WAW"}[a.access + b.access]
-        missing = self.diagnose(a, b, if_fenced, if_strong)
+        missing, fix = self.diagnose(a, b, if_fenced, if_strong)
         ra, rb = a.rec, b.rec
         key = (kind, ra.actor, ra.op, rb.actor, rb.op, ra.cta, min(ra.addr, rb.addr), missing)
         h = self.found.get(key)
-        self.found[key] = Hazard(kind, ra, rb, missing, 1) if h is None else Hazard(
-            kind, h.first, h.second, missing, h.count + 1)
+        self.found[key] = Hazard(kind, ra, rb, missing, 1, fix) if h is None else Hazard(
+            kind, h.first, h.second, missing, h.count + 1, fix)
 
     def bar_name(self, rec: Record) -> str:
         return self.bar_names.get((rec.cta, rec.bar), f"mbarrier@{rec.bar:#x}")
 
-    def diagnose(self, a: _Access, b: _Access, if_fenced: bool, if_strong: bool) -> str:
+    def diagnose(self, a: _Access, b: _Access, if_fenced: bool, if_strong: bool) -> tuple[str, str]:
+        """(the fix in words, the missing instruction or qualifier)."""
         ra, rb = a.rec, b.rec
         if if_fenced and a.proxy == "generic" and b.proxy == "async":
             return (f"fence.proxy.async: {ra.actor}'s generic {ra.op} must pass a proxy fence before the "
-                    f"synchronisation that orders it before the async-proxy {rb.op}")
+                    f"synchronisation that orders it before the async-proxy {rb.op}", "fence.proxy.async")
         if if_strong:
             return ("release/acquire: an mbarrier.arrive or wait on the path is .relaxed — use the default "
-                    ".release / .acquire semantics (or fence.acq_rel beside the relaxed operation)")
+                    ".release / .acquire semantics (or fence.acq_rel beside the relaxed operation)", ".release")
         a_copy = ra.op.startswith("cp.async.bulk") and ra.bar >= 0
         b_copy = rb.op.startswith("cp.async.bulk") and rb.bar >= 0
         if a_copy and b_copy and ra.access == rb.access == "w":
             return (f"the completion of the earlier copy (phase {ra.phase} of {self.bar_name(ra)}) must be "
                     f"observed by a wait whose thread then hands the buffer back to {rb.actor} before the "
-                    f"refill (the consumer's try_wait on {self.bar_name(ra)}, then its arrive on 'empty')")
+                    f"refill (the consumer's try_wait on {self.bar_name(ra)}, then its arrive on 'empty')",
+                    "mbarrier.try_wait.parity")
         if a_copy and ra.access == "w":
             return (f"mbarrier.try_wait.parity on {self.bar_name(ra)} (phase {ra.phase}, parity "
-                    f"{ra.phase & 1}) by {rb.actor} before its {rb.op}")
+                    f"{ra.phase & 1}) by {rb.actor} before its {rb.op}", "mbarrier.try_wait.parity")
         if b_copy and rb.access == "w":
             fence = " (after a fence.proxy.async, since its reads were generic)" if a.proxy == "generic" else ""
             return (f"{ra.actor} must mbarrier.arrive on an 'empty' barrier after its last read{fence}, and "
-                    f"{rb.actor} must wait on that barrier before issuing {rb.op}")
+                    f"{rb.actor} must wait on that barrier before issuing {rb.op}", "mbarrier.try_wait.parity")
         if ra.op.startswith("cp.async.bulk") and ra.access == "r":
             return (f"cp.async.bulk.wait_group.read by {ra.actor} before {rb.actor} overwrites the source"
-                    + ("" if ra.actor == rb.actor else ", then a barrier from it to the writer"))
+                    + ("" if ra.actor == rb.actor else ", then a barrier from it to the writer"),
+                    "cp.async.bulk.wait_group.read")
         if a.proxy == "generic" and b.proxy == "async" and ra.access == "w":
             return (f"a barrier (e.g. bar.sync) between {ra.actor}'s {ra.op} and {rb.actor}'s {rb.op}, with "
-                    f"fence.proxy.async before it")
+                    f"fence.proxy.async before it", "bar.sync")
         return (f"a barrier between {ra.actor} and {rb.actor} (bar.sync, or mbarrier.arrive → "
-                f"mbarrier.try_wait)")
+                f"mbarrier.try_wait)", "bar.sync")
 
     def check_init(self, rec: Record, c: _Clocks, by: str) -> None:
         key = (rec.cta, rec.bar)
@@ -262,7 +266,7 @@ class _Checker:
             return
         self.init_reported.add((key, by))
         fix = "bar.sync 0 (__syncthreads()) after mbarrier.init, before other threads use the barrier"
-        self.found[("INIT", key, by)] = Hazard("INIT", irec, rec, fix)
+        self.found[("INIT", key, by)] = Hazard("INIT", irec, rec, fix, 1, "bar.sync")
 
     # -- driver -------------------------------------------------------------------------------
     def run(self, trace: Iterable[Record]) -> list[Hazard]:
@@ -298,7 +302,8 @@ class _Checker:
             if pos[actor] < len(per_actor[actor]):
                 nxt = per_actor[actor][pos[actor]]
                 push(max(nxt.t0, t), 1, "begin", actor, nxt)
-        return sorted(self.found.values(), key=lambda h: (h.second.t0, h.first.t0, h.kind))
+        prio = {"INIT": 0, "RAW": 0, "WAR": 0, "WAW": 1}     # a WAW beside a RAW/WAR is the lesser news
+        return sorted(self.found.values(), key=lambda h: (h.second.t0, prio[h.kind], h.first.t0))
 
     def stream(self, rec: Record, actor: str) -> tuple[str, int]:
         if rec.bar >= 0:

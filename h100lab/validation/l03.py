@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from ..data import Dataset
 from . import CheckResult, silicon_check
 
-__all__ = ["model_config", "predict", "check_data", "check_monotone", "check_timing", "TOLERANCE"]
+__all__ = ["model_config", "predict", "check_data", "check_monotone", "check_timing", "hardware_report", "TOLERANCE"]
 
 TOLERANCE = 0.25
 
@@ -108,3 +108,43 @@ def _timing(ds: Dataset) -> CheckResult:
                dataset="l03/bulk_pipeline")
 def _timing_full(ds: Dataset) -> CheckResult:
     return check_timing(ds.records, full_gpu=True)
+
+
+def hardware_report(live: bool | None = None) -> dict[str, Any]:
+    """What the chapter's "On real hardware" section shows, from the best source available.
+
+    ``live`` (default: whenever ``h100lab.cuda.available()``) runs the quick case list of
+    ``h100lab.measure.l03`` now; otherwise the committed dataset is read. Returns ``{"source": "live" |
+    "dataset" | None, "where", "records", "timing" (calibrated), "data", "monotone", "single", "full",
+    "predicted", "command"}``; ``source`` None means there is neither a GPU nor the dataset.
+    """
+    from .. import data
+
+    command = "python -m h100lab.measure.l03"
+    if live is None:
+        from .. import cuda
+
+        live = cuda.available()
+    if live:
+        from .. import cuda
+        from ..measure import l03 as m
+
+        num_sms = int(cuda.device_properties(0)["multiProcessorCount"])
+        records = m.measure(m.cases(quick=True, num_sms=num_sms))
+        where, source = f"this GPU ({cuda.device_properties(0)['name']}, live)", "live"
+    else:
+        if not data.available("l03/bulk_pipeline"):
+            return {"source": None, "command": command}
+        ds = data.load("l03/bulk_pipeline")
+        records, where, source = ds.records, ds.describe(), "dataset"
+    from ..sim.timing import calibrate
+
+    try:
+        timing = calibrate(list(records))
+    except ValueError:
+        timing = None
+    predicted = [predict(r, timing) if timing is not None and r["ok"] else float("nan") for r in records]
+    return {"source": source, "where": where, "records": records, "timing": timing,
+            "data": check_data(records), "monotone": check_monotone(records),
+            "single": check_timing(records), "full": check_timing(records, full_gpu=True),
+            "predicted": predicted, "command": command}

@@ -192,6 +192,27 @@ def test_machine_copy_wait_and_trace():
     assert check(gpu.trace) == []
 
 
+def test_async_op_plugs_in_a_unit():
+    gpu = GPU(T)
+    sm = gpu.sms[0]
+    seen = []
+    t1 = sm.async_op(1000, seen.append, "a")
+    t2 = sm.async_op(1000, seen.append, "b", pipes=(sm.tensor,), latency=5)
+    t3 = sm.async_op(1000, seen.append, "c")                 # queues behind "a" on the TMA unit
+    gpu.run()
+    assert seen == sorted(seen, key={"a": t1, "b": t2, "c": t3}.get)
+    assert t1 == pytest.approx(1000 / T.tma_bytes_per_ns + T.tma_latency_ns)
+    assert t3 == pytest.approx(t1 + 1000 / T.tma_bytes_per_ns) and t2 == pytest.approx(1000 / T.tensor_macs_per_ns + 5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 12), st.sampled_from([1024, 4096]), st.floats(0, 800), st.integers(1, 3))
+def test_every_simulated_pipeline_is_hazard_free(stages, iters, tile, compute, consumers):
+    cfg = PipelineConfig(stages=stages, iters=iters, tile_bytes=tile * consumers, compute_ns=compute,
+                         consumers=consumers)
+    assert check(simulate(cfg, T).trace) == []
+
+
 def test_machine_errors_surface_with_the_rule():
     def bad(w):
         yield w.cp_async_bulk(8, 1024, 0)       # misaligned destination

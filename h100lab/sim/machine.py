@@ -201,6 +201,22 @@ class SM:
             raise SimulationError(f"no mbarrier at {addr:#x}")
         return sb
 
+    def async_op(self, amount: float, fn: Callable[[object], None], arg: object = None, *, start: float | None = None,
+                 pipes: tuple[Pipe, ...] | None = None, latency: float | None = None) -> float:
+        """Run asynchronous work on this SM's units and call ``fn(arg)`` when it completes.
+
+        ``amount`` units (bytes, MACs) go through ``pipes`` — by default the bulk-copy path, this SM's
+        TMA unit and the GPU's HBM — from ``start`` (default: now), FIFO behind earlier work; the work
+        completes ``latency`` ns (default: the table's ``tma_latency_ns``) after its last unit left
+        the slowest pipe. Returns the completion time. This is how an asynchronous unit is plugged in:
+        a TMA tensor copy, a multicast, a wgmma group each reserve their pipes and schedule their
+        completion (mbarrier complete-tx, a group's done event) here."""
+        path = pipes if pipes is not None else (self.tma, self.gpu.hbm)
+        _, fin = reserve_path(path, self.engine.now if start is None else start, amount)
+        done = fin + (self.gpu.timing.tma_latency_ns if latency is None else latency)
+        self.engine.at(done, fn, arg)
+        return done
+
     def peer(self, rank: int) -> "SM":
         """The SM of this cluster running CTA rank ``rank``."""
         if not 0 <= rank < self.gpu.cluster_size:
@@ -405,8 +421,8 @@ class Warp:
         sm.smem.check_range(dst, nbytes)
         sb = sm.bars.get(bar) or sm.barrier(bar)
         t0 = self.engine.now
-        _, fin = reserve_path((self.sm.tma, self.gpu.hbm), t0 + self._tma_issue, nbytes)
-        self.engine.at(fin + self._tma_lat, self._bulk_done, (t0, sm, dst, nbytes, bar, sb, label or sb.label))
+        self.sm.async_op(nbytes, self._bulk_done, (t0, sm, dst, nbytes, bar, sb, label or sb.label),
+                         start=t0 + self._tma_issue)
         return self._tma_issue
 
     def _bulk_done(self, arg) -> None:

@@ -2,7 +2,8 @@
 
 1. Every CTA's checksum matched: the consumers read exactly the bytes the bulk copies brought, with
    the kernel's mbarrier protocol (exact).
-2. More buffers never make a tile slower on silicon (within 5 %), as the model says.
+2. More buffers never make a tile slower on silicon (within 10 %, for run-to-run noise), as the
+   model says.
 3. After calibrating the copy latency and bandwidth on the single-stage runs
    (:func:`h100lab.sim.timing.calibrate`), the simulator predicts the time per tile of every
    single-CTA run of the stage sweep within 25 %, given the consumer busy time the kernel measured.
@@ -22,12 +23,13 @@ TOLERANCE = 0.25
 
 def model_config(r: dict[str, Any], timing):
     """The simulator's :class:`~h100lab.sim.pipeline.PipelineConfig` for a record: its case, with the
-    consumers' compute time per tile set so that the model's busy time (read + compute + fence)
-    equals the busy time the kernel measured."""
+    consumers' compute time per tile set so that the busy time of the last consumer to finish — its
+    read waits behind the others' on the shared LSUs, so it ends after the whole tile has been read —
+    plus compute and fence equals the busy time the kernel measured."""
     from ..sim.pipeline import PipelineConfig
 
     c = r.get("consumers", 2)
-    read = timing.smem_latency_ns + r["tile_bytes"] / c / timing.smem_bytes_per_ns
+    read = timing.smem_latency_ns + r["tile_bytes"] / timing.smem_bytes_per_ns
     compute = max(0.0, r["busy_ns_per_iter"] - read - timing.fence_ns)
     return PipelineConfig(stages=r["stages"], iters=r["iters"], tile_bytes=r["tile_bytes"], compute_ns=compute,
                           consumers=c, ctas=r["ctas"])
@@ -46,7 +48,7 @@ def check_data(records: Sequence[dict[str, Any]]) -> CheckResult:
     return CheckResult(len(records), len(bad), bad[:5])
 
 
-def check_monotone(records: Sequence[dict[str, Any]], slack: float = 0.05) -> CheckResult:
+def check_monotone(records: Sequence[dict[str, Any]], slack: float = 0.10) -> CheckResult:
     """Within each (group, tile, work, ctas) series, time per tile does not grow with more stages."""
     series: dict[tuple, list] = {}
     for r in records:

@@ -6,10 +6,10 @@ env.timeout(d)`` → ``yield d``, ``yield event``) but keeps only what the machi
 speed matters here: lesson 8 simulates whole-GEMM schedules of ~10^6 events and must stay under 2 s.
 Measured with ``benchmarks/bench_l03.py`` (CPU time, best of 3, on the project's shared 2-core
 machine): the bare producer/consumer handshake runs at 1.5–1.8 M steps/s on this engine and at
-0.95 M steps/s on simpy 4.1.2; the full lesson-3 model (mbarrier bytes, pipes) on top reaches about
-0.47 M events/s without trace and 0.33 M with it — with simpy underneath, the engine's share alone would
-add ~0.5 µs per event and push 10^6 events from ~2.1 s to ~2.6 s. That measurement is why the model
-has its own engine.
+0.65–0.95 M steps/s on simpy 4.1.2 (this engine is 1.6–1.8× faster in every paired run); the full
+lesson-3 model (mbarrier bytes, pipes) on top reaches 0.40–0.47 M events/s without trace and
+0.30–0.33 M with it — with simpy underneath, the engine's share alone would add ~0.5 µs per event and
+push 10^6 events from ~2.1–2.5 s to ~2.6–3.0 s. That measurement is why the model has its own engine.
 
 A process is a generator. It may yield
 

@@ -18,10 +18,11 @@ hopper-spec-facts §12]:
   re-arms itself. Default semantics ``.release`` / ``.acquire``: writes before the arrive are visible after
   the wait.
 
-State is plain: ``mem`` is a ``(cluster_size, smem_bytes)`` ``np.uint8`` array, one row per CTA; each
-operation is a method taking the executing rank and the operands. Shared addresses use the encoding of
-:mod:`h100lab.memory.spaces` ([model]): a ``.shared::cta`` offset ``o < 2**24`` means the executing CTA,
-``((r + 1) << 24) | o`` is byte ``o`` of CTA ``r``.
+State is plain: ``mem`` is a ``(cluster_size, 0x400 + smem_bytes)`` ``np.uint8`` array, one row per CTA's
+shared-memory slot; each operation is a method taking the executing rank and the operands. Shared
+addresses are the H200's ([HW], :mod:`h100lab.memory.spaces`): byte ``o`` of CTA ``r`` is
+``(r << 24) | o`` — in ``.shared::cluster`` and, for the CTA itself, in ``.shared::cta`` alike — and a
+CTA's variables start at ``o = 0x400``, after the 1 KB the system reserves per block [CPG §20.8.3].
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..memory.spaces import CTA_WINDOW_BITS, cluster_address, split_cluster_address
+from ..memory.spaces import SHARED_RESERVED, cluster_address, split_cluster_address
 from ..ptx.types import decode, encode, ptx_type
 
 __all__ = [
@@ -59,7 +60,8 @@ class PeerNotRunning(DsmemError):
 
 
 class SharedAddressError(DsmemError):
-    """A shared address outside the CTA's shared memory, or not aligned to the access size."""
+    """A shared address outside the CTA's shared memory, in its reserved first 1 KB, or not aligned to the
+    access size."""
 
 
 class BarrierError(DsmemError):
@@ -140,8 +142,9 @@ _ATOM_OPS = {
 class ClusterSharedMemory:
     """The shared memories of one cluster, their CTAs' run states, and the cluster barrier.
 
-    ``cluster_size`` CTAs (ranks ``0 … cluster_size−1``), each with ``smem_bytes`` bytes of shared memory
-    and ``threads_per_cta`` threads for the barrier. Every CTA starts ``not started``.
+    ``cluster_size`` CTAs (ranks ``0 … cluster_size−1``), each with ``smem_bytes`` bytes of shared memory for
+    its variables (window offsets ``0x400 … 0x400 + smem_bytes``) and ``threads_per_cta`` threads for the
+    barrier. Every CTA starts ``not started``.
     """
 
     def __init__(self, cluster_size: int, smem_bytes: int = 1024, threads_per_cta: int = 1):
@@ -150,7 +153,7 @@ class ClusterSharedMemory:
         if not 0 < smem_bytes <= 232448:
             raise SharedAddressError(f"shared memory per CTA is 1 .. 232448 B (227 KB), got {smem_bytes}")
         self.cluster_size, self.smem_bytes = cluster_size, smem_bytes
-        self.mem = np.zeros((cluster_size, smem_bytes), dtype=np.uint8)
+        self.mem = np.zeros((cluster_size, SHARED_RESERVED + smem_bytes), dtype=np.uint8)
         self.state = [NOT_STARTED] * cluster_size
         self.barrier = ClusterBarrier(cluster_size, threads_per_cta)
 
@@ -183,34 +186,49 @@ class ClusterSharedMemory:
         return r
 
     # -- addresses ---------------------------------------------------------------------------------
+    def address(self, rank: int, offset: int = SHARED_RESERVED) -> int:
+        """The shared address of window offset ``offset`` (default ``0x400``: the first variable) of CTA
+        ``rank`` — what ``cvta.to.shared`` of that variable returns in that CTA ([HW]): ``(rank << 24) | offset``."""
+        return cluster_address(self._rank(rank), offset, self.cluster_size)
+
+    def _window(self, addr: int, what: str) -> tuple[int, int]:
+        owner, off = split_cluster_address(addr)
+        t = self._rank(owner, f"{what}: address {addr:#x} names rank")
+        if off < SHARED_RESERVED:
+            raise SharedAddressError(f"{what}: offset {off:#x} is in the first {SHARED_RESERVED} B of the CTA's "
+                                     f"shared memory, which the system reserves per block [CPG §20.8.3]; "
+                                     f"variables start at {SHARED_RESERVED:#x}")
+        if off >= SHARED_RESERVED + self.smem_bytes:
+            raise SharedAddressError(f"{what}: offset {off:#x} is beyond CTA {t}'s {self.smem_bytes} B of shared "
+                                     f"memory (window offsets {SHARED_RESERVED:#x} .. "
+                                     f"{SHARED_RESERVED + self.smem_bytes:#x})")
+        return t, off
+
     def mapa(self, rank: int, addr: int, target: int) -> int:
         """``mapa.shared::cluster.u32 d, addr, target``: the ``.shared::cluster`` address of the same offset in
-        CTA ``target`` [PTX §9.7.9.23]. ``addr`` must be an address of the executing CTA's shared memory."""
+        CTA ``target`` [PTX §9.7.9.23] — on an H200 the rank bits replaced ([HW]). ``addr`` must be an address
+        of the executing CTA's shared memory."""
         r = self._running(rank)
         t = self._rank(target, "mapa target rank")
-        owner, off = split_cluster_address(addr, r)
+        owner, off = self._window(addr, "mapa")
         if owner != r:
             raise SharedAddressError(f"mapa's source {addr:#x} belongs to CTA {owner}, not to the executing CTA {r}; "
                                      "mapa maps an address of the executing CTA [PTX mapa]")
-        if off >= self.smem_bytes:
-            raise SharedAddressError(f"offset {off:#x} is beyond the CTA's {self.smem_bytes} B of shared memory")
         return cluster_address(t, off, self.cluster_size)
 
     def getctarank(self, rank: int, addr: int) -> int:
         """``getctarank.shared::cluster.u32 d, addr``: the rank whose shared memory ``addr`` points into."""
-        r = self._running(rank)
-        owner, _ = split_cluster_address(addr, r)
-        return self._rank(owner, "address's rank")
+        self._running(rank)
+        return self._window(addr, "getctarank")[0]
 
     def _resolve(self, rank: int, addr: int, nbytes: int, op: str) -> tuple[int, int]:
         r = self._running(rank)
         addr = operator.index(addr)
-        owner, off = split_cluster_address(addr, r)
-        t = self._rank(owner, f"{op}: address {addr:#x} names rank")
+        t, off = self._window(addr, op)
         if off % nbytes:
             raise SharedAddressError(f"{op}: address {addr:#x} is not aligned to the {nbytes}-byte access size "
                                      "(shared-memory accesses are naturally aligned) [PTX §6.4.1 addresses]")
-        if off + nbytes > self.smem_bytes:
+        if off + nbytes > SHARED_RESERVED + self.smem_bytes:
             raise SharedAddressError(f"{op}: offset {off:#x} + {nbytes} B is beyond CTA {t}'s "
                                      f"{self.smem_bytes} B of shared memory")
         if self.state[t] != RUNNING:
@@ -228,7 +246,8 @@ class ClusterSharedMemory:
         self.mem[t, off:off + ty.bits // 8] = np.frombuffer(bits.to_bytes(ty.bits // 8, "little"), np.uint8)
 
     def ld(self, rank: int, addr: int, type: str = ".u32"):
-        """``ld.shared::cluster.type d, [addr]`` (``addr`` may be a local ``.shared::cta`` offset)."""
+        """``ld.shared::cluster.type d, [addr]`` (``addr`` may be the executing CTA's own ``.shared::cta`` address,
+        which is also a cluster address)."""
         ty = ptx_type(type)
         t, off = self._resolve(rank, addr, ty.bits // 8, "loads from")
         return decode(self._read(t, off, ty), ty)
@@ -300,7 +319,7 @@ class RingTrace:
         return self.error is None and self.received == self.expected
 
 
-BUF, OWN = 0x0, 0x4     # receive slot, own value (byte offsets in each CTA's shared memory)
+BUF, OWN = SHARED_RESERVED, SHARED_RESERVED + 4     # receive slot, own value (offsets in each CTA's window)
 
 
 def _program(mode: str, n: int, r: int, value: int, sync_start: bool, sync_exit: bool) -> list[tuple]:
@@ -382,17 +401,17 @@ def ring_exchange(cluster_size: int, values=None, *, mode: str = "push", sync_st
             else:
                 blocked, detail = True, "barrier.cluster.wait blocks"
         elif kind == "mapa":
-            regs[r]["remote"] = cs.mapa(r, op[1], op[2])
+            regs[r]["remote"] = cs.mapa(r, cs.address(r, op[1]), op[2])
             detail = f"mapa(offset {op[1]:#x}, rank {op[2]}) = {regs[r]['remote']:#010x}"
         elif kind == "st_remote":
             remote = cs.getctarank(r, regs[r]["remote"])
             cs.st(r, regs[r]["remote"], op[1])
             detail = f"st.shared::cluster {op[1]} into CTA {remote}"
         elif kind == "st_local":
-            cs.st(r, op[1], op[2])
+            cs.st(r, cs.address(r, op[1]), op[2])
             detail = f"st.shared::cta {op[2]} (own value)"
         elif kind == "ld_local":
-            received[r] = cs.ld(r, op[1])
+            received[r] = cs.ld(r, cs.address(r, op[1]))
             detail = f"ld.shared::cta -> {received[r]}"
         elif kind == "ld_remote":
             remote = cs.getctarank(r, regs[r]["remote"])

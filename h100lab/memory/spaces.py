@@ -15,17 +15,21 @@ one of those windows. ``cvta`` converts between a state-space address and a gene
 the target window is undefined, which ``isspacep`` guards against
 [PTX #data-movement-and-conversion-instructions-isspacep].
 
-A ``.shared`` address is a small offset (``__cvta_generic_to_shared`` returns e.g. ``0x400``), not a
-pointer: as a generic address it falls outside every window and a real GPU faults
-(``CUDA_ERROR_ILLEGAL_ADDRESS``). :meth:`AddressMap.space_of` raises :class:`UnmappedAddress` there.
+A ``.shared`` address is raw bits, not a pointer: as a generic address it falls outside every window and
+a real GPU faults (``CUDA_ERROR_ILLEGAL_ADDRESS``). :meth:`AddressMap.space_of` raises
+:class:`UnmappedAddress` there.
 
-**[model] window placement.** PTX does not publish the window bases; :class:`AddressMap` uses the
-UVA-style layout below (labelled, illustrative: the measured bases of an H200 are recorded in
-``data/l02/spaces.json`` by ``python -m h100lab.measure.l02``). The shared window encodes the cluster
-rank the way :mod:`h100lab.cluster.dsmem` does: ``.shared::cta`` offsets are ``< 2**24``; the
-``.shared::cluster`` address of byte ``o`` of the CTA of rank ``r`` is ``((r + 1) << 24) | o``; offsets
-without a rank slot refer to the executing CTA (PTX §5.1.7: the ``.shared::cta`` window of the
-executing CTA lies inside its ``.shared::cluster`` window).
+**The shared window, as an H200 shows it** ([HW] ``data/l02/spaces.json`` and ``data/l02/dsmem_ring.json``,
+written by ``python -m h100lab.measure.l02``): a ``.shared::cluster`` address is
+``(rank << 24) | offset`` — a 16 MiB slot per CTA of the cluster, rank 0 first — and a CTA's own
+``.shared::cta`` addresses are simply its slot of that window (PTX §5.1.7: the ``.shared::cta`` window of
+the executing CTA lies inside its ``.shared::cluster`` window). So ``cvta.to.shared`` of a variable
+returns ``0x400`` in the CTA of rank 0 but ``0x1000400`` in the CTA of rank 1, ``mapa`` only rewrites the
+rank bits, and the generic address is the window base plus the cluster address. The first ``0x400``
+bytes of every CTA's slot are the 1 KB the system reserves per block [CPG §20.8.3]; the first shared
+variable sits at offset ``0x400`` (:data:`SHARED_RESERVED`). The generic window base is the driver's
+choice: :class:`AddressMap` uses the one the H200 run reported for shared memory and illustrative
+bases for the other windows.
 """
 from __future__ import annotations
 
@@ -36,11 +40,12 @@ import numpy as np
 
 __all__ = [
     "StateSpace", "STATE_SPACES", "state_space", "AddressSpaceError", "UnmappedAddress", "AddressMap",
-    "Window", "CTA_WINDOW_BITS", "cluster_address", "split_cluster_address", "bank", "tile_banks",
+    "Window", "CTA_WINDOW_BITS", "SHARED_RESERVED", "cluster_address", "split_cluster_address", "bank", "tile_banks",
     "tile_byte_offsets", "bank_conflict_degree",
 ]
 
-CTA_WINDOW_BITS = 24          # [model] one CTA's slot in the .shared::cluster window: 16 MiB
+CTA_WINDOW_BITS = 24          # [HW] one CTA's slot in the .shared::cluster window: 16 MiB, rank r at r << 24
+SHARED_RESERVED = 0x400       # [CPG §20.8.3] 1 KB reserved per block; [HW] the first shared variable is at 0x400
 
 
 class AddressSpaceError(ValueError):
@@ -98,25 +103,25 @@ def state_space(name: str) -> StateSpace:
 
 
 def cluster_address(rank: int, offset: int, cluster_size: int = 16) -> int:
-    """The ``.shared::cluster`` address of byte ``offset`` in the shared memory of CTA ``rank``
-    ([model] encoding: ``((rank + 1) << 24) | offset``)."""
+    """The ``.shared::cluster`` address of byte ``offset`` of the shared-memory slot of CTA ``rank``:
+    ``(rank << 24) | offset`` ([HW] what ``mapa.shared::cluster`` and ``cvta.to.shared`` return on an H200;
+    PTX §9.7.9.23 leaves the encoding to the implementation)."""
     rank, offset = operator.index(rank), operator.index(offset)
     if not 0 <= rank < cluster_size:
         raise AddressSpaceError(f"rank {rank} is outside the cluster (0 <= rank < {cluster_size}) "
                                 "[PTX %cluster_ctarank range]")
     if not 0 <= offset < (1 << CTA_WINDOW_BITS):
         raise AddressSpaceError(f"offset {offset:#x} is outside a CTA's shared window (< {1 << CTA_WINDOW_BITS:#x})")
-    return ((rank + 1) << CTA_WINDOW_BITS) | offset
+    return (rank << CTA_WINDOW_BITS) | offset
 
 
-def split_cluster_address(addr: int, own_rank: int) -> tuple[int, int]:
-    """``(rank, offset)`` of a ``.shared::cluster`` address; an address without a rank slot (a
-    ``.shared::cta`` offset) belongs to the executing CTA ``own_rank``."""
+def split_cluster_address(addr: int) -> tuple[int, int]:
+    """``(rank, offset)`` of a 32-bit ``.shared::cluster`` address — also of a ``.shared::cta`` address,
+    which carries its own CTA's rank ([HW] ``cvta.to.shared`` gave ``0x1000400`` in the CTA of rank 1)."""
     addr = operator.index(addr)
     if addr < 0 or addr >= (1 << 32):
         raise AddressSpaceError(f"{addr:#x} is not a 32-bit shared address")
-    slot = addr >> CTA_WINDOW_BITS
-    return (own_rank if slot == 0 else slot - 1), addr & ((1 << CTA_WINDOW_BITS) - 1)
+    return addr >> CTA_WINDOW_BITS, addr & ((1 << CTA_WINDOW_BITS) - 1)
 
 
 @dataclass(frozen=True)
@@ -132,40 +137,42 @@ class Window:
 
 
 class AddressMap:
-    """The generic address space of one thread: a window per addressable state space ([model] bases).
+    """The generic address space of one thread: a window per addressable state space.
 
     ``cta_rank`` / ``cluster_size`` say which CTA the thread belongs to (for ``.shared::cta`` versus
-    ``.shared::cluster``); ``smem_bytes`` is the CTA's shared-memory size, ``local_bytes`` the thread's
-    local memory, ``global_bytes`` how much device memory is allocated.
+    ``.shared::cluster``); ``smem_bytes`` is the CTA's shared memory for its variables (its slot spans
+    :data:`SHARED_RESERVED` + ``smem_bytes`` bytes, variables from offset ``0x400``), ``local_bytes`` the
+    thread's local memory, ``global_bytes`` how much device memory is allocated. The shared window base
+    is the one an H200 run reported ([HW], the driver's choice); the others are illustrative ([model]).
     """
 
     GLOBAL_BASE = 0x0000_7F00_0000_0000
+    SHARED_BASE = 0x0000_7F90_0000_0000       # [HW] data/l02/spaces.json: generic address of rank 0's byte 0
     PARAM_BASE = 0x0000_7FFC_0000_0000
     CONST_BASE = 0x0000_7FFD_0000_0000
     LOCAL_BASE = 0x0000_7FFE_0000_0000
-    SHARED_BASE = 0x0000_7FFF_0000_0000
 
-    def __init__(self, *, cta_rank: int = 0, cluster_size: int = 1, smem_bytes: int = 233472,
+    def __init__(self, *, cta_rank: int = 0, cluster_size: int = 1, smem_bytes: int = 232448,
                  local_bytes: int = 1 << 16, global_bytes: int = 1 << 34, const_bytes: int = 1 << 16,
                  param_bytes: int = 32764):
         if not 1 <= cluster_size <= 16:
             raise AddressSpaceError(f"cluster_size {cluster_size}: a cluster holds 1..16 CTAs on sm_90")
         if not 0 <= cta_rank < cluster_size:
             raise AddressSpaceError(f"cta_rank {cta_rank} is outside the cluster (0..{cluster_size - 1})")
-        if not 0 < smem_bytes <= (1 << CTA_WINDOW_BITS):
-            raise AddressSpaceError("smem_bytes must be positive and fit a CTA window")
+        if not 0 < smem_bytes <= (1 << CTA_WINDOW_BITS) - SHARED_RESERVED:
+            raise AddressSpaceError("smem_bytes must be positive and fit a CTA's 16 MiB slot")
         self.cta_rank, self.cluster_size, self.smem_bytes = cta_rank, cluster_size, smem_bytes
+        self.slot_bytes = SHARED_RESERVED + smem_bytes
         self.sizes = {".global": global_bytes, ".const": const_bytes, ".local": local_bytes,
-                      ".param": param_bytes, ".shared::cta": smem_bytes}
+                      ".param": param_bytes}
         slot = 1 << CTA_WINDOW_BITS
         self.windows: dict[str, Window] = {
             ".global": Window(".global", self.GLOBAL_BASE, global_bytes),
+            ".shared::cluster": Window(".shared::cluster", self.SHARED_BASE, cluster_size * slot),
+            ".shared::cta": Window(".shared::cta", self.SHARED_BASE + cta_rank * slot, self.slot_bytes),
             ".param": Window(".param", self.PARAM_BASE, param_bytes),
             ".const": Window(".const", self.CONST_BASE, const_bytes),
             ".local": Window(".local", self.LOCAL_BASE, local_bytes),
-            # the executing CTA's own slot (0) and one slot per rank of the cluster
-            ".shared::cluster": Window(".shared::cluster", self.SHARED_BASE, (cluster_size + 1) * slot),
-            ".shared::cta": Window(".shared::cta", self.SHARED_BASE, smem_bytes),
         }
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -177,14 +184,25 @@ class AddressMap:
         return s.name
 
     def _shared_generic_parts(self, gaddr: int) -> tuple[int, int] | None:
-        """(rank, offset) of a generic address in the shared window, or None."""
+        """(rank, offset) of a generic address in some CTA's shared memory, or None."""
         if gaddr not in self.windows[".shared::cluster"]:
             return None
-        rel = gaddr - self.SHARED_BASE
-        slot, off = rel >> CTA_WINDOW_BITS, rel & ((1 << CTA_WINDOW_BITS) - 1)
-        if off >= self.smem_bytes:
-            return None
-        return (self.cta_rank if slot == 0 else slot - 1), off
+        rank, off = split_cluster_address(gaddr - self.SHARED_BASE)
+        return (rank, off) if off < self.slot_bytes else None
+
+    def _shared_address(self, addr: int, own: bool) -> int:
+        """Check a 32-bit shared address (of the own CTA when ``own``) and return it."""
+        rank, off = split_cluster_address(addr)
+        if rank >= self.cluster_size:
+            raise AddressSpaceError(f"{addr:#x} names rank {rank}, outside this cluster of {self.cluster_size}")
+        if own and rank != self.cta_rank:
+            raise AddressSpaceError(f"{addr:#x} is in the shared memory of rank {rank}, not of the executing CTA "
+                                    f"(rank {self.cta_rank}, whose .shared::cta addresses are "
+                                    f"{cluster_address(self.cta_rank, 0):#x} + offset): use .shared::cluster")
+        if off >= self.slot_bytes:
+            raise AddressSpaceError(f"offset {off:#x} is beyond the CTA's {self.slot_bytes} B of shared memory "
+                                    f"({SHARED_RESERVED} B reserved + {self.smem_bytes} B)")
+        return addr
 
     # -- PTX operations ----------------------------------------------------------------------------
     def isspacep(self, space: str, gaddr: int) -> bool:
@@ -221,16 +239,12 @@ class AddressMap:
     def cvta(self, space: str, addr: int) -> int:
         """``cvta.space.u64 g, a``: the generic address of state-space address ``a``
         [PTX #data-movement-and-conversion-instructions-cvta]. A ``.shared::cluster`` address may name any
-        rank of the cluster; a ``.shared::cta`` address is an offset in the executing CTA."""
+        rank of the cluster; a ``.shared::cta`` address must lie in the executing CTA's slot. Both map to
+        ``SHARED_BASE + a`` ([HW] H200)."""
         sp = self._space(space)
         addr = operator.index(addr)
-        if sp == ".shared::cluster":
-            rank, off = split_cluster_address(addr, self.cta_rank)
-            if rank >= self.cluster_size:
-                raise AddressSpaceError(f"{addr:#x} names rank {rank}, outside this cluster of {self.cluster_size}")
-            if off >= self.smem_bytes:
-                raise AddressSpaceError(f"offset {off:#x} is beyond the CTA's {self.smem_bytes} B of shared memory")
-            return self.SHARED_BASE + (addr if addr >> CTA_WINDOW_BITS else off)
+        if sp in (".shared::cta", ".shared::cluster"):
+            return self.SHARED_BASE + self._shared_address(addr, own=sp == ".shared::cta")
         size = self.sizes[sp]
         if sp == ".global":
             if not 0 <= addr - self.GLOBAL_BASE < size:
@@ -253,10 +267,7 @@ class AddressMap:
         if sp == ".global":
             return gaddr
         if sp in (".shared::cta", ".shared::cluster"):
-            rank, off = self._shared_generic_parts(gaddr)
-            if sp == ".shared::cta":
-                return off
-            return gaddr - self.SHARED_BASE
+            return gaddr - self.SHARED_BASE        # [HW] the rank bits stay: 0x1000400 in the CTA of rank 1
         return gaddr - self.windows[sp].base
 
     def window_table(self) -> list[dict]:

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from h100lab.cluster import CANDIDATE_GROUPING, all_special_registers, cluster_capacity, place_clusters
+from h100lab.cluster import H200_CGA, CgaLayout, all_special_registers, cluster_capacity, place_clusters
+from h100lab.memory.spaces import cluster_address
 from h100lab.measure import l02 as m
 from h100lab.ptx import cvt_x2, encode
 from h100lab.validation import CheckResult
@@ -103,8 +104,9 @@ def _ring_raw(grid, cluster):
     raw = []
     for k, r in enumerate(regs):
         rank = r.cluster_ctarank
-        raw += [sent[(r.cluster_linear_id, (rank - 1) % n)], sent[(r.cluster_linear_id, rank)], 0x10,
-                ((rank + 1) % n + 1) << 24 | 0x10, (rank + 1) % n, n * (n + 1) // 2 if rank == 0 else 0, rank, n]
+        raw += [sent[(r.cluster_linear_id, (rank - 1) % n)], sent[(r.cluster_linear_id, rank)],
+                cluster_address(rank, 0x400), cluster_address((rank + 1) % n, 0x400), (rank + 1) % n,
+                n * (n + 1) // 2 if rank == 0 else 0, rank, n]
     return raw
 
 
@@ -116,6 +118,8 @@ def test_ring_check_on_model_records():
     assert v.check_ring(recs).mismatches == 0
     recs[5] = dict(recs[5], received=recs[5]["received"] + 1)
     assert v.check_ring(recs).mismatches == 1
+    old = dict(recs[9], mapa_addr=((recs[9]["rank"] + 1) % recs[9]["nrank"] + 1) << 24 | 0x400)  # rank + 1 slots
+    assert v.check_ring(recs[6:9] + [old]).mismatches == 1
 
 
 def test_pack_check_on_model_records():
@@ -133,36 +137,75 @@ def test_pack_check_on_model_records():
     assert v.check_pack(recs[:2] + [swapped]).mismatches >= 1
 
 
+def _spaces(block, rank_bits=True):
+    rank = block % 2
+    base = 0x7F9000000000
+    own = cluster_address(rank, 0x400) if rank_bits else 0x400
+    return {"block": block, "shared": 3, "peer_shared": 2, "local": 8, "global": 4, "const": 16,
+            "shared_offset": own, "cvta_round_trip": True, "shared_generic": base + own,
+            "peer_generic": base + cluster_address(1 - rank, 0x400)}
+
+
 def test_spaces_check():
-    good = {"block": 0, "shared": 3, "peer_shared": 2, "local": 8, "global": 4, "const": 16, "shared_offset": 0x400,
-            "cvta_round_trip": True}
-    assert v.check_spaces([good]).mismatches == 0
-    assert v.check_spaces([dict(good, peer_shared=3)]).mismatches == 1
+    good = [_spaces(b) for b in range(4)]
+    res = v.check_spaces(good)
+    assert res.mismatches == 0 and res.cases == 4 and "0x7f9000000000" in res.note
+    assert v.check_spaces([dict(good[0], peer_shared=3)] + good[1:]).mismatches == 1
+    # the old [model] encoding (a rank-free .shared::cta offset) is what the H200 contradicted
+    assert v.check_spaces([_spaces(b, rank_bits=False) for b in range(4)]).mismatches >= 2
 
 
 def test_occupancy_and_placement_checks_on_model_records():
-    g = (18, 18, 18, 18, 16, 16, 14, 14)
+    g = CgaLayout((18, 18, 18, 18, 16, 16, 14, 10), 2)
     occ = [{"cluster": c["cluster"], "cluster_size": c["cluster_size"], "block_size": c["block_size"],
             "dynamic_smem": c["dynamic_smem"], "blocks_per_sm": b,
             "clusters": cluster_capacity(c["cluster"], 128, blocks=b, non_portable=True, grouping=g).clusters}
-           for c in m.occupancy_cases(m.QUICK["shapes"], (128,), (1,)) for b in (1, 3, 8)]
+           for c in m.occupancy_cases(m.QUICK["shapes"], (128,), (1,)) for b in (1, 3, 8, 16)]
     assert v.check_cluster_occupancy(occ, g).mismatches == 0
-    res = v.check_cluster_occupancy(occ, CANDIDATE_GROUPING)
-    assert res.mismatches > 0                                # a wrong grouping is caught
-    p = place_clusters(40, 8, 1, grouping=g)
+    res = v.check_cluster_occupancy(occ, H200_CGA)
+    assert res.mismatches > 0                                # a wrong layout is caught
+    assert v.check_cluster_occupancy(occ + [dict(occ[0], blocks_per_sm=None)], g).cases == len(occ)
+
+    p = place_clusters(40, 8, 1)                             # the H200 layout: the map check compares %smid too
     gmap = [{"gpc": i, "sms": list(s), "sm_count": len(s)} for i, s in enumerate(p.sm_ids)]
-    assert v.check_gpc_map(gmap).mismatches == 0 and v.measured_grouping(gmap) == g
+    assert v.check_gpc_map(gmap).mismatches == 0 and v.measured_grouping(gmap) == H200_CGA
+    moved = [dict(gmap[0], sms=gmap[0]["sms"][:-1] + [gmap[1]["sms"][0]])] + gmap[1:]
+    assert v.check_gpc_map(moved).mismatches >= 1
     recs = [{"launch": "w", "clusterid": [c.cluster, 0, 0], "smid": c.sm} for c in p.ctas]
     assert v.check_placement(recs, gmap).mismatches == 0
-    recs[0] = dict(recs[0], smid=p.sm_ids[7][0] if p.ctas[0].gpc != 7 else p.sm_ids[0][0])
+    recs[0] = dict(recs[0], smid=p.sm_ids[7][0] if p.ctas[0].domain != 7 else p.sm_ids[0][0])
     assert v.check_placement(recs, gmap).mismatches == 1
+
+
+def test_placement_check_compares_full_waves():
+    p = place_clusters(7, 16, 1)
+    gmap = [{"gpc": i, "sms": list(s), "sm_count": len(s)} for i, s in enumerate(p.sm_ids)]
+    wave = [{"launch": "wave c16 b1", "cluster_size": 16, "blocks_per_sm": 1, "clusterid": [c.cluster, 0, 0],
+             "smid": c.sm} for c in p.ctas]
+    res = v.check_placement(wave, gmap)
+    assert res.cases == 7 + 1 and res.mismatches == 0
+    # the same clusters on other SMs of their domains: a different idle set is caught
+    idle = sorted(set(p.sm_ids[0]) - {c.sm for c in p.ctas})
+    shifted = [dict(r, smid=idle[0]) if r["smid"] == p.sm_ids[0][0] else r for r in wave]
+    assert v.check_placement(shifted, gmap).mismatches == 1
+
+
+def test_residency_records_and_check():
+    recs = [m.residency_record(c, b, cluster_capacity(c, 32, blocks=b).clusters, 132 * b, 0.1,
+                               0.1 * v.residency_waves({"cluster_size": c, "block": 32, "blocks_per_sm": b,
+                                                        "grid": 132 * b}) * 1.04)
+            for c, b in m.RESIDENCY_CASES]
+    assert [r["waves"] for r in recs] == [1, 2, 2, 4, 5]
+    assert v.check_residency(recs).mismatches == 0
+    uncapped = dict(recs[1], cluster_ms=recs[1]["plain_ms"] * 1.02, ratio=1.02, waves=1)   # 16 CTAs/SM ran at once
+    assert v.check_residency([uncapped]).mismatches == 1
 
 
 def test_run_on_reports_every_check():
     out = v.run_on(occ=[], gmap=[{"gpc": 0, "sms": list(range(132)), "sm_count": 132}], placement=[], sregs=[],
-                   ring=[], pack=[], spaces=[])
-    assert [t for t, _ in out] == ["cluster occupancy", "GPC map", "placement", "special registers", "DSMEM ring",
-                                   "packing", "state spaces"]
+                   ring=[], pack=[], spaces=[], residency=[])
+    assert [t for t, _ in out] == ["cluster occupancy", "cluster domains", "placement", "special registers",
+                                   "DSMEM ring", "packing", "state spaces", "cluster residency"]
     assert all(isinstance(r, CheckResult) for _, r in out)
 
 
@@ -199,9 +242,10 @@ def test_gpu_pack_and_spaces():
 
 
 def test_spaces_records_and_sass_without_tools(tmp_path, monkeypatch):
-    raw = [3, 8, 4, 16, 2, 0x400, 1, 0x10, 0x7F, 0x20, 0x7F, 0x30, 0x7E] * 2
+    raw = ([3, 8, 4, 16, 2, 0x400, 1, 0x400, 0x7F90, 0x1000400, 0x7F90, 0x30, 0x7E]
+           + [3, 8, 4, 16, 2, 0x1000400, 1, 0x1000400, 0x7F90, 0x400, 0x7F90, 0x30, 0x7E])
     recs = m.spaces_records(raw, 2, 8)
-    assert recs[1]["shared_generic"] == (0x7F << 32) | 0x10 and recs[0]["shared_offset"] == 0x400
+    assert recs[1]["shared_generic"] == 0x7F9001000400 and recs[0]["shared_offset"] == 0x400
     assert v.check_spaces(recs).mismatches == 0
     monkeypatch.setattr(m.shutil, "which", lambda name: None)
     assert m.dump_sass(tmp_path) == []
@@ -213,3 +257,9 @@ def test_hardware_report_without_gpu_or_data(tmp_path, monkeypatch):
         pytest.skip("a GPU is present")
     monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
     assert v.hardware_report() == {"source": None, "command": "python -m h100lab.measure l02"}
+
+
+@pytest.mark.gpu
+def test_gpu_cluster_residency():
+    res = v.check_residency(m.measure_residency(cases=((1, 16), (2, 16))))
+    assert res.mismatches == 0, res.examples

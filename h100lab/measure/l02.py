@@ -8,8 +8,13 @@ state spaces — and the SASS of the chapter's small kernel.
   32…1024 and dynamic shared-memory sizes chosen to give 1, 2, 3, 4, 5, 6, 8, 11, 16 and 32 blocks per
   SM, with the driver's blocks per SM — enough cases to tell the GPC rules of
   :mod:`h100lab.cluster.gpc` apart;
-* ``l02/gpc_map``: the SMs of each GPC, found from ``%smid``: SMs that host CTAs of one cluster share a GPC;
+* ``l02/gpc_map``: the SMs of each cluster domain, found from ``%smid``: SMs that host CTAs of one cluster
+  share a domain (a virtual GPC; a singleton TPC, which only ever hosts clusters of 2, shows up as a domain
+  of its own 2 SMs — see :mod:`h100lab.cluster.gpc`);
 * ``l02/placement``: every CTA of one full wave for several cluster sizes (rank, cluster, ``%smid``);
+* ``l02/cluster_residency``: whether a cluster launch really runs no more than the 8 CTAs per SM that
+  ``cudaOccupancyMaxActiveClusters`` counts: the same grid of spinning CTAs timed as a plain launch and as
+  a cluster launch (:data:`RESIDENCY_CASES`); the time ratio counts the extra waves;
 * ``l02/cluster_sregs``: every cluster special register of every CTA for several launch shapes;
 * ``l02/dsmem_ring``: the DSMEM ring exchange (``l02_dsmem_ring.cu``) for clusters of 1–16 CTAs;
 * ``l02/pack``: ``cvt.rn.{f16x2,bf16x2}``, ``cvt.rn.satfinite.{e4m3x2,e5m2x2}`` and ``mov.b32 {lo, hi}``
@@ -34,7 +39,8 @@ from typing import Any, Sequence
 
 __all__ = ["CLUSTER_SHAPES", "BLOCK_SIZES", "BLOCKS_PER_SM_TARGETS", "smem_for_blocks", "occupancy_cases",
            "SREG_LAUNCHES", "RING_SHAPES", "PLACEMENT_SIZES", "pack_inputs", "probe_records", "ring_records",
-           "spaces_records", "measure_occupancy", "measure_placement", "measure_sregs", "measure_ring",
+           "spaces_records", "RESIDENCY_CASES", "residency_record", "measure_occupancy", "measure_placement",
+           "measure_residency", "measure_sregs", "measure_ring",
            "measure_pack", "measure_spaces", "dump_sass", "ptx_snapshot", "main", "PROBE_FIELDS", "RING_FIELDS",
            "SPACES_FIELDS"]
 
@@ -67,6 +73,11 @@ RING_SHAPES: tuple[tuple[int, int, int], ...] = tuple((n, 1, 1) for n in range(1
 #: (cluster size, blocks per SM) of the one-wave placement launches.
 PLACEMENT_SIZES: tuple[tuple[int, int], ...] = ((2, 1), (4, 1), (8, 1), (16, 1), (3, 1), (6, 1), (12, 1),
                                                 (4, 2), (16, 2), (8, 4))
+
+
+#: (cluster size, CTAs per SM by occupancy) of the residency test: 32-thread CTAs, grid = 132 × CTAs/SM.
+RESIDENCY_CASES: tuple[tuple[int, int], ...] = ((1, 8), (1, 16), (2, 16), (1, 32), (4, 32))
+RESIDENCY_SPIN_NS = 100_000
 
 
 def smem_for_blocks(target: int, static: int = 0) -> int:
@@ -149,6 +160,17 @@ def spaces_records(raw, nblocks: int, smem_static: int) -> list[dict[str, Any]]:
                     "peer_generic": v[9] | (v[10] << 32), "local_generic": v[11] | (v[12] << 32),
                     "static_smem": smem_static})
     return out
+
+
+def residency_record(cluster_size: int, blocks_per_sm: int, api_clusters: int, grid: int, plain_ms: float,
+                     cluster_ms: float, spin_ns: int = RESIDENCY_SPIN_NS) -> dict[str, Any]:
+    """One ``l02/cluster_residency`` record: the same ``grid`` CTAs (each spinning ``spin_ns``) as a plain
+    launch (one wave when ``grid = SMs × blocks_per_sm``) and as a cluster launch; ``waves`` is the measured
+    ratio of the two times, rounded — how many waves the cluster launch needed."""
+    ratio = cluster_ms / plain_ms if plain_ms > 0 else float("nan")
+    return {"cluster_size": cluster_size, "blocks_per_sm": blocks_per_sm, "api_clusters": api_clusters,
+            "grid": grid, "block": 32, "spin_ns": spin_ns, "plain_ms": plain_ms, "cluster_ms": cluster_ms,
+            "ratio": ratio, "waves": round(ratio) if ratio == ratio else None}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -239,6 +261,30 @@ def measure_placement(occupancy: Sequence[dict[str, Any]] | None = None, waves: 
     groups = gpcs_from_clusters(clusters_seen)
     gmap = [{"gpc": i, "sms": g, "sm_count": len(g)} for i, g in enumerate(groups)]
     return placement, gmap
+
+
+def measure_residency(cases=RESIDENCY_CASES, spin_ns: int = RESIDENCY_SPIN_NS) -> list[dict[str, Any]]:
+    """For each (cluster size, CTAs/SM) of :data:`RESIDENCY_CASES`: time ``132 × CTAs/SM`` spinning 32-thread
+    CTAs as a plain launch and as a cluster launch (median of 5), with the driver's answers."""
+    import numpy as np
+
+    from .. import cuda
+
+    k = _probe_kernel()
+    sms = cuda.device_properties(0)["multiProcessorCount"]
+    out = []
+    for size, bps in cases:
+        smem = smem_for_blocks(bps)
+        got = cuda.occupancy_max_active_blocks(k, 32, smem)
+        api = cuda.occupancy_max_active_clusters(k, size, 32, size, smem)
+        grid = sms * got
+        buf = cuda.zeros(PROBE_FIELDS * grid, np.uint32)
+        t = {}
+        for name, cl in (("plain", None), ("cluster", (size, 1, 1))):
+            t[name] = cuda.time_kernel(k, grid, 32, buf, np.uint32(spin_ns), shared_mem=smem, cluster=cl,
+                                       warmup=1, repeats=5).median_ms
+        out.append(residency_record(size, got, api, grid, t["plain"], t["cluster"], spin_ns))
+    return out
 
 
 def measure_sregs(launches=SREG_LAUNCHES) -> list[dict[str, Any]]:
@@ -366,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     placement, gmap = measure_placement()
     data.write("l02/gpc_map", gmap, meta)
     data.write("l02/placement", placement, meta)
+    residency = measure_residency()
+    data.write("l02/cluster_residency", residency, meta)
     sregs = measure_sregs()
     data.write("l02/cluster_sregs", sregs, meta)
     ring = measure_ring()
@@ -376,11 +424,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     data.write("l02/spaces", spaces, meta)
     for p in dump_sass(data.data_dir() / "l02"):
         print(f"wrote {p}")
-    print(f"GPC grouping (SMs per GPC, from %smid): {tuple(g['sm_count'] for g in gmap)}")
     from ..validation import l02 as checks
 
+    lay = checks.measured_grouping(gmap)
+    print(f"cluster domains (SMs, from %smid): virtual GPCs {lay.vgpc_sms} + {lay.singleton_tpcs} singleton TPCs")
     for title, res in checks.run_on(occ=occ, gmap=gmap, placement=placement, sregs=sregs, ring=ring, pack=pack,
-                                    spaces=spaces):
+                                    spaces=spaces, residency=residency):
         print(f"{title}: {res.cases} cases, {res.mismatches} mismatches{' — ' + res.note if res.note else ''}")
     return 0
 

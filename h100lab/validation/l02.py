@@ -1,41 +1,49 @@
 """Lesson 2 model-vs-silicon checks: cluster occupancy, placement, special registers, DSMEM, packing, state spaces.
 
-Datasets come from ``python -m h100lab.measure.l02``. The GPC grouping the occupancy check uses is the one
-*measured* from ``%smid`` (``data/l02/gpc_map.json``, an independent experiment), so the check tests the
-GPC rule of :mod:`h100lab.cluster.gpc`, not a fit to the same numbers. :func:`run_on` runs every check on
-in-memory records (the measurement script reports with it).
+Datasets come from ``python -m h100lab.measure.l02``. The cluster domains the occupancy check uses are the
+ones *measured* from ``%smid`` (``data/l02/gpc_map.json``, an independent experiment: SMs that share a
+cluster), so the check tests the rule of :mod:`h100lab.cluster.gpc`, not a fit to the same numbers; the
+map itself is checked against the model's layout and ``%smid`` numbering. :func:`run_on` runs every check
+on in-memory records (the measurement script reports with it).
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..cluster import CANDIDATE_RULE, cluster_capacity, ring_exchange, special_registers
+from ..cluster import (H200_CGA, H200_RULE, CgaLayout, cluster_capacity, layout_from_domains, place_clusters,
+                       ring_exchange, special_registers)
 from ..data import Dataset
+from ..memory.spaces import SHARED_RESERVED, AddressMap, cluster_address
 from ..ptx import cvt_x2, decode, ptx_type
 from ..specs import H200_SXM
 from . import CheckResult, silicon_check
 
-__all__ = ["check_cluster_occupancy", "check_gpc_map", "check_placement", "check_sregs", "check_ring",
-           "check_pack", "check_spaces", "measured_grouping", "run_on", "hardware_report"]
+__all__ = ["check_cluster_occupancy", "check_gpc_map", "check_placement", "check_residency", "residency_waves",
+           "check_sregs", "check_ring", "check_pack", "check_spaces", "measured_grouping", "run_on", "hardware_report"]
 
 _BITS = {".shared::cta": 1, ".shared::cluster": 2, ".global": 4, ".local": 8, ".const": 16}
 
 
-def measured_grouping(gmap: Sequence[dict] | None = None) -> tuple[int, ...] | None:
-    """SMs per GPC from ``l02/gpc_map`` records (the committed dataset when ``gmap`` is None), or None."""
+def measured_grouping(gmap: Sequence[dict] | None = None) -> CgaLayout | None:
+    """The cluster domains of ``l02/gpc_map`` records (the committed dataset when ``gmap`` is None) as a
+    :class:`~h100lab.cluster.CgaLayout` (a domain of one TPC is a singleton TPC), or None."""
     if gmap is None:
         from .. import data
 
         if not data.available("l02/gpc_map"):
             return None
         gmap = data.load("l02/gpc_map").records
-    return tuple(sorted((int(g["sm_count"]) for g in gmap), reverse=True)) or None
+    sizes = [int(g["sm_count"]) for g in gmap]
+    return layout_from_domains(sizes) if sizes else None
 
 
-def check_cluster_occupancy(records: Sequence[dict[str, Any]], grouping: Sequence[int] | None = None) -> CheckResult:
-    """``max_active_clusters`` (GPC rule × the driver's blocks per SM × the measured grouping) equals
-    ``cudaOccupancyMaxActiveClusters`` in every case; a driver error must match a model error or 0."""
-    g = tuple(grouping) if grouping else measured_grouping()
+def check_cluster_occupancy(records: Sequence[dict[str, Any]], grouping: CgaLayout | Sequence[int] | None = None
+                            ) -> CheckResult:
+    """``max_active_clusters`` (the H200 rule × the driver's blocks per SM × the measured cluster domains)
+    equals ``cudaOccupancyMaxActiveClusters`` in every case; a driver error must match a model error or 0.
+    Records the driver refused to size (``blocks_error``) are not cases."""
+    g = grouping if grouping is not None else measured_grouping()
+    lay = g if isinstance(g, CgaLayout) or g is None else layout_from_domains(g)
     bad, cases = [], 0
     for r in records:
         if r.get("blocks_per_sm") is None:
@@ -43,7 +51,7 @@ def check_cluster_occupancy(records: Sequence[dict[str, Any]], grouping: Sequenc
         cases += 1
         try:
             m = cluster_capacity(r["cluster"], r["block_size"], r["dynamic_smem"], H200_SXM, blocks=r["blocks_per_sm"],
-                                 non_portable=True, grouping=g).clusters
+                                 non_portable=True, grouping=lay).clusters
         except ValueError as exc:
             m = f"error: {exc}"
         api = r.get("clusters")
@@ -53,39 +61,97 @@ def check_cluster_occupancy(records: Sequence[dict[str, Any]], grouping: Sequenc
             bad.append({"cluster": r["cluster"], "block_size": r["block_size"], "dynamic_smem": r["dynamic_smem"],
                         "blocks_per_sm": r["blocks_per_sm"], "api": r.get("clusters"), "model": m,
                         "api_error": r.get("api_error")})
-    note = (f"rule {CANDIDATE_RULE.name}, grouping {g} " + ("(measured from %smid)" if grouping or
-                                                             measured_grouping() else "([model] candidate)"))
+    where = "measured from %smid" if lay is not None else "the model's H200 layout"
+    lay = lay or H200_CGA
+    note = (f"rule {H200_RULE.name}, domains: virtual GPCs {lay.vgpc_sms} + {lay.singleton_tpcs} singleton TPCs "
+            f"({where})")
     return CheckResult(cases, len(bad), bad[:5], note=note)
 
 
 def check_gpc_map(gmap: Sequence[dict[str, Any]]) -> CheckResult:
-    """The measured GPCs partition all 132 SMs, each GPC of at most 18 SMs (9 TPCs of GH100)."""
+    """The measured cluster domains partition all 132 SMs, are the model's domains (:data:`H200_CGA`: 8
+    virtual GPCs of at most 18 SMs — GH100's 9 TPCs — and singleton TPCs), and hold exactly the ``%smid``
+    values :meth:`CgaLayout.sm_ids` deals them. One case per domain."""
     sms = [s for g in gmap for s in g["sms"]]
-    bad = []
+    bad: list[dict] = []
     if sorted(sms) != list(range(H200_SXM.sm_count)):
         bad.append({"sms_seen": len(set(sms)), "expected": H200_SXM.sm_count})
-    bad += [{"gpc": g["gpc"], "sm_count": g["sm_count"]} for g in gmap if not 1 <= g["sm_count"] <= 18]
-    return CheckResult(len(gmap), len(bad), bad[:5],
-                       note=f"SMs per GPC {tuple(g['sm_count'] for g in gmap)}")
+    bad += [{"gpc": g["gpc"], "sm_count": g["sm_count"]} for g in gmap
+            if not 1 <= g["sm_count"] <= 18 or g["sm_count"] != len(g["sms"])]
+    model = sorted(sorted(x) for x in H200_CGA.sm_ids())
+    for g in gmap:
+        if sorted(g["sms"]) not in model:
+            bad.append({"gpc": g["gpc"], "sms": g["sms"][:6], "model": "no model domain holds these SMs"})
+    lay = layout_from_domains([g["sm_count"] for g in gmap]) if gmap else None
+    if lay is not None and len(lay.vgpc_sms) > H200_SXM.physical_gpc_count:
+        bad.append({"virtual_gpcs": len(lay.vgpc_sms), "max": H200_SXM.physical_gpc_count})
+    note = (f"virtual GPCs {lay.vgpc_sms} + {lay.singleton_tpcs} singleton TPCs" if lay else "no domains")
+    return CheckResult(len(gmap), len(bad), bad[:5], note=note)
 
 
 def check_placement(records: Sequence[dict[str, Any]], gmap: Sequence[dict[str, Any]]) -> CheckResult:
-    """Every cluster of a wave sits on the SMs of one GPC [CPG §5.2.1]. The note reports how many clusters
-    spread over distinct SMs, as the [model] placement of :mod:`h100lab.cluster.placement` assumes."""
-    gpc_of = {s: g["gpc"] for g in gmap for s in g["sms"]}
+    """Every cluster of a wave sits on the SMs of one domain [CPG §5.2.1], each CTA on its own SM (the rule's
+    assumption); and every full wave (launches ``wave c<size> b<CTAs/SM>``) loads each SM with exactly the
+    CTAs the model's placement puts there — so the same SMs are left idle. One case per cluster, plus one
+    per wave."""
+    dom_of = {s: g["gpc"] for g in gmap for s in g["sms"]}
     by: dict[tuple[str, int], list[dict]] = {}
+    waves: dict[str, list[dict]] = {}
     for r in records:
         by.setdefault((r["launch"], r["clusterid"][0]), []).append(r)
+        waves.setdefault(r["launch"], []).append(r)
     bad = []
     distinct = 0
     for (launch, cid), rs in by.items():
         sms = [r["smid"] for r in rs]
-        gpcs = {gpc_of.get(s) for s in sms}
+        doms = {dom_of.get(s) for s in sms}
         distinct += len(set(sms)) == len(sms)
-        if len(gpcs) != 1 or None in gpcs:
-            bad.append({"launch": launch, "cluster": cid, "sms": sms, "gpcs": sorted(map(str, gpcs))})
-    return CheckResult(len(by), len(bad), bad[:5],
-                       note=f"{distinct} of {len(by)} clusters on distinct SMs (the [model] placement's assumption)")
+        if len(doms) != 1 or None in doms or len(set(sms)) != len(sms):
+            bad.append({"launch": launch, "cluster": cid, "sms": sms, "domains": sorted(map(str, doms))})
+    lay = measured_grouping(gmap) if gmap else H200_CGA
+    full = 0
+    for launch, rs in waves.items():
+        if "cluster_size" not in rs[0] or "blocks_per_sm" not in rs[0]:
+            continue
+        full += 1
+        n = len({r["clusterid"][0] for r in rs})
+        p = place_clusters(n, rs[0]["cluster_size"], rs[0]["blocks_per_sm"], H200_SXM, grouping=lay)
+        hw: dict[int, int] = {}
+        for r in rs:
+            hw[r["smid"]] = hw.get(r["smid"], 0) + 1
+        model = {s: k for s, k in p.sm_load.items() if k}
+        if hw != model or p.waiting:
+            bad.append({"launch": launch, "idle_hw": sorted(set(range(H200_SXM.sm_count)) - set(hw))[:12],
+                        "idle_model": p.idle_sms[:12], "waiting": len(p.waiting)})
+    return CheckResult(len(by) + full, len(bad), bad[:5],
+                       note=f"{distinct} of {len(by)} clusters on distinct SMs; {full} full waves load every SM "
+                            "as the model places them")
+
+
+def residency_waves(r: dict[str, Any], grouping: CgaLayout | None = None) -> int:
+    """Waves the model predicts for a ``l02/cluster_residency`` cluster launch: ``⌈clusters / capacity⌉`` with
+    the capacity of :func:`~h100lab.cluster.cluster_capacity` (at most 8 CTAs per SM counted), relative to
+    the plain launch's single wave."""
+    c = r["cluster_size"]
+    cap = cluster_capacity(c, r["block"], blocks=r["blocks_per_sm"], non_portable=c > 8, grouping=grouping).clusters
+    clusters = r["grid"] // c
+    return -(-clusters // cap) if cap else 0
+
+
+def check_residency(records: Sequence[dict[str, Any]], grouping: CgaLayout | None = None) -> CheckResult:
+    """A cluster launch takes as many waves as the model's capacity implies: the measured time ratio
+    (cluster launch / the same CTAs as a plain launch, one wave) rounds to :func:`residency_waves`; and the
+    driver's ``cudaOccupancyMaxActiveClusters`` equals the model's. Tells whether the hardware, not only the
+    API, holds a cluster launch to 8 CTAs per SM. One case per record."""
+    bad = []
+    for r in records:
+        want = residency_waves(r, grouping)
+        cap = cluster_capacity(r["cluster_size"], r["block"], blocks=r["blocks_per_sm"], non_portable=True,
+                               grouping=grouping).clusters
+        if r.get("waves") != want or r.get("api_clusters") != cap:
+            bad.append({"cluster": r["cluster_size"], "blocks_per_sm": r["blocks_per_sm"], "ratio": r.get("ratio"),
+                        "model_waves": want, "api": r.get("api_clusters"), "model_api": cap})
+    return CheckResult(len(records), len(bad), bad[:5])
 
 
 def check_sregs(records: Sequence[dict[str, Any]]) -> CheckResult:
@@ -105,7 +171,9 @@ def check_sregs(records: Sequence[dict[str, Any]]) -> CheckResult:
 
 def check_ring(records: Sequence[dict[str, Any]]) -> CheckResult:
     """The DSMEM ring: each CTA received what the model's ring exchange delivers (its left neighbour's value),
-    ``getctarank(mapa(a, r)) == r``, and rank 0's atomic counter holds 1 + 2 + … + n."""
+    ``getctarank(mapa(a, r)) == r``, rank 0's atomic counter holds 1 + 2 + … + n, and the addresses are the
+    model's encoding: ``cvta.to.shared`` of the slot is ``(rank << 24) | offset`` with the offset past the
+    reserved 1 KB, and ``mapa`` gives :func:`~h100lab.memory.spaces.cluster_address` of the target."""
     sent: dict[tuple, int] = {}
     for r in records:
         sent[(tuple(r["cluster"]), tuple(r["clusterid"]), r["rank"])] = r["sent"]
@@ -119,10 +187,14 @@ def check_ring(records: Sequence[dict[str, Any]]) -> CheckResult:
         values = [sent[(shape, cid, k)] for k in range(n)] if ranks == list(range(n)) else None
         trace = ring_exchange(n, values) if values else None
         for x in rs:
+            rank, off = x["local_addr"] >> 24, x["local_addr"] & 0xFFFFFF
             ok = (trace is not None and trace.ok and x["received"] == trace.received[x["rank"]]
-                  and x["mapa_owner"] == (x["rank"] + 1) % n and (x["rank"] != 0 or x["counter"] == n * (n + 1) // 2))
+                  and x["mapa_owner"] == (x["rank"] + 1) % n and (x["rank"] != 0 or x["counter"] == n * (n + 1) // 2)
+                  and rank == x["rank"] and off >= SHARED_RESERVED
+                  and x["mapa_addr"] == cluster_address((x["rank"] + 1) % n, off, n))
             if not ok:
-                bad.append({k: x[k] for k in ("cluster", "clusterid", "rank", "received", "mapa_owner", "counter")})
+                bad.append({k: x[k] for k in ("cluster", "clusterid", "rank", "received", "mapa_owner", "counter",
+                                              "local_addr", "mapa_addr")})
     return CheckResult(len(records), len(bad), bad[:5])
 
 
@@ -156,21 +228,38 @@ def check_pack(records: Sequence[dict[str, Any]]) -> CheckResult:
     return CheckResult(len(records), len(bad), bad[:5])
 
 
-def check_spaces(records: Sequence[dict[str, Any]]) -> CheckResult:
-    """``isspacep`` answers as :class:`h100lab.memory.spaces.AddressMap` does: a shared variable is in
-    ``.shared::cta`` and ``.shared::cluster`` only, a peer's (generic ``mapa``) in ``.shared::cluster``
-    only, local, global and constant addresses in their own space only; ``cvta.to.shared`` gives an offset
-    within the CTA's shared memory that ``cvta.shared`` maps back."""
+def check_spaces(records: Sequence[dict[str, Any]], cluster_size: int = 2) -> CheckResult:
+    """``isspacep`` and ``cvta`` answer as :class:`h100lab.memory.spaces.AddressMap` does, for clusters of
+    ``cluster_size`` CTAs along x (rank = block mod size): a shared variable is in ``.shared::cta`` and
+    ``.shared::cluster`` only, a peer's (generic ``mapa``) in ``.shared::cluster`` only, local, global and
+    constant addresses in their own space only; ``cvta.to.shared`` of the CTA's first shared variable is
+    ``(rank << 24) | 0x400`` (the model's ``cvta_to``), ``cvta.shared`` maps it back, and the generic
+    addresses of own and peer variable lie one window base plus their cluster addresses apart. One case per
+    CTA."""
     want = {"shared": _BITS[".shared::cta"] | _BITS[".shared::cluster"], "peer_shared": _BITS[".shared::cluster"],
             "local": _BITS[".local"], "global": _BITS[".global"], "const": _BITS[".const"]}
     bad = []
+    bases = {r["shared_generic"] - r["shared_offset"] for r in records if "shared_generic" in r}
     for r in records:
         for k, v in want.items():
             if r[k] != v:
                 bad.append({"block": r["block"], "address": k, "isspacep_bits": r[k], "model_bits": v})
-        if not r["cvta_round_trip"] or not 0 <= r["shared_offset"] < H200_SXM.smem_per_sm:
-            bad.append({"block": r["block"], "shared_offset": r["shared_offset"], "round_trip": r["cvta_round_trip"]})
-    return CheckResult(len(records), len(bad), bad[:5])
+        rank = r["block"] % cluster_size
+        amap = AddressMap(cta_rank=rank, cluster_size=cluster_size)
+        first = cluster_address(rank, SHARED_RESERVED, cluster_size)
+        model = amap.cvta_to(".shared::cta", amap.cvta(".shared::cta", first))
+        if not r["cvta_round_trip"] or r["shared_offset"] != model:
+            bad.append({"block": r["block"], "shared_offset": r["shared_offset"], "model": model,
+                        "round_trip": r["cvta_round_trip"]})
+        if "peer_generic" in r and len(bases) == 1:
+            base = next(iter(bases))
+            peer = cluster_address((rank + 1) % cluster_size, SHARED_RESERVED, cluster_size)
+            if r["peer_generic"] != base + peer:
+                bad.append({"block": r["block"], "peer_generic": hex(r["peer_generic"]), "model": hex(base + peer)})
+    if len(bases) > 1:
+        bad.append({"window_bases": sorted(hex(b) for b in bases)})
+    note = f"shared window base {hex(next(iter(bases)))}" if len(bases) == 1 else ""
+    return CheckResult(len(records), len(bad), bad[:5], note=note)
 
 
 @silicon_check("Clusters: model equals cudaOccupancyMaxActiveClusters", lesson=2, dataset="l02/cluster_occupancy")
@@ -178,16 +267,22 @@ def _occupancy(ds: Dataset) -> CheckResult:
     return check_cluster_occupancy(ds.records)
 
 
-@silicon_check("Clusters: the SMs group into GPCs of whole SM sets", lesson=2, dataset="l02/gpc_map")
+@silicon_check("Clusters: the SMs group into 8 virtual GPCs and 4 singleton TPCs", lesson=2, dataset="l02/gpc_map")
 def _gpc_map(ds: Dataset) -> CheckResult:
     return check_gpc_map(ds.records)
 
 
-@silicon_check("Clusters: each cluster runs inside one GPC", lesson=2, dataset="l02/placement")
+@silicon_check("Clusters: each cluster in one domain; full waves load SMs as modelled", lesson=2,
+               dataset="l02/placement")
 def _placement(ds: Dataset) -> CheckResult:
     from .. import data
 
     return check_placement(ds.records, data.load("l02/gpc_map").records)
+
+
+@silicon_check("Clusters: a cluster launch keeps at most 8 CTAs per SM", lesson=2, dataset="l02/cluster_residency")
+def _residency(ds: Dataset) -> CheckResult:
+    return check_residency(ds.records)
 
 
 @silicon_check("Clusters: special registers (rank, cluster ids)", lesson=2, dataset="l02/cluster_sregs")
@@ -210,20 +305,23 @@ def _spaces(ds: Dataset) -> CheckResult:
     return check_spaces(ds.records)
 
 
-def run_on(*, occ, gmap, placement, sregs, ring, pack, spaces) -> list[tuple[str, CheckResult]]:
-    """Every lesson-2 check on in-memory records."""
+def run_on(*, occ, gmap, placement, sregs, ring, pack, spaces, residency=None) -> list[tuple[str, CheckResult]]:
+    """Every lesson-2 check on in-memory records (``residency`` only when given)."""
     g = measured_grouping(gmap)
-    return [("cluster occupancy", check_cluster_occupancy(occ, g)), ("GPC map", check_gpc_map(gmap)),
+    extra = [("cluster residency", check_residency(residency, g))] if residency is not None else []
+    return [("cluster occupancy", check_cluster_occupancy(occ, g)), ("cluster domains", check_gpc_map(gmap)),
             ("placement", check_placement(placement, gmap)), ("special registers", check_sregs(sregs)),
-            ("DSMEM ring", check_ring(ring)), ("packing", check_pack(pack)), ("state spaces", check_spaces(spaces))]
+            ("DSMEM ring", check_ring(ring)), ("packing", check_pack(pack)),
+            ("state spaces", check_spaces(spaces))] + extra
 
 
 def hardware_report(live: bool | None = None) -> dict[str, Any]:
     """What the chapter's "On real hardware" section shows, from the best source available.
 
     ``live`` (default: whenever ``h100lab.cuda.available()``) runs the DSMEM ring, a few occupancy queries and
-    the GPC map now; otherwise the committed datasets are read. Returns ``{"source": "live" | "dataset" |
-    None, "where", "ring", "occupancy", "gmap", "command"}``.
+    the placement waves (which give the cluster domains) now; otherwise the committed datasets are read.
+    Returns ``{"source": "live" | "dataset" | None, "where", "ring", "occupancy", "gmap", "placement",
+    "command"}``.
     """
     from .. import data
 
@@ -239,12 +337,13 @@ def hardware_report(live: bool | None = None) -> dict[str, Any]:
         ring = m.measure_ring(shapes=((2, 1, 1), (4, 1, 1), (8, 1, 1), (16, 1, 1)))
         occ = m.measure_occupancy(m.occupancy_cases(tuple((n, 1, 1) for n in (1, 2, 4, 8, 16)), (128,), (1, 8)),
                                   progress=False)
-        _, gmap = m.measure_placement(waves=2, progress=False)
+        placement, gmap = m.measure_placement(waves=2, progress=False)
         return {"source": "live", "where": f"this GPU ({cuda.device_properties(0)['name']}, live)", "ring": ring,
-                "occupancy": occ, "gmap": gmap, "command": command}
-    names = ("l02/dsmem_ring", "l02/cluster_occupancy", "l02/gpc_map")
+                "occupancy": occ, "gmap": gmap, "placement": placement, "command": command}
+    names = ("l02/dsmem_ring", "l02/cluster_occupancy", "l02/gpc_map", "l02/placement")
     if not all(data.available(n) for n in names):
         return {"source": None, "command": command}
     ds = {n: data.load(n) for n in names}
     return {"source": "dataset", "where": ds["l02/dsmem_ring"].describe(), "ring": ds["l02/dsmem_ring"].records,
-            "occupancy": ds["l02/cluster_occupancy"].records, "gmap": ds["l02/gpc_map"].records, "command": command}
+            "occupancy": ds["l02/cluster_occupancy"].records, "gmap": ds["l02/gpc_map"].records,
+            "placement": ds["l02/placement"].records, "command": command}

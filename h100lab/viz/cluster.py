@@ -1,4 +1,5 @@
-"""Plots of lesson 2's cluster model: clusters on the GPCs, capacity against cluster size, the DSMEM ring."""
+"""Plots of lesson 2's cluster model: clusters on the cluster domains (model and measured), capacity and idle
+SMs against cluster size, the DSMEM ring."""
 from __future__ import annotations
 
 import math
@@ -6,46 +7,91 @@ from typing import Sequence
 
 from .style import PALETTE, figure, label
 
-__all__ = ["gpc_map", "capacity_plot", "ring_diagram"]
+__all__ = ["domain_map", "gpc_map", "wave_map", "capacity_plot", "idle_plot", "ring_diagram"]
 
 _STATE_COLOUR = {"not started": "#DDDDDD", "running": PALETTE[2], "exited": "#888888"}
 
 
-def gpc_map(placement, title: str | None = None):
-    """One column per GPC, one cell per SM: the colour names the cluster(s) on the SM, the number the CTAs
-    it holds; white cells are idle SMs, '×' marks SMs withheld from clusters of this size ([model])."""
+def _domain_labels(domains: Sequence[int], singleton: Sequence[bool]) -> list[str]:
+    out, v = [], 0
+    for n, single in zip(domains, singleton):
+        if single:
+            out.append(f"TPC\n{n} SMs")
+        else:
+            out.append(f"vGPC {v}\n{n} SMs")
+            v += 1
+    return out
+
+
+def domain_map(sm_ids: Sequence[Sequence[int]], singleton: Sequence[bool], load: dict[int, int] | None = None,
+               blocks_per_sm: int = 1, usable: Sequence[Sequence[int]] | None = None,
+               colour_of: dict[int, int] | None = None, title: str = "", show_ids: bool = False):
+    """One column per cluster domain (virtual GPCs, then singleton TPCs), one cell per SM in ``%smid``
+    order. ``load`` (SM → CTAs) shades the cells and writes the count (white = idle SM); ``colour_of``
+    (SM → cluster id) picks the colour; SMs not in ``usable`` get a '×'; ``show_ids`` writes ``%smid``."""
     from matplotlib.patches import Rectangle
 
-    g = placement.grouping
-    rows = max(g)
-    fig, ax = figure(figsize=(7.0, 3.8))
-    load = placement.sm_load
+    domains = [len(x) for x in sm_ids]
+    rows = max(domains)
+    fig, ax = figure(figsize=(7.4, 3.9))
+    for gi, sms in enumerate(sm_ids):
+        ok = set(usable[gi]) if usable is not None else set(sms)
+        for j, s in enumerate(sms):
+            n = load.get(s, 0) if load is not None else 0
+            if load is None:
+                colour, alpha = PALETTE[5] if not singleton[gi] else PALETTE[1], 0.55
+            elif n:
+                colour = PALETTE[(colour_of or {}).get(s, 0) % 7]     # the palette without its black
+                alpha = 0.35 + 0.65 * min(1.0, n / max(1, blocks_per_sm))
+            else:
+                colour, alpha = "white", 1.0
+            ax.add_patch(Rectangle((gi - 0.42, j - 0.42), 0.84, 0.84, facecolor=colour, alpha=alpha,
+                                   edgecolor="#444444", linewidth=0.6))
+            if s not in ok:
+                ax.text(gi, j, "×", ha="center", va="center", fontsize=10, color="#D55E00")
+            elif show_ids:
+                ax.text(gi, j, str(s), ha="center", va="center", fontsize=6)
+            elif n:
+                ax.text(gi, j, str(n), ha="center", va="center", fontsize=7)
+    ax.set_xlim(-0.6, len(domains) - 0.4)
+    ax.set_ylim(rows - 0.4, -0.6)
+    ax.set_yticks(range(0, rows, 2))
+    ax.set_xticks(range(len(domains)))
+    ax.set_xticklabels(_domain_labels(domains, singleton), fontsize=7)
+    ax.grid(False)
+    label(ax, "cluster domain (virtual GPC or singleton TPC; SMs)", "SM in the domain (position)", title or None)
+    return fig
+
+
+def gpc_map(placement, title: str | None = None):
+    """One wave of the model's placement (:func:`h100lab.cluster.place_clusters`) on the cluster domains: the
+    colour names the cluster on the SM, the number the CTAs it holds; white cells are idle SMs, '×' marks
+    SMs of a domain too small for clusters of this size."""
+    lay = placement.layout
     first: dict[int, int] = {}
     for c in placement.ctas:
         first.setdefault(c.sm, c.cluster)
-    for gi, sms in enumerate(placement.sm_ids):
-        usable = set(placement.usable[gi])
-        for j, s in enumerate(sms):
-            n = load[s]
-            colour = PALETTE[first[s] % 7] if n else "white"   # the palette without its black
-            alpha = 0.35 + 0.65 * min(1.0, n / max(1, placement.blocks_per_sm)) if n else 1.0
-            ax.add_patch(Rectangle((gi - 0.42, j - 0.42), 0.84, 0.84, facecolor=colour, alpha=alpha,
-                                   edgecolor="#444444", linewidth=0.6))
-            if s not in usable:
-                ax.text(gi, j, "×", ha="center", va="center", fontsize=10, color="#D55E00")
-            elif n:
-                ax.text(gi, j, str(n), ha="center", va="center", fontsize=7)
-    ax.set_xlim(-0.6, len(g) - 0.4)
-    ax.set_ylim(rows - 0.4, -0.6)
-    ax.set_yticks(range(0, rows, 2))
-    ax.set_xticks(range(len(g)))
-    ax.set_xticklabels([f"{i}\n{n} SMs" for i, n in enumerate(g)], fontsize=8)
-    ax.grid(False)
     placed = len({c.cluster for c in placement.ctas})
     t = title or (f"clusters of {placement.cluster_size}, {placement.blocks_per_sm} CTA/SM: {placed} clusters, "
-                  f"{len(placement.idle_sms)} idle SMs" + (" (assumed grouping)" if placement.assumed else ""))
-    label(ax, "GPC (index, SMs)", "SM in the GPC (position)", t)
-    return fig
+                  f"{len(placement.idle_sms)} idle SMs" + (" (assumed layout)" if placement.assumed else ""))
+    return domain_map(placement.sm_ids, [lay.is_singleton(i) for i in range(len(lay.domains))], placement.sm_load,
+                      placement.blocks_per_sm, placement.usable, first, t)
+
+
+def wave_map(records: Sequence[dict], layout, title: str = ""):
+    """A measured full wave (``data/l02/placement.json`` records of one launch: ``smid``, ``clusterid``) on
+    the cluster domains of ``layout``: CTAs per SM, coloured by cluster; white cells are idle SMs."""
+    load: dict[int, int] = {}
+    first: dict[int, int] = {}
+    for r in records:
+        load[r["smid"]] = load.get(r["smid"], 0) + 1
+        first.setdefault(r["smid"], r["clusterid"][0])
+    ids = [sorted(x) for x in layout.sm_ids()]
+    bps = records[0].get("blocks_per_sm", 1) if records else 1
+    idle = sum(1 for x in ids for s in x if s not in load)
+    t = title or (f"measured: clusters of {records[0].get('cluster_size', '?')}, {bps} CTA/SM — "
+                  f"{len({r['clusterid'][0] for r in records})} clusters, {idle} idle SMs")
+    return domain_map(ids, [layout.is_singleton(i) for i in range(len(ids))], load, bps, None, first, t)
 
 
 def capacity_plot(sizes: Sequence[int], clusters: Sequence[int], ctas: Sequence[int], slots: int,
@@ -68,6 +114,24 @@ def capacity_plot(sizes: Sequence[int], clusters: Sequence[int], ctas: Sequence[
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, loc="lower left", fontsize=8)
+    return fig
+
+
+def idle_plot(sizes: Sequence[int], model_idle: Sequence[int], measured_idle: dict[int, int] | None = None,
+              sm_count: int = 132, title: str = ""):
+    """SMs left idle by a full wave of clusters against cluster size: model bars, measured markers
+    (cluster size → idle SMs counted in ``data/l02/placement.json``)."""
+    fig, ax = figure(figsize=(7.0, 3.2))
+    ax.bar(sizes, model_idle, color=PALETTE[0], alpha=0.8, label="model: idle SMs")
+    if measured_idle:
+        ks = sorted(measured_idle)
+        ax.plot(ks, [measured_idle[k] for k in ks], "o", color=PALETTE[3], markersize=7, label="H200: idle SMs")
+    ax.set_xticks(list(sizes))
+    ax.set_ylim(0, sm_count)
+    ax2 = ax.secondary_yaxis("right", functions=(lambda v: 100.0 * v / sm_count, lambda p: p * sm_count / 100.0))
+    ax2.set_ylabel("idle share of the GPU (%)")
+    label(ax, "cluster size (CTAs)", "idle SMs (count)", title or None)
+    ax.legend(loc="upper left", fontsize=8)
     return fig
 
 

@@ -1,4 +1,4 @@
-"""Widgets of lesson 2's clusters: cluster placement on the GPCs, and the DSMEM ring exchange stepped CTA by CTA."""
+"""Widgets of lesson 2's clusters: cluster placement on the cluster domains, and the DSMEM ring exchange stepped CTA by CTA."""
 from __future__ import annotations
 
 from ..specs import H200_SXM
@@ -8,7 +8,8 @@ __all__ = ["placement_result", "placement_explorer", "ring_result", "ring_explor
 
 def placement_result(cluster_size: int, blocks_per_sm: int, spec=H200_SXM) -> dict:
     """``{"capacity", "placement"}``: how many clusters of ``cluster_size`` fit with ``blocks_per_sm`` CTAs per
-    SM (:func:`h100lab.cluster.cluster_capacity`) and one full wave of them on the GPCs ([model] placement)."""
+    SM (:func:`h100lab.cluster.cluster_capacity`, ``cudaOccupancyMaxActiveClusters``) and one full wave of
+    them on the cluster domains (:func:`h100lab.cluster.place_clusters`)."""
     from ..cluster import cluster_capacity, place_clusters
 
     cap = cluster_capacity(cluster_size, 128, blocks=blocks_per_sm, non_portable=cluster_size > 8, spec=spec)
@@ -19,11 +20,11 @@ def _describe_placement(r: dict) -> str:
     c = r["capacity"]
     return (f"<b>{c.clusters}</b> clusters of {c.cluster_size} = {c.ctas} CTAs of {c.slots} CTA slots "
             f"({100 * c.slot_efficiency:.1f} %); idle SMs: {c.idle_sms}"
-            + (" — grouping assumed, see h100lab.cluster.gpc" if c.assumed else ""))
+            + (" — layout assumed, see h100lab.cluster.gpc" if c.assumed else ""))
 
 
 def placement_explorer(cluster_size: int = 8, blocks_per_sm: int = 1):
-    """Sliders for cluster size (1–16) and CTAs per SM; the figure shows one wave on the GPCs."""
+    """Sliders for cluster size (1–16) and CTAs per SM; the figure shows one wave on the cluster domains."""
     import ipywidgets as W
 
     from ..viz.cluster import gpc_map
@@ -32,7 +33,7 @@ def placement_explorer(cluster_size: int = 8, blocks_per_sm: int = 1):
     ctl = {"cluster_size": W.IntSlider(value=cluster_size, min=1, max=16, description="cluster size"),
            "blocks_per_sm": W.IntSlider(value=blocks_per_sm, min=1, max=8, description="CTAs per SM")}
     return Explorer(ctl, placement_result, lambda r: gpc_map(r["placement"]),
-                    title="Clusters on the GPCs of an H200", describe=_describe_placement)
+                    title="Clusters on the cluster domains of an H200", describe=_describe_placement)
 
 
 def ring_result(cluster_size: int, mode: str, sync_start: bool, sync_exit: bool, schedule: str, step: int) -> dict:

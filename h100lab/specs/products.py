@@ -143,7 +143,13 @@ H200_SXM = _make(
         "hbm_bandwidth": "[DS, secondary] 4.8 TB/s; [HW] 2 x 3.201 GHz x 752 B = 4.81 TB/s",
         "nvlink_bandwidth": "[DS, secondary] 900 GB/s",
         "tdp_watts": "[HW] power limit 700 W",
-    })
+        "gpc_sm_counts": "[HW] python -m h100lab.measure.l02 (data/l02/gpc_map.json): SMs that share clusters form 8 "
+                         "virtual GPCs of 18, 18, 16, 16, 16, 16, 16, 8 SMs plus 4 singleton TPCs (%smid 124-131) "
+                         "that never join a cluster of more than 2; CUDA cannot see which GPC a singleton sits in, "
+                         "and they are counted here with the 8-SM GPC (its 4 missing TPCs; an H100's driver table "
+                         "shows that GPC with 16 SMs: accel-sim/gpu-app-collection PR #87, secondary). "
+                         "Cluster capacity uses the domains: h100lab.cluster.gpc.H200_CGA",
+    }).replace(gpc_sm_counts=(18, 18, 16, 16, 16, 16, 16, 16))
 
 #: The three products, in the order the book compares them.
 ALL = (H100_SXM, H100_PCIE, H200_SXM)

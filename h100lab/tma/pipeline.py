@@ -57,7 +57,7 @@ def _land(arg) -> None:
     ph = sb.completions
     sb.apply(mb_ops.word_complete_tx, nbytes)
     if w.gpu.trace is not None:
-        lane = f"{w.sm.prefix}tma" if "multicast" not in op else f"{sm.prefix}smem ← multicast"
+        lane = f"{w.sm.prefix}tma load" if "multicast" not in op else f"{sm.prefix}smem ← multicast"
         w.gpu.trace.append(Record(t0, w.engine.now, w.actor, op, lane, "async", "w", dst, nbytes, bar, ph,
                                   "release", -1, sm.rank, label))
 
@@ -181,7 +181,8 @@ def bulk_store(w: Warp, src: int, nbytes: int, *, label: str = ""):
     w.engine.at(t_done, done.succeed, None)
     if w.gpu.trace is not None:
         w.gpu.trace.append(Record(t0, t_done, w.actor, "cp.async.bulk.global.shared::cta.bulk_group",
-                                  f"{w.sm.prefix}tma", "async", "r", src, nbytes, -1, -1, "", -1, w.sm.rank, label))
+                                  f"{w.sm.prefix}tma store", "async", "r", src, nbytes, -1, -1, "", -1, w.sm.rank,
+                                  label))
     return t.tma_issue_ns, read, done
 
 
@@ -219,7 +220,7 @@ def simulate_copy_stream(tile_bytes: int, stages: int, *, ctas: int = 132, tiles
         raise ValueError(f"{stages} buffers of {tile_bytes} B do not fit the 227 KB a CTA may use (CPG §20.8.3)")
     gpu = GPU(timing if timing is not None else default_timing(), num_sms=ctas, trace=trace, cta_threads=32)
     for sm in gpu.sms:
-        sm.spawn("tma", _copy_program, stages, tile_bytes, tiles_per_cta, lay)
+        sm.spawn("thread0", _copy_program, stages, tile_bytes, tiles_per_cta, lay)
     total = gpu.run()
     return CopyStreamResult(tile_bytes, stages, ctas, tiles_per_cta, total, ctas * tiles_per_cta * tile_bytes,
                             gpu.sms[0].tma.utilization(total), gpu.hbm.utilization(total), gpu.trace)

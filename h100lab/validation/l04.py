@@ -14,7 +14,8 @@ import numpy as np
 from ..data import Dataset
 from . import CheckResult, silicon_check
 
-__all__ = ["check_encode", "check_images", "check_stores", "run_on", "image_mismatch"]
+__all__ = ["check_encode", "check_images", "check_stores", "run_on", "image_mismatch", "hardware_report",
+           "LIVE_IMAGE_IDS"]
 
 
 def check_encode(records: Sequence[dict[str, Any]]) -> CheckResult:
@@ -106,3 +107,41 @@ def run_on(name: str, records: Sequence[dict[str, Any]]) -> CheckResult:
         return check_encode(records)
     a, b = check_images(records), check_stores(records)
     return CheckResult(a.cases + b.cases, a.mismatches + b.mismatches, a.examples + b.examples)
+
+
+#: a quick live subset of the image cases (one of each kind of question)
+LIVE_IMAGE_IDS = ("sweep_BFLOAT16_128B_inner", "sweep_FLOAT32_64B_origin", "narrow_UINT16_128B_32", "edge_zero_neg_corner",
+                  "edge_nan_end_corner", "edge_nan_far_out", "dst384_128B", "es_1_2", "rank5", "unaligned_x3",
+                  "bits_TFLOAT32_random", "il16_full", "st_sw128", "st_edge", "red_add_FLOAT16", "red_inc_UINT32",
+                  "nhwc_pad1_off11")
+
+
+def hardware_report(live: bool | None = None) -> dict[str, Any]:
+    """What chapter 4's "On real hardware" section shows, from the best source available.
+
+    ``live`` (default: whenever ``h100lab.cuda.available()``) runs the encode matrix and a subset of the
+    image cases now; otherwise the committed datasets are read. Returns ``{"source": "live" | "dataset" |
+    None, "where", "encode", "images", "stores", "image_records", "encode_records", "command"}``.
+    """
+    from .. import data
+
+    command = "python -m h100lab.measure.l04"
+    if live is None:
+        from .. import cuda
+
+        live = cuda.available()
+    if live:
+        from ..measure import l04 as m
+
+        enc = m.measure_encode(m.encode_cases())
+        cases = [c for c in m.image_cases() + m.store_cases() + m.im2col_cases() if c["id"] in LIVE_IMAGE_IDS]
+        imgs = m.measure_images(cases, progress=False)
+        where, source = "this GPU (live)", "live"
+    else:
+        if not (data.available("l04/encode_verdicts") and data.available("l04/tma_images")):
+            return {"source": None, "command": command}
+        ds_e, ds_i = data.load("l04/encode_verdicts"), data.load("l04/tma_images")
+        enc, imgs = ds_e.records, ds_i.records
+        where, source = ds_i.describe(), "dataset"
+    return {"source": source, "where": where, "encode": check_encode(enc), "images": check_images(imgs),
+            "stores": check_stores(imgs), "image_records": imgs, "encode_records": enc, "command": command}

@@ -12,7 +12,8 @@ from ..data import Dataset
 from . import CheckResult, silicon_check
 from .l04 import image_mismatch
 
-__all__ = ["check_round_trips", "check_multicast", "check_bulk_reduce", "check_copy_output", "run_on"]
+__all__ = ["check_round_trips", "check_multicast", "check_bulk_reduce", "check_copy_output", "run_on",
+           "hardware_report"]
 
 
 def check_round_trips(records: Sequence[dict[str, Any]]) -> CheckResult:
@@ -109,3 +110,33 @@ def run_on(name: str, records: Sequence[dict[str, Any]]) -> CheckResult:
                        [e for p in parts for e in p.examples])
 
 
+
+
+def hardware_report(live: bool | None = None) -> dict[str, Any]:
+    """What chapter 5's "On real hardware" section shows: bulk/multicast/reduce checks and copy bandwidth.
+
+    Live (whenever ``h100lab.cuda.available()``): the bulk cases and the quick copy configurations run now;
+    otherwise the committed datasets are read. Returns ``{"source", "where", "round_trips", "multicast",
+    "reduce", "copy", "copy_records", "command"}`` (``source`` None: neither a GPU nor the datasets).
+    """
+    from .. import data
+
+    command = "python -m h100lab.measure.l05"
+    if live is None:
+        from .. import cuda
+
+        live = cuda.available()
+    if live:
+        from ..measure import l05 as m
+
+        bulk = m.measure_bulk()
+        bw = m.measure_copy(m.copy_configs(quick=True), repeats=5)
+        where, source = "this GPU (live)", "live"
+    else:
+        if not (data.available("l05/bulk") and data.available("l05/copy_bandwidth")):
+            return {"source": None, "command": command}
+        ds_b, ds_c = data.load("l05/bulk"), data.load("l05/copy_bandwidth")
+        bulk, bw = ds_b.records, ds_c.records
+        where, source = ds_c.describe(), "dataset"
+    return {"source": source, "where": where, "round_trips": check_round_trips(bulk), "multicast": check_multicast(bulk),
+            "reduce": check_bulk_reduce(bulk), "copy": check_copy_output(bw), "copy_records": bw, "command": command}

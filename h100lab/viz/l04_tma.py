@@ -104,7 +104,7 @@ def draw_box_in_tensor(tm, coords: Sequence[int], title: str | None = None):
     b1 = tm.box_dim[1] if tm.rank > 1 else 1
     ax.add_patch(Rectangle((0, 0), d0, d1, facecolor="#eeeeee", edgecolor="black", label="tensor"))
     ax.add_patch(Rectangle((c0, c1), b0, b1, facecolor="none", edgecolor=PALETTE[3], hatch="///", lw=1.5,
-                           label="box (out of bounds: filled)"))
+                           label="box (hatched: outside the tensor, filled)"))
     x0, x1 = max(c0, 0), min(c0 + b0, d0)
     y0, y1 = max(c1, 0), min(c1 + b1, d1)
     if x1 > x0 and y1 > y0:

@@ -39,12 +39,26 @@ def draw_timeline(trace: Sequence, *, t_max: float | None = None, lanes: Sequenc
     else:
         fig = ax.figure
     y = {n: i for i, n in enumerate(names)}
-    for r in recs:
+    # operations that overlap in one lane (copies in flight) are stacked on tracks inside the lane
+    tracks: dict[str, list[float]] = {n: [] for n in names}
+    placed = []
+    for r in sorted(recs, key=lambda r: (r.t0, r.t1)):
         ln = r.lane or r.actor
         if ln not in y:
             continue
-        ax.broken_barh([(r.t0, r.t1 - r.t0)], (y[ln] - 0.38, 0.76), facecolors=op_colour(r.op), edgecolor="white",
-                       linewidth=0.3)
+        ends = tracks[ln]
+        k = next((i for i, e in enumerate(ends) if e <= r.t0 + 1e-9), None)
+        if k is None:
+            ends.append(r.t1)
+            k = len(ends) - 1
+        else:
+            ends[k] = r.t1
+        placed.append((r, ln, k))
+    for r, ln, k in placed:
+        n = max(1, len(tracks[ln]))
+        h = 0.76 / n
+        ax.broken_barh([(r.t0, r.t1 - r.t0)], (y[ln] - 0.38 + k * h, h), facecolors=op_colour(r.op),
+                       edgecolor="white", linewidth=0.3)
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.invert_yaxis()
     if t_max is not None:

@@ -144,3 +144,27 @@ def test_gpu_encode_verdicts_match_the_model():
     recs = m.measure_encode(m.encode_cases())
     res = v.check_encode(recs)
     assert res.ok, res.examples
+
+
+META = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "driver": "580.159.04", "cuda": "13.0",
+        "date": "2026-01-01", "command": "python -m h100lab.measure.l04"}
+
+
+def test_hardware_report_reads_datasets(tmp_path, monkeypatch):
+    from h100lab import data
+    monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
+    assert v.hardware_report(live=False)["source"] is None
+    enc, imgs = fake_records()
+    data.write("l04/encode_verdicts", enc, META)
+    data.write("l04/tma_images", imgs, META)
+    hw = v.hardware_report(live=False)
+    assert hw["source"] == "dataset" and "NVIDIA H200" in hw["where"]
+    assert hw["encode"].ok and hw["images"].ok and hw["stores"].ok
+    from h100lab.validation import run_all
+    results = {c.title: r for c, ds, r in run_all() if c.lesson == 4}
+    assert results and all(r is not None and r.ok for r in results.values())
+
+
+def test_live_subset_ids_exist():
+    ids = {c["id"] for c in m.image_cases() + m.store_cases() + m.im2col_cases()}
+    assert set(v.LIVE_IMAGE_IDS) <= ids

@@ -99,3 +99,29 @@ def test_gpu_bulk_matches_the_model():
 def test_gpu_tma_copy_is_correct():
     recs = m.measure_copy(m.copy_configs(quick=True)[:2], repeats=2)
     assert v.check_copy_output(recs).ok
+
+
+def test_hardware_report_and_benchmark_read_datasets(tmp_path, monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    from h100lab import data
+    monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
+    assert v.hardware_report(live=False)["source"] is None
+    meta = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "driver": "580", "cuda": "13.0", "date": "2026-01-01",
+            "command": "python -m h100lab.measure.l05"}
+    data.write("l05/bulk", fake("bulk"), meta)
+    bw = [dict(kind="tma_copy", **c, correct=True, gbps=3000.0 + 100 * c["stages"], bytes=1, median_ms=1.0,
+               min_ms=1.0) for c in m.copy_configs(quick=True)]
+    bw += [dict(kind="device_copy", gbps=3300.0), dict(kind="memcpy", gbps=3100.0)]
+    data.write("l05/copy_bandwidth", bw, meta)
+    hw = v.hardware_report(live=False)
+    assert hw["source"] == "dataset" and all(hw[k].ok for k in ("round_trips", "multicast", "reduce", "copy"))
+    spec = importlib.util.spec_from_file_location("bench_l04", Path(__file__).parent.parent / "benchmarks" / "bench_l04.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = bench.bench_bandwidth()
+    assert out["device_copy"] == 3300.0 and out["memcpy"] == 3100.0 and len(out["rows"]) == len(bw) - 2
+    assert max(r["fraction"] for r in out["rows"]) > 1
+    ld = bench.bench_load(1)
+    assert ld["tile_ms"] > 0 and ld["reference_ms"] > 0 and "INVALID_VALUE" in ld["one 256-wide box"]

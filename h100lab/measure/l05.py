@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .l04 import pack, unpack
+from .l04 import pack
 
 __all__ = ["copy_configs", "round_trip_cases", "multicast_cases", "bulk_reduce_cases", "BULK_REDUCE_CODES",
            "COPY_ROWS", "COPY_COLS", "model_round_trip", "model_multicast", "model_bulk_reduce", "reduce_inputs",

@@ -26,7 +26,6 @@ Rules [PTX §9.7.9.25 asynchronous copy, §9.7.9.25.4.1 cp.async.bulk, §9.7.9.2
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -156,45 +155,58 @@ def _issue(op: AsyncOp, snapshot: Callable[[], bytes] | None, do: Callable[[byte
 
 
 class BulkGroups:
-    """The bulk async-groups of one thread: ``commit_group`` / ``wait_group N`` / ``wait_group.read N``.
+    """The bulk async-groups of one thread, with the data effects of their ops.
 
-    ``commit_group`` batches every uncommitted ``.bulk_group`` op of the thread into a new group (an
-    empty group if there are none); ``wait_group(N)`` returns when at most the ``N`` most recent groups
-    are pending — their older ops are complete; with ``read=True`` only their *sources* are guaranteed
-    read (so shared memory can be reused) [PTX §9.7.9.27.2.1–2]. Ops within a group are unordered.
+    The group bookkeeping is lesson 3's :class:`h100lab.sync.groups.BulkGroups` (``.state``);
+    this class adds what completing an op *does* (its :class:`AsyncOp`). ``commit_group`` batches every
+    uncommitted ``.bulk_group`` op of the thread into a new group (an empty group if there are none);
+    ``wait_group(N)`` returns when at most the ``N`` most recent groups are pending — the older ops are
+    complete; with ``read=True`` only their *sources* are guaranteed read (so shared memory can be reused)
+    [PTX §9.7.9.27.2.1–2]. Ops within a group are unordered.
     """
 
     def __init__(self):
-        self.uncommitted: list[AsyncOp] = []
-        self.groups: deque[list[AsyncOp]] = deque()
+        from ..sync.groups import BulkGroups as _State
+
+        self.state = _State()
+        self._ops: dict[int, AsyncOp] = {}
 
     def __repr__(self) -> str:
-        return f"BulkGroups({len(self.groups)} committed, {len(self.uncommitted)} uncommitted)"
+        return f"BulkGroups({len(self.state.groups)} committed, {len(self.state.uncommitted)} uncommitted)"
 
     def add(self, op: AsyncOp) -> None:
-        self.uncommitted.append(op)
+        """A ``.bulk_group`` op was issued by this thread: it joins the uncommitted set."""
+        k = len(self._ops)
+        self._ops[k] = op
+        self.state.issue(k)
 
-    def commit_group(self) -> None:
-        """``cp.async.bulk.commit_group``."""
-        self.groups.append(self.uncommitted)
-        self.uncommitted = []
+    @property
+    def uncommitted(self) -> list[AsyncOp]:
+        return [self._ops[k] for k in self.state.uncommitted]
+
+    @property
+    def groups(self) -> list[list[AsyncOp]]:
+        return [[self._ops[k] for k in g] for g in self.state.groups]
+
+    def commit_group(self) -> int:
+        """``cp.async.bulk.commit_group``; returns the new group's index."""
+        return self.state.commit()
 
     @property
     def pending(self) -> int:
         """Committed groups not yet complete."""
-        return sum(1 for g in self.groups if any(op.state != "complete" for op in g))
+        return self.state.pending()
 
     def wait_group(self, n: int, *, read: bool = False) -> None:
-        """``cp.async.bulk.wait_group{.read} N``: all but the ``N`` most recent committed groups finish."""
-        if not isinstance(n, int) or n < 0:
-            raise ValueError(f"wait_group N must be a non-negative integer constant, got {n!r} (PTX §9.7.9.27.2.2)")
-        older = list(self.groups)[:max(0, len(self.groups) - n)]
-        for g in older:
-            for op in g:
-                op.read() if read else op.complete()
-        if not read:
-            while self.groups and all(op.state == "complete" for op in self.groups[0]):
-                self.groups.popleft()
+        """``cp.async.bulk.wait_group{.read} N``: all but the ``N`` most recent committed groups finish
+        (``read``: finish reading their sources)."""
+        for k in self.state.waits_for(n, read=read):
+            op = self._ops[k]
+            if read:
+                op.read()
+            else:
+                op.complete()
+            self.state.complete(k, read_only=read)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -342,6 +342,7 @@ def im2col_cases() -> list[dict[str, Any]]:
              swizzle="64B"),
         case("nhwc_sw128_c64", [64, 5, 5, 2], [-1, -1], [0, 0], 64, 24, [0, -1, 2, 0], [0, 1], swizzle="128B"),
         case("nhwc_channels_off_end", [24, 4, 4, 1], [0, 0], [0, 0], 16, 8, [16, 0, 0, 0], [0, 0]),
+        case("nhwc_asym_corners", [16, 6, 5, 2], [-1, 0], [0, -2], 16, 40, [0, -1, 0, 0], [0, 1]),
         case("nwc", [8, 20, 3], [-2], [-2], 8, 40, [0, -2, 0], [3]),
         case("ndhwc", [8, 4, 4, 3, 2], [-1, -1, -1], [-1, -1, -1], 8, 40, [0, -1, -1, -1, 0], [1, 2, 1], dt="FLOAT32"),
     ]
@@ -448,9 +449,9 @@ def measure_encode(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             r["result"] = "CUDA_SUCCESS"
         except cuda.DriverError as exc:
             r["result"] = exc.result
-        except ValueError as exc:   # the Python bindings lack the enumerator, or a value does not fit a C type
+        except Exception as exc:    # the Python bindings lack the enumerator, or cannot pass these arrays
             r["result"] = "not_callable"
-            r["why"] = str(exc)
+            r["why"] = f"{type(exc).__name__}: {exc}"
         out.append(r)
     return out
 
@@ -497,17 +498,24 @@ def measure_images(cases: Sequence[dict[str, Any]], progress: bool = True) -> li
         co = list(c["coords"]) + [0] * (5 - len(c["coords"]))
         rec = dict(c)
         rec.update(region=region, smem_bytes=tm.smem_bytes, tx_bytes=tm.tx_bytes, sentinel=SENTINEL)
+        try:
+            if c["kind"] == "im2col":
+                m = _encode_im2col_on_device(c, g.ptr)
+            else:
+                m = cuda.encode_tiled(c["dtype"], c["rank"], g.ptr, c["global_dim"], c["global_strides"],
+                                      c["box_dim"], c["element_strides"], c["interleave"], c["swizzle"],
+                                      c["l2_promotion"], c["oob_fill"])
+        except (cuda.DriverError, RuntimeError) as exc:   # the model accepted this map; the driver did not
+            rec.update(completed=False, encode_result=getattr(exc, "result", str(exc)))
+            out.append(rec)
+            continue
         if c["kind"] in ("load", "im2col"):
             out_d = cuda.empty(region, np.uint8)
             st = cuda.zeros(1, np.int32)
             if c["kind"] == "load":
-                m = cuda.encode_tiled(c["dtype"], c["rank"], g.ptr, c["global_dim"], c["global_strides"], c["box_dim"],
-                                      c["element_strides"], c["interleave"], c["swizzle"], c["l2_promotion"],
-                                      c["oob_fill"])
                 cuda.launch(k_load, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], i32(c["dst_offset"]),
                             i32(tm.tx_bytes), i32(region), np.uint8(SENTINEL), out_d, st, shared_mem=region + 1024)
             else:
-                m = _encode_im2col_on_device(c, g.ptr)
                 offs = list(c["offsets"]) + [0] * (3 - len(c["offsets"]))
                 cuda.launch(k_im2col, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], *[i32(v) for v in offs],
                             i32(c["dst_offset"]), i32(tm.tx_bytes), i32(region), np.uint8(SENTINEL), out_d, st,
@@ -516,8 +524,6 @@ def measure_images(cases: Sequence[dict[str, Any]], progress: bool = True) -> li
             rec["completed"] = bool(st.to_host()[0] == 1)
             rec["image"] = pack(out_d.to_host())
         else:
-            m = cuda.encode_tiled(c["dtype"], c["rank"], g.ptr, c["global_dim"], c["global_strides"], c["box_dim"],
-                                  c["element_strides"], c["interleave"], c["swizzle"], c["l2_promotion"], c["oob_fill"])
             src = cuda.to_device(source_image(c))
             op = -1 if c["kind"] == "store" else REDUCE_OPS.index(c["op"])
             cuda.launch(k_store, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], i32(c["dst_offset"]), i32(region),

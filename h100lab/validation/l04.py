@@ -59,6 +59,9 @@ def check_images(records: Sequence[dict[str, Any]]) -> CheckResult:
         if r["kind"] not in ("load", "im2col"):
             continue
         n += 1
+        if "encode_result" in r:
+            bad.append({"id": r["id"], "driver refused the map the model accepts": r["encode_result"]})
+            continue
         if not r["completed"]:
             bad.append({"id": r["id"], "completed": False, "tx_bytes": r["tx_bytes"]})
             continue
@@ -77,6 +80,9 @@ def check_stores(records: Sequence[dict[str, Any]]) -> CheckResult:
         if r["kind"] not in ("store", "reduce"):
             continue
         n += 1
+        if "encode_result" in r:
+            bad.append({"id": r["id"], "driver refused the map the model accepts": r["encode_result"]})
+            continue
         mm = image_mismatch(unpack(r["global_after"]), model_store(r))
         if mm:
             bad.append({"id": r["id"], **mm})

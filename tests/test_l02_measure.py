@@ -190,6 +190,21 @@ def test_placement_check_compares_full_waves():
     assert v.check_placement(shifted, gmap).mismatches == 1
 
 
+def test_idle_sms_and_occupancy_curve_from_records():
+    recs = []
+    for c, b in ((2, 1), (16, 1), (8, 4)):
+        p = place_clusters(cluster_capacity(c, 128, blocks=b, non_portable=True).clusters, c, b)
+        recs += [{"launch": f"wave c{c} b{b}", "cluster_size": c, "blocks_per_sm": b, "clusterid": [x.cluster, 0, 0],
+                  "smid": x.sm} for x in p.ctas]
+    recs.append({"launch": "more", "clusterid": [0, 0, 0], "smid": 5})          # not a full wave: ignored
+    assert v.measured_idle_sms(recs) == {(2, 1): 0, (8, 4): 8, (16, 1): 20}
+    occ = [{"cluster": [c, 1, 1], "cluster_size": c, "block_size": 128, "blocks_per_sm": 8, "clusters": 10 * c}
+           for c in (1, 2)] + [{"cluster": [2, 2, 1], "cluster_size": 4, "block_size": 128, "blocks_per_sm": 8,
+                                "clusters": 1}, {"cluster": [3, 1, 1], "cluster_size": 3, "block_size": 256,
+                                                 "blocks_per_sm": 8, "clusters": 2}]
+    assert v.occupancy_curve(occ) == {1: 10, 2: 20}
+
+
 def test_residency_records_and_check():
     recs = [m.residency_record(c, b, cluster_capacity(c, 32, blocks=b).clusters, 132 * b, 0.1,
                                0.1 * v.residency_waves({"cluster_size": c, "block": 32, "blocks_per_sm": b,

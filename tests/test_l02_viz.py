@@ -8,7 +8,8 @@ pytest.importorskip("ipywidgets")
 from h100lab.cluster import cluster_capacity, place_clusters, ring_exchange  # noqa: E402
 from h100lab.memory.spaces import tile_banks  # noqa: E402
 from h100lab.ptx import statement  # noqa: E402
-from h100lab.viz.cluster import capacity_plot, gpc_map, ring_diagram  # noqa: E402
+from h100lab.cluster import H200_CGA  # noqa: E402
+from h100lab.viz.cluster import capacity_plot, domain_map, gpc_map, idle_plot, ring_diagram, wave_map  # noqa: E402
 from h100lab.viz.ptx import bank_heatmap, operand_numbering, packed_register  # noqa: E402
 from h100lab.widgets.cluster import placement_explorer, placement_result, ring_explorer, ring_result  # noqa: E402
 from h100lab.widgets.ptx import asm_explorer, asm_result, packing_explorer, packing_result  # noqa: E402
@@ -21,12 +22,24 @@ def _labels(fig):
 def test_plots_name_their_units():
     figs = [gpc_map(place_clusters(20, 8, 1)), bank_heatmap(tile_banks(64, 64, 2)),
             packed_register([1.0, 2.0], ".bf16x2"),
-            capacity_plot([1, 2, 4], [10, 5, 2], [10, 10, 8], 10, {1: 10})]
+            capacity_plot([1, 2, 4], [10, 5, 2], [10, 10, 8], 10, {1: 10}),
+            idle_plot([2, 4, 16], [0, 12, 20], {16: 20}),
+            domain_map(H200_CGA.sm_ids(), [H200_CGA.is_singleton(i) for i in range(12)], show_ids=True)]
     for f in figs:
         for x, y in _labels(f):
             assert "(" in x and "(" in y
     ring_diagram(ring_exchange(4))
     operand_numbering(statement("add.s32"))
+
+
+def test_domain_plots_show_singletons_and_idle_sms():
+    p = place_clusters(7, 16, 1)
+    fig = gpc_map(p)
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks[0].startswith("vGPC 0") and ticks[-1].startswith("TPC") and len(ticks) == 12
+    assert "20 idle SMs" in fig.axes[0].get_title()
+    recs = [{"smid": c.sm, "clusterid": [c.cluster, 0, 0], "cluster_size": 16, "blocks_per_sm": 1} for c in p.ctas]
+    assert "20 idle SMs" in wave_map(recs, H200_CGA).axes[0].get_title()
 
 
 def test_placement_widget_follows_its_controls():

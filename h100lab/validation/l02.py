@@ -19,7 +19,8 @@ from ..specs import H200_SXM
 from . import CheckResult, silicon_check
 
 __all__ = ["check_cluster_occupancy", "check_gpc_map", "check_placement", "check_residency", "residency_waves",
-           "check_sregs", "check_ring", "check_pack", "check_spaces", "measured_grouping", "run_on", "hardware_report"]
+           "check_sregs", "check_ring", "check_pack", "check_spaces", "measured_grouping", "measured_idle_sms",
+           "occupancy_curve", "run_on", "hardware_report"]
 
 _BITS = {".shared::cta": 1, ".shared::cluster": 2, ".global": 4, ".local": 8, ".const": 16}
 
@@ -305,6 +306,25 @@ def _spaces(ds: Dataset) -> CheckResult:
     return check_spaces(ds.records)
 
 
+def measured_idle_sms(placement: Sequence[dict[str, Any]], sm_count: int = 132) -> dict[tuple[int, int], int]:
+    """SMs a measured full wave left without a CTA, per ``(cluster size, CTAs per SM)`` — from the ``wave``
+    launches of ``l02/placement`` records (each launched exactly ``cudaOccupancyMaxActiveClusters`` clusters)."""
+    used: dict[tuple[int, int], set[int]] = {}
+    for r in placement:
+        if "cluster_size" in r and "blocks_per_sm" in r:
+            used.setdefault((r["cluster_size"], r["blocks_per_sm"]), set()).add(r["smid"])
+    return {k: sm_count - len(v) for k, v in sorted(used.items())}
+
+
+def occupancy_curve(records: Sequence[dict[str, Any]], block_size: int = 128, blocks_per_sm: int = 8
+                    ) -> dict[int, int]:
+    """``cluster size → cudaOccupancyMaxActiveClusters`` for 1-D clusters of ``l02/cluster_occupancy`` records
+    with the given block size and driver-reported CTAs per SM."""
+    return {r["cluster_size"]: r["clusters"] for r in records
+            if r["cluster"][1:] == [1, 1] and r["block_size"] == block_size and r.get("blocks_per_sm") == blocks_per_sm
+            and r.get("clusters") is not None}
+
+
 def run_on(*, occ, gmap, placement, sregs, ring, pack, spaces, residency=None) -> list[tuple[str, CheckResult]]:
     """Every lesson-2 check on in-memory records (``residency`` only when given)."""
     g = measured_grouping(gmap)
@@ -321,7 +341,7 @@ def hardware_report(live: bool | None = None) -> dict[str, Any]:
     ``live`` (default: whenever ``h100lab.cuda.available()``) runs the DSMEM ring, a few occupancy queries and
     the placement waves (which give the cluster domains) now; otherwise the committed datasets are read.
     Returns ``{"source": "live" | "dataset" | None, "where", "ring", "occupancy", "gmap", "placement",
-    "command"}``.
+    "spaces", "residency", "command"}`` (``spaces`` / ``residency`` None when that dataset is missing).
     """
     from .. import data
 
@@ -339,11 +359,14 @@ def hardware_report(live: bool | None = None) -> dict[str, Any]:
                                   progress=False)
         placement, gmap = m.measure_placement(waves=2, progress=False)
         return {"source": "live", "where": f"this GPU ({cuda.device_properties(0)['name']}, live)", "ring": ring,
-                "occupancy": occ, "gmap": gmap, "placement": placement, "command": command}
+                "occupancy": occ, "gmap": gmap, "placement": placement, "spaces": m.measure_spaces(),
+                "residency": m.measure_residency(cases=((1, 16), (2, 16))), "command": command}
     names = ("l02/dsmem_ring", "l02/cluster_occupancy", "l02/gpc_map", "l02/placement")
     if not all(data.available(n) for n in names):
         return {"source": None, "command": command}
     ds = {n: data.load(n) for n in names}
+    opt = {k: data.load(f"l02/{n}").records if data.available(f"l02/{n}") else None
+           for k, n in (("spaces", "spaces"), ("residency", "cluster_residency"))}
     return {"source": "dataset", "where": ds["l02/dsmem_ring"].describe(), "ring": ds["l02/dsmem_ring"].records,
             "occupancy": ds["l02/cluster_occupancy"].records, "gmap": ds["l02/gpc_map"].records,
-            "placement": ds["l02/placement"].records, "command": command}
+            "placement": ds["l02/placement"].records, **opt, "command": command}

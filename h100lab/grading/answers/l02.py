@@ -62,10 +62,10 @@ def _letter():
 @exercise("2.7", points=1, hint="AddressMap(cta_rank=1, cluster_size=2).space_of(address): the own CTA's slot is "
           ".shared::cta, another rank's only .shared::cluster.")
 def _space():
-    from h100lab.memory.spaces import AddressMap, cluster_address
+    from h100lab.memory.spaces import SHARED_RESERVED, AddressMap, cluster_address
 
     m = AddressMap(cta_rank=1, cluster_size=2)
-    return m.space_of(m.cvta(".shared::cluster", cluster_address(0, 0x80)))
+    return m.space_of(m.cvta(".shared::cluster", cluster_address(0, SHARED_RESERVED)))
 
 
 @exercise("2.8", points=1, hint="Byte address r·128 + c·2, bank (address / 4) mod 32: tile_banks(64, 64, 2)[r, c].")
@@ -76,14 +76,15 @@ def _bank():
 
 
 @exercise("2.9", points=2, hint="max_active_clusters((4, 2), 256, 60000): the occupancy calculator gives the CTAs "
-          "per SM, the GPC rule the clusters.")
+          "per SM, the domain rule (each CTA of a cluster on its own SM of one domain) the clusters.")
 def _clusters():
     from h100lab.cluster import max_active_clusters
 
     return max_active_clusters((4, 2), 256, 60000)
 
 
-@exercise("2.10", points=1, hint="cluster_capacity(16, 128, blocks=1, non_portable=True).idle_sms")
+@exercise("2.10", points=1, hint="cluster_capacity(16, 128, blocks=1, non_portable=True).idle_sms — the 8-SM virtual "
+          "GPC and the singleton TPCs take no cluster of 16.")
 def _idle():
     from h100lab.cluster import cluster_capacity
 
@@ -95,3 +96,11 @@ def _race():
     from h100lab.cluster import ring_exchange
 
     return ring_exchange(4, mode="pull", sync_exit=False).error_type
+
+
+@exercise("2.12", points=1, hint="A .shared::cta address on an H200 is (rank << 24) | offset, and the first variable "
+          "is at offset 0x400: cluster_address(2, SHARED_RESERVED).")
+def _cta_address():
+    from h100lab.memory.spaces import SHARED_RESERVED, cluster_address
+
+    return cluster_address(2, SHARED_RESERVED)

@@ -216,6 +216,44 @@ def test_residency_records_and_check():
     assert v.check_residency([uncapped]).mismatches == 1
 
 
+def test_measure_residency_plumbing(monkeypatch):
+    """The residency measurement's calls, against a fake backend that runs 8 CTAs per SM in a cluster launch."""
+    from types import SimpleNamespace
+
+    from h100lab import cuda
+
+    class FakeKernel:
+        def set_max_dynamic_shared_memory(self, n):
+            assert n == m.SMEM_OPTIN
+
+        def allow_non_portable_cluster_size(self, on):
+            assert on
+
+    calls = []
+
+    def time_kernel(k, grid, block, buf, spin, shared_mem=0, cluster=None, warmup=3, repeats=20):
+        calls.append((grid, block, cluster, shared_mem))
+        assert block == 32 and buf.nbytes == 4 * m.PROBE_FIELDS * grid and int(spin) == m.RESIDENCY_SPIN_NS
+        if cluster is None:
+            return SimpleNamespace(median_ms=0.1)
+        c = cluster[0]
+        cap = cluster_capacity(c, 32, blocks=grid // 132, non_portable=True).clusters
+        return SimpleNamespace(median_ms=0.1 * -(-(grid // c) // cap))
+
+    monkeypatch.setattr(cuda, "compile_kernel", lambda name: SimpleNamespace(function=lambda n: FakeKernel()))
+    monkeypatch.setattr(cuda, "device_properties", lambda d=0: {"multiProcessorCount": 132})
+    monkeypatch.setattr(cuda, "occupancy_max_active_blocks", lambda k, b, smem: 32 if smem == 0 else
+                        __import__("h100lab.occupancy", fromlist=["occupancy"]).occupancy(b, 32, smem).active_blocks)
+    monkeypatch.setattr(cuda, "occupancy_max_active_clusters", lambda k, g, b, c, smem:
+                        cluster_capacity(c, b, blocks=32 if smem == 0 else 16 if smem < 20000 else 8,
+                                         non_portable=True).clusters)
+    monkeypatch.setattr(cuda, "zeros", lambda n, dt: SimpleNamespace(nbytes=4 * n))
+    monkeypatch.setattr(cuda, "time_kernel", time_kernel)
+    recs = m.measure_residency()
+    assert [r["waves"] for r in recs] == [1, 2, 2, 4, 5] and len(calls) == 2 * len(m.RESIDENCY_CASES)
+    assert v.check_residency(recs).mismatches == 0
+
+
 def test_run_on_reports_every_check():
     out = v.run_on(occ=[], gmap=[{"gpc": 0, "sms": list(range(132)), "sm_count": 132}], placement=[], sregs=[],
                    ring=[], pack=[], spaces=[], residency=[])

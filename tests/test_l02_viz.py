@@ -36,7 +36,7 @@ def test_domain_plots_show_singletons_and_idle_sms():
     p = place_clusters(7, 16, 1)
     fig = gpc_map(p)
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert ticks[0].startswith("vGPC 0") and ticks[-1].startswith("TPC") and len(ticks) == 12
+    assert ticks[0] == "vGPC\n18 SMs" and ticks[-1].startswith("TPC") and len(ticks) == 12
     assert "20 idle SMs" in fig.axes[0].get_title()
     recs = [{"smid": c.sm, "clusterid": [c.cluster, 0, 0], "cluster_size": 16, "blocks_per_sm": 1} for c in p.ctas]
     assert "20 idle SMs" in wave_map(recs, H200_CGA).axes[0].get_title()

@@ -13,14 +13,8 @@ _STATE_COLOUR = {"not started": "#DDDDDD", "running": PALETTE[2], "exited": "#88
 
 
 def _domain_labels(domains: Sequence[int], singleton: Sequence[bool]) -> list[str]:
-    out, v = [], 0
-    for n, single in zip(domains, singleton):
-        if single:
-            out.append(f"TPC\n{n} SMs")
-        else:
-            out.append(f"vGPC {v}\n{n} SMs")
-            v += 1
-    return out
+    """Tick labels: "vGPC" (a virtual GPC) or "TPC" (a singleton TPC), with the SM count."""
+    return [f"{'TPC' if single else 'vGPC'}\n{n} SMs" for n, single in zip(domains, singleton)]
 
 
 def domain_map(sm_ids: Sequence[Sequence[int]], singleton: Sequence[bool], load: dict[int, int] | None = None,

@@ -52,7 +52,8 @@ def test_cc90_limits_are_consistent(spec):
     assert spec.smem_per_sm - spec.smem_per_block_optin == spec.smem_reserved_per_block
     assert spec.physical_sm_count == spec.physical_gpc_count * 9 * spec.sms_per_tpc
     assert spec.sm_count == spec.tpc_count * spec.sms_per_tpc
-    assert spec.gpc_sm_counts is None
+    assert spec.gpc_sm_counts is None or (sum(spec.gpc_sm_counts) == spec.sm_count
+                                       and len(spec.gpc_sm_counts) == spec.gpc_count)
 
 
 def test_known_counts():

@@ -15,12 +15,11 @@ without a GPU. Runs in well under two minutes on an H200.
 """
 from __future__ import annotations
 
-import argparse
 import itertools
-import os
 import struct
 import sys
 from typing import Any, Iterable, Sequence
+from . import begin
 
 __all__ = ["KERNEL_VARIANTS", "BLOCK_SIZES", "DYNAMIC_SMEM", "CARVEOUTS", "OPTIN_MODES", "BANK_PATTERNS",
            "occupancy_cases", "bank_patterns", "cubin_register_count", "variant_options", "device_record",
@@ -235,20 +234,12 @@ def measure_banks(patterns: Iterable[dict[str, Any]] = BANK_PATTERNS, iters: int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m h100lab.measure.l01", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="data folder to write into (default: the repository's data/)")
-    ap.add_argument("--quick", action="store_true", help="a small subset of the occupancy cases")
-    argv = list(argv) if argv is not None else sys.argv[1:]
-    args = ap.parse_args(argv)
-    command = " ".join(["python -m h100lab.measure.l01", *argv])
-    from .. import cuda, data
-
-    if not cuda.available():
-        print(f"no usable GPU: {cuda.unavailable_reason()}", file=sys.stderr)
+    s = begin("l01", argv, __doc__.splitlines()[0], "a small subset of the occupancy cases")
+    if s is None:
         return 2
-    if args.out:
-        os.environ["H100LAB_DATA"] = args.out
-    meta = cuda.run_metadata(command)
+    args, meta = s.args, s.meta
+    from .. import data
+
     dev = measure_device()
     data.write("l01/device_properties", dev, meta)
     optin = int(dev[0].get("sharedMemPerBlockOptin", SMEM_OPTIN))

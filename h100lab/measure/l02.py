@@ -28,14 +28,13 @@ Runs in well under two minutes on an H200.
 """
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
+from . import begin
 
 __all__ = ["CLUSTER_SHAPES", "BLOCK_SIZES", "BLOCKS_PER_SM_TARGETS", "smem_for_blocks", "occupancy_cases",
            "SREG_LAUNCHES", "RING_SHAPES", "PLACEMENT_SIZES", "pack_inputs", "probe_records", "ring_records",
@@ -391,20 +390,12 @@ def ptx_snapshot(name: str = "l02_axpy") -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m h100lab.measure.l02", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="data folder to write into (default: the repository's data/)")
-    ap.add_argument("--quick", action="store_true", help="a small subset of the occupancy cases")
-    args = ap.parse_args(list(argv) if argv is not None else None)
-    command = "python -m h100lab.measure.l02" + ("" if argv is None and len(sys.argv) < 2 else
-                                                 " " + " ".join(argv if argv is not None else sys.argv[1:]))
-    from .. import cuda, data
-
-    if not cuda.available():
-        print(f"no usable GPU: {cuda.unavailable_reason()}", file=sys.stderr)
+    s = begin("l02", argv, __doc__.splitlines()[0], "a small subset of the occupancy cases")
+    if s is None:
         return 2
-    if args.out:
-        os.environ["H100LAB_DATA"] = args.out
-    meta = cuda.run_metadata(command)
+    args, meta = s.args, s.meta
+    from .. import data
+
     cases = (occupancy_cases(QUICK["shapes"], QUICK["blocks"], QUICK["targets"]) if args.quick
              else occupancy_cases())
     occ = measure_occupancy(cases)

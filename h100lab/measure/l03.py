@@ -17,12 +17,11 @@ tested without a GPU. Runs in well under a minute on an H200.
 """
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from typing import Any, Sequence
 
 import numpy as np
+from . import begin
 
 __all__ = ["CONSUMERS", "SRC_BYTES", "LCG_A", "LCG_C", "cases", "lcg", "expected_sums", "summarize_stats",
            "shared_bytes", "measure", "main"]
@@ -135,20 +134,12 @@ def measure(case_list: Sequence[dict[str, Any]], seed: int = 3) -> list[dict[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m h100lab.measure.l03", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="data folder to write into (default: the repository's data/)")
-    ap.add_argument("--quick", action="store_true", help="fewer cases and iterations")
-    argv = list(argv) if argv is not None else sys.argv[1:]
-    args = ap.parse_args(argv)
-    command = " ".join(["python -m h100lab.measure.l03", *argv])
+    s = begin("l03", argv, __doc__.splitlines()[0], "fewer cases and iterations")
+    if s is None:
+        return 2
+    args, meta = s.args, s.meta
     from .. import cuda, data
 
-    if not cuda.available():
-        print(f"no usable GPU: {cuda.unavailable_reason()}", file=sys.stderr)
-        return 2
-    if args.out:
-        os.environ["H100LAB_DATA"] = args.out
-    meta = cuda.run_metadata(command)
     num_sms = int(cuda.device_properties(0)["multiProcessorCount"])
     records = measure(cases(args.quick, num_sms))
     data.write("l03/bulk_pipeline", records, meta)

@@ -319,7 +319,7 @@ def build(edition: str, root: Path = ROOT) -> Path:
     out.mkdir(parents=True)
     toc_path = out / f"_toc-{edition}.yml"
     toc_path.write_text(yaml.safe_dump(toc(edition, root), sort_keys=False, allow_unicode=True), encoding="utf-8")
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--path-output", str(base),
+    cmd = [sys.executable, str(Path(__file__).resolve()), "jupyter-book", "build", str(root), "--path-output", str(base),
            "--toc", str(toc_path), "-W", "-n", "--keep-going"]
     print("+", " ".join(cmd), flush=True)
     # The kernels draw as a reader's Jupyter does (the inline backend, not the test suite's Agg);
@@ -387,7 +387,28 @@ def test(args: list[str]) -> int:
                             str(ROOT / "tests" / "site")] + args, cwd=ROOT, env=env)
 
 
+def jupyter_book(argv: list[str]) -> int:
+    """Jupyter Book's command line, with one fix to the notebook executor (nbclient).
+
+    Each widget explorer shows its figure in an ipywidgets ``Output``. When the kernel writes into an
+    Output widget, nbclient mirrors the widget's outputs back to the kernel with a send on the shell
+    socket *while* it awaits the cell's execute_reply on that same asyncio socket; the reply is then
+    often not noticed until the execution timeout runs out (jupyter/nbclient#312, open): 300 s lost
+    per chapter, with nothing failing. The send only updates the kernel's copy of the outputs, which
+    nothing reads; the widget state saved into the page comes from nbclient's own copy (kept by its
+    output hooks), so the send is dropped.
+    """
+    import nbclient.output_widget
+
+    nbclient.output_widget.OutputWidget.send = lambda self, *args, **kwargs: None
+    from jupyter_book.cli.main import main as jb_main
+
+    return jb_main(argv, prog_name="jupyter-book", standalone_mode=True)
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "jupyter-book":
+        return jupyter_book(argv[1:])
     if not argv or argv[0] not in ("student", "instructor", "test", "vendor"):
         print(__doc__)
         return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -40,7 +41,19 @@ import ipywidgets as W
 
 W.IntSlider(value=3, min=1, max=8, description=r"blocks \\(b\\)")
 ```
-"""
+
+""" + "".join(f"""
+```{{code-cell}} ipython3
+import time
+
+out = W.Output()   # the way an explorer redraws its figure: clear, then display into the Output
+out.clear_output(wait=True)
+with out:
+    time.sleep(0.3)  # (drawing a figure takes this long; the reply then races nbclient's send)
+    print("written into Output widget {k}")
+out
+```
+""" for k in range(3))
 
 FAILING_CELL = GOOD + """
 ```{code-cell} ipython3
@@ -71,7 +84,11 @@ def test_a_broken_page_fails_the_build(tmp_path, source):
 
 
 def test_a_good_page_builds_and_renders_offline(tmp_path, browser_context):
+    t0 = time.monotonic()
     index = site_tool().build("student", root=_book(tmp_path, GOOD))
+    # nbclient#312 (see tools/site.py jupyter_book) would stall the Output widget's cell to the
+    # 300 s execution timeout; a few seconds is normal
+    assert time.monotonic() - t0 < 120, "the build stalled (an Output widget's cell waited for its reply)"
     html = index.parent
     page = (html / "chapters" / "page.html").read_text(encoding="utf-8")
     assert "site-vendor/mathjax/tex-mml-chtml.js" in page, "MathJax is not served by the site"
@@ -81,6 +98,24 @@ def test_a_good_page_builds_and_renders_offline(tmp_path, browser_context):
         v = Crawler(browser_context, origin, html, screenshots=False).visit("chapters/page.html")
     assert not (v.blocked or v.failed_requests or v.page_errors or v.console_errors), v
     assert v.info["math"] >= 1 and not v.info["math_errors"], "MathJax did not typeset the page offline"
+    for k in range(3):
+        assert f"written into Output widget {k}" in v.info["text"], "an Output widget's saved outputs are not shown"
     assert v.info["math_in_widgets"] >= 1, "the widget's label (math in its description) was not typeset"
     assert v.info["widgets"] and all(w["rendered"] and w["size"][1] > 0 for w in v.info["widgets"]), \
         "the widget was not rendered from its saved state"
+
+
+def test_vendored_tarballs_match_their_pins(tmp_path, monkeypatch):
+    """The cached npm tarballs hash to the pinned integrity; a tarball that does not is refused and
+    deleted (so the next build downloads it again)."""
+    tool = site_tool()
+    for pkg in tool.NPM_PACKAGES:
+        assert tool._integrity(pkg.tarball.read_bytes()) == pkg.integrity, pkg.name
+    pkg = tool.NPM_PACKAGES[-1]
+    monkeypatch.setattr(tool, "VENDOR", tmp_path)
+    forged = tool.NpmPackage(pkg.name, pkg.version, "sha512-" + "A" * 86 + "==", pkg.folder, pkg.keep)
+    forged.tarball.parent.mkdir(parents=True)
+    forged.tarball.write_bytes(b"not the package")
+    with pytest.raises(SystemExit, match="integrity"):
+        tool._fetch(forged)
+    assert not forged.tarball.exists()

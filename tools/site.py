@@ -206,6 +206,7 @@ _FETCHING = {("script", "src"), ("img", "src"), ("iframe", "src"), ("source", "s
 _FETCHING_LINK_RELS = {"stylesheet", "icon", "shortcut", "preload", "prefetch", "modulepreload",
                        "preconnect", "dns-prefetch", "manifest", "apple-touch-icon"}
 _CSS_URL = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])\s*((?:https?:)?//[^'")\s]+)""", re.I)
+_SCRIPT_RESOURCE = re.compile(r"""['"]((?:https?:)?//[^'"\s]+\.(?:m?js|css|woff2?|wasm)(?:\?[^'"\s]*)?)['"]""", re.I)
 
 
 class _FetchScanner(HTMLParser):
@@ -213,6 +214,7 @@ class _FetchScanner(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.urls: list[str] = []
         self._in_style = False
+        self._in_script = False
 
     def handle_starttag(self, tag, attrs):
         a = {k: (v or "") for k, v in attrs}
@@ -232,14 +234,21 @@ class _FetchScanner(HTMLParser):
         for k, v in a.items():
             if k.startswith("data-") and k.endswith("-cdn") and v:
                 self.urls.append(v)
+        # an inline script's resource URLs (a loader's .js/.css, as sphinx-thebe wrote): fetched on use
+        self._in_script = tag == "script" and not a.get("src") and a.get("type", "text/javascript") in (
+            "text/javascript", "module", "application/javascript")
 
     def handle_endtag(self, tag):
         if tag == "style":
             self._in_style = False
+        if tag == "script":
+            self._in_script = False
 
     def handle_data(self, data):
         if self._in_style:
             self.urls += _CSS_URL.findall(data)
+        if self._in_script:
+            self.urls += _SCRIPT_RESOURCE.findall(data)
 
 
 def external_fetches(html_dir: Path) -> dict[str, list[str]]:

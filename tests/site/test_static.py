@@ -4,6 +4,7 @@ No browser here; see test_browser.py for what a reader's browser does with the s
 """
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -83,12 +84,38 @@ def test_fetch_scanner_finds_off_site_urls(tmp_path):
         '<script src="https://cdn.example/x.js"></script><link rel="stylesheet" href="//cdn.example/s.css">'
         '<img src="http://img.example/i.png"><a href="https://docs.example/">a link is not a fetch</a>'
         '<script src="_static/local.js"></script><style>@import "https://fonts.example/f.css";</style>'
-        '<script src="x.js" data-jupyter-widgets-cdn="https://cdn.jsdelivr.net/npm/"></script>')
+        '<script src="x.js" data-jupyter-widgets-cdn="https://cdn.jsdelivr.net/npm/"></script>'
+        '<script>const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"; var docs = "https://x.example/";</script>')
     (tmp_path / "s.css").write_text("body { background: url('https://img.example/bg.png') }")
     found = site_tool().external_fetches(tmp_path)
     assert found["a.html"] == sorted(["https://cdn.example/x.js", "//cdn.example/s.css", "http://img.example/i.png",
-                                      "https://fonts.example/f.css", "https://cdn.jsdelivr.net/npm/"])
+                                      "https://fonts.example/f.css", "https://cdn.jsdelivr.net/npm/",
+                                      "https://unpkg.com/thebe@0.8.2/lib/index.js"])
     assert found["s.css"] == ["https://img.example/bg.png"]
+
+
+def _bundled_widget_modules(site) -> set[str]:
+    """Widget modules the vendored html-manager serves itself (its loadClass special-cases them);
+    any other module it would fetch from a CDN."""
+    bundle = (site / "_static" / "site-vendor" / "html-manager" / "embed-amd.js").read_text(encoding="utf-8")
+    return set(re.findall(r'"(@jupyter-widgets/[\w-]+)"===\w', bundle))
+
+
+def test_every_saved_widget_needs_only_the_bundled_modules(site):
+    """The widget manager loads a module it does not bundle from a public CDN, which a reader offline
+    cannot reach: every model and view in every page's saved widget state must be a bundled one."""
+    bundled = _bundled_widget_modules(site)
+    assert {"@jupyter-widgets/base", "@jupyter-widgets/controls", "@jupyter-widgets/output"} <= bundled
+    state_re = re.compile(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', re.S)
+    foreign = set()
+    for p in sorted(site.rglob("*.html")):
+        for body in state_re.findall(p.read_text(encoding="utf-8")):
+            for model in json.loads(body)["state"].values():
+                for key in ("model_module", "_view_module"):
+                    mod = model.get(key) or model.get("state", {}).get(key)
+                    if mod and mod not in bundled:
+                        foreign.add((p.relative_to(site).as_posix(), model.get("model_name"), mod))
+    assert not foreign, f"widgets whose JavaScript would come from a CDN: {sorted(foreign)}"
 
 
 def test_math_and_widgets_are_served_by_the_site(site):

@@ -195,3 +195,29 @@ def test_im2col_encode_rules():
         assert not ver.ok and frag in ver.rule, (changes, ver)
     with pytest.raises(TensorMapError):
         tma.encode_im2col(**(IM2COL | dict(pixels_per_column=0)))
+
+
+def test_null_global_strides_are_refused_even_for_rank_1():
+    # measured on an H200 (encode cases rank1_null_strides): cuda.bindings passes [] as NULL and the driver refuses
+    r1 = dict(dtype="BFLOAT16", rank=1, global_address=1 << 20, global_dim=[256], box_dim=[64], element_strides=[1])
+    assert tma.verdict(**r1, global_strides=[], swizzle="128B").ok
+    v0 = tma.verdict(**r1, global_strides=None, swizzle="128B")
+    assert not v0.ok and "NULL" in v0.rule
+    with pytest.raises(TensorMapError, match="globalStrides is NULL"):
+        tma.encode_tiled(**r1, global_strides=None)
+
+
+@pytest.mark.parametrize("inner_el,ok", [(2, False), (4, False), (8, True), (12, False), (16, True), (24, True),
+                                         (256, True)])
+@pytest.mark.parametrize("il", ["16B", "32B"])
+def test_interleaved_box_inner_extent_is_a_multiple_of_16_bytes(inner_el, ok, il):
+    # measured on an H200 (probe of 80 cases; encode cases il16_inner8/24/48, il32_inner8/16): the 16-byte rule holds
+    # for every interleave, and no span rule applies (512 B under SWIZZLE_128B is accepted)
+    dims, st_ = ([8, 64, 16], [16, 1024]) if il == "16B" else ([16, 64, 16], [32, 2048])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DocumentationWarning)
+        for sw in ("NONE", "32B", "128B"):
+            vv = tma.verdict("BFLOAT16", 3, 1 << 20, dims, st_, [inner_el, 16, 2], [1, 1, 1], interleave=il, swizzle=sw)
+            assert vv.ok is ok, (sw, vv.rule)
+            if not ok:
+                assert "multiple of 16" in vv.rule and "every interleave" in vv.rule

@@ -16,12 +16,12 @@ from .descriptor import (DocumentationWarning, TensorMap, TensorMapError, Verdic
 from .enums import DATA_TYPES, data_type, numpy_dtype, promotion_bytes
 from .l2 import CachePolicy, L2Cache, createpolicy_fractional, createpolicy_range
 from .smem_plan import SmemPlan, plan_smem, tile_alignment
-from .tensor import (OOB_NAN, BoxMap, TmaFault, box_map, column_addresses, global_segments, im2col_pixels, load,
-                     load_im2col, reduce, smem_address, store)
+from .tensor import (COORD_GRANULE, OOB_NAN, TF32_NAN, BoxMap, TmaFault, box_map, column_addresses, global_segments,
+                     im2col_pixels, load, load_im2col, reduce, smem_address, store, tf32_round, write_mask)
 
 __all__ = ["DocumentationWarning", "TensorMap", "TensorMapError", "Verdict", "encode_im2col", "encode_tiled",
            "row_major_strides", "verdict", "verdict_im2col", "DATA_TYPES", "data_type", "numpy_dtype",
-           "promotion_bytes", "OOB_NAN", "BoxMap", "TmaFault", "box_map", "global_segments", "im2col_pixels", "load",
+           "promotion_bytes", "OOB_NAN", "TF32_NAN", "COORD_GRANULE", "tf32_round", "write_mask", "BoxMap", "TmaFault", "box_map", "global_segments", "im2col_pixels", "load",
            "load_im2col", "reduce", "smem_address", "store", "column_addresses", "CachePolicy", "L2Cache", "createpolicy_fractional",
            "createpolicy_range", "SmemPlan", "plan_smem", "tile_alignment", "AsyncOp", "BulkCopyError", "BulkGroups",
            "BulkHazard", "GlobalMemory", "bulk_copy_global_to_shared", "bulk_copy_multicast",

@@ -10,7 +10,15 @@ H200 — hopper-spec-facts §5 and ``data/l04/encode_verdicts.json``), not only 
 says. Where the driver accepts what the documentation forbids (a ``globalStrides`` entry smaller than
 the row it should include; ``INTERLEAVE_32B`` with a swizzle other than ``SWIZZLE_32B``), the map is
 accepted and a :class:`DocumentationWarning` names the documented rule (policy of
-``shared/reference/README.md``). :func:`verdict` gives the same answer as data, without raising.
+``shared/reference/README.md``). Where the driver refuses what the documentation allows, the map is
+refused with the driver's result: a NULL ``globalStrides`` pointer even for rank 1 (pass
+``global_strides=None`` to ask about it; an empty list is an array with no entry), and a box inner
+extent that is not a multiple of 16 bytes with an interleaved layout too (measured on an H200,
+``data/l04/encode_verdicts``). :func:`verdict` gives the same answer as data, without raising.
+
+Interleaved maps are sized as the hardware moves them (:attr:`TensorMap.unit_bytes`,
+:attr:`TensorMap.box_elements`): dimension 0 counts whole 16- or 32-byte slices and dimension
+``rank - 2`` is not traversed — measured, not documented.
 """
 from __future__ import annotations
 
@@ -36,6 +44,10 @@ MAX_CHANNELS_PER_PIXEL = 256     # [DRV] channelsPerPixel <= 256
 MAX_PIXELS_PER_COLUMN = 1024     # [DRV] pixelsPerColumn <= 1024
 
 INVALID_VALUE = "CUDA_ERROR_INVALID_VALUE"
+#: [measured on an H200, driver 580.159.04] the driver reads the globalStrides pointer even for rank 1
+NULL_STRIDES_RULE = ("globalStrides is NULL: the driver refuses a NULL globalStrides pointer even when tensorRank "
+                     "is 1 and the array has no entry to read (pass an array; cuda.bindings passes an empty list "
+                     "as NULL)")
 
 
 class TensorMapError(ValueError):
@@ -101,9 +113,27 @@ class TensorMap:
         return self.data_type.size
 
     @property
+    def interleaved(self) -> bool:
+        """A tiled map with ``INTERLEAVE_16B`` / ``_32B``."""
+        return self.mode == "tile" and self.interleave != "CU_TENSOR_MAP_INTERLEAVE_NONE"
+
+    @property
+    def unit_bytes(self) -> int:
+        """Bytes of one step along dimension 0: the element size, or — for an interleaved map — the
+        whole 16- or 32-byte channel slice.
+
+        Measured on an H200 (``data/l04/tma_images``, cases ``ilq_*``): with ``INTERLEAVE_16B`` / ``_32B``
+        the TMA counts ``globalDim[0]``, ``boxDim[0]``, ``elementStrides[0]`` and the coordinate of
+        dimension 0 in slices, which lie contiguously in memory (a ``boxDim[0]`` of 8 copies 8 slices =
+        128 B of ``fp16`` data whatever the element type; 16 ``uint8`` elements copy 16 slices). The
+        documentation describes dimension 0 as channels [DRV; PTX §5.5.6]; the hardware does not.
+        """
+        return self.interleave_bytes if self.interleaved else self.elem_size
+
+    @property
     def strides(self) -> tuple[int, ...]:
-        """Byte stride of every dimension, the implicit ``elem_size`` of dimension 0 first [DRV]."""
-        return (self.elem_size,) + tuple(self.global_strides)
+        """Byte stride of every dimension: dimension 0's implicit one (:attr:`unit_bytes`) first [DRV]."""
+        return (self.unit_bytes,) + tuple(self.global_strides)
 
     @property
     def swizzle_fn(self) -> Swizzle:
@@ -116,24 +146,30 @@ class TensorMap:
     # ---- the box as it lands in shared memory --------------------------------------------------
     @property
     def box_elements(self) -> tuple[int, ...]:
-        """Elements the copy delivers along each dimension, innermost first.
+        """Steps the copy makes along each dimension, innermost first (elements; slices along
+        dimension 0 of an interleaved map).
 
         Tiled: ``boxDim[0]`` along dimension 0 (its element stride is ignored without interleave),
         ``ceil(boxDim[i] / elementStrides[i])`` along the others [DRV elementStrides; HW].
-        With an interleaved layout dimension 0 is strided too. im2col: ``(channelsPerPixel,
-        pixelsPerColumn)`` — one row of channels per pixel [PTX §5.5.4].
+        Interleaved (measured on an H200, cases ``ilq_*``): dimension 0 is strided too, and the
+        second-to-last dimension (``rank - 2``) is **not traversed** — the copy takes one step there,
+        at the box corner's coordinate, whatever its ``boxDim`` (ranks 3, 4 and 5 measured; no
+        documentation says so). im2col: ``(channelsPerPixel, pixelsPerColumn)`` — one row of channels
+        per pixel [PTX §5.5.4].
         """
         if self.mode == "im2col":
             return (self.channels_per_pixel, self.pixels_per_column)
         n = [math.ceil(b / e) for b, e in zip(self.box_dim, self.element_strides)]
-        if self.interleave == "CU_TENSOR_MAP_INTERLEAVE_NONE":
+        if self.interleaved:
+            n[self.rank - 2] = 1
+        else:
             n[0] = self.box_dim[0]
         return tuple(n)
 
     @property
     def row_bytes(self) -> int:
-        """Bytes of one box row (the elements of dimension 0 for one value of the outer coordinates)."""
-        return self.box_elements[0] * self.elem_size
+        """Bytes of one box row (the steps of dimension 0 for one value of the outer coordinates)."""
+        return self.box_elements[0] * self.unit_bytes
 
     @property
     def rows(self) -> int:
@@ -144,15 +180,12 @@ class TensorMap:
     def row_pitch(self) -> int:
         """Shared-memory bytes between consecutive box rows.
 
-        Without swizzle and interleave rows are dense (pitch = row bytes). With a swizzle every row
-        occupies a full swizzle span, the bytes past the row being left untouched [measured on an H200,
-        hopper-spec-facts §4.2; CPG §10.29.3.2: allocate the full span]. With an interleaved layout
-        every row is one channel slice of 16 or 32 bytes ([model]: the slice is the unit the
-        interleaved layouts are made of [PTX §5.5.6]).
+        Without swizzle rows are dense (pitch = row bytes). With a swizzle every row occupies at least
+        a full swizzle span, the bytes past the row being left untouched [measured on an H200,
+        hopper-spec-facts §4.2; CPG §10.29.3.2: allocate the full span]. Interleaved rows (whole
+        slices) follow the same rule (measured: 128-byte rows under ``SWIZZLE_128B``, 256-byte rows
+        under ``SWIZZLE_32B``, dense rows without swizzle).
         """
-        ib = self.interleave_bytes
-        if ib:
-            return max(ib, -(-self.row_bytes // 16) * 16)
         span = span_bytes(self.swizzle)
         return max(self.row_bytes, span) if span else self.row_bytes
 
@@ -164,13 +197,22 @@ class TensorMap:
     @property
     def tx_bytes(self) -> int:
         """Bytes one copy delivers, i.e. the ``complete_tx`` count of its mbarrier:
-        ``elem_size * Π box_elements`` — the data size, not the padded footprint, and the same for
-        boxes partly or entirely out of bounds [measured on an H200, hopper-spec-facts §5]."""
-        return self.elem_size * math.prod(self.box_elements)
+        ``unit_bytes * Π box_elements`` — the data size, not the padded footprint, and the same for
+        boxes partly or entirely out of bounds [measured on an H200, hopper-spec-facts §5; the
+        interleaved count measured exactly too, ``tx_status`` of ``data/l04/tma_images``]."""
+        return self.unit_bytes * math.prod(self.box_elements)
 
     @property
     def global_bytes(self) -> int:
-        """Bytes from the global address to the end of the tensor's last element."""
+        """Bytes from the global address to the end of the tensor.
+
+        Tiled and im2col: to the end of the last element. Interleaved: ``globalStrides[rank-2] *
+        globalDim[rank-1]`` — the TMA treats every slice at or past that offset as out of bounds
+        (measured on an H200, case ``ilx_r4_edge``: slices of an in-bounds row that ran past the end of
+        a dense tensor were zero-filled).
+        """
+        if self.interleaved:
+            return self.global_strides[-1] * self.global_dim[-1]
         return self.elem_size + sum((d - 1) * s for d, s in zip(self.global_dim, self.strides))
 
     def describe(self) -> str:
@@ -278,6 +320,8 @@ def _tiled(dtype, rank, global_address, global_dim, global_strides, box_dim, ele
         if il != "CU_TENSOR_MAP_INTERLEAVE_NONE" and rank < 3:
             raise _Refused(f"tensorRank = {rank} with interleave {il}: an interleaved layout needs tensorRank >= 3")
         gd = _int_seq("globalDim", global_dim, rank)
+        if global_strides is None:
+            raise _Refused(NULL_STRIDES_RULE)
         gs = _int_seq("globalStrides", global_strides, rank - 1)
         bd = _int_seq("boxDim", box_dim, rank)
         es = _int_seq("elementStrides", element_strides, rank)
@@ -288,11 +332,12 @@ def _tiled(dtype, rank, global_address, global_dim, global_strides, box_dim, ele
                 raise _Refused(f"boxDim[{i}] = {b} is outside 1 .. 256 (boxDim entries must be non-zero and at "
                                "most 256)")
         inner = bd[0] * dt.size
+        if inner % 16:
+            raise _Refused(f"box inner dimension is {inner} B (boxDim[0] = {bd[0]} x {dt.size} B), not a "
+                           "multiple of 16 B (boxDim[0] * elementSize must be a multiple of 16 bytes; the "
+                           "documentation states it for interleave NONE, the sm_90 driver enforces it for every "
+                           "interleave)")
         if il == "CU_TENSOR_MAP_INTERLEAVE_NONE":
-            if inner % 16:
-                raise _Refused(f"box inner dimension is {inner} B (boxDim[0] = {bd[0]} x {dt.size} B), not a "
-                               "multiple of 16 B (boxDim[0] * elementSize must be a multiple of 16 bytes when "
-                               "interleave is NONE)")
             span = span_bytes(sw)
             if span and inner > span:
                 raise _Refused(f"box inner dimension is {inner} B, over the {span} B swizzle span of {sw} "
@@ -323,8 +368,9 @@ def encode_tiled(dtype, rank, global_address, global_dim, global_strides, box_di
 
     Parameters in the driver's order and units: ``dtype`` a ``CUtensorMapDataType`` name (or short
     name ``"BFLOAT16"``), ``global_dim`` / ``box_dim`` / ``element_strides`` ``rank`` entries innermost
-    first, ``global_strides`` ``rank - 1`` byte strides (dimension 0's stride is the element size),
-    enums by name. Returns the :class:`TensorMap`; raises :class:`TensorMapError` (``.result ==
+    first, ``global_strides`` ``rank - 1`` byte strides (dimension 0's stride is the element size;
+    ``None`` stands for a NULL pointer, which the driver refuses even for rank 1 — measured on an
+    H200), enums by name. Returns the :class:`TensorMap`; raises :class:`TensorMapError` (``.result ==
     "CUDA_ERROR_INVALID_VALUE"``, message naming the rule) exactly when the driver refuses; emits a
     :class:`DocumentationWarning` for each documented rule the driver lets through.
     """
@@ -372,10 +418,11 @@ def _im2col(dtype, rank, global_address, global_dim, global_strides, pixel_box_l
         if not 1 <= ppc <= MAX_PIXELS_PER_COLUMN:
             raise _Refused(f"pixelsPerColumn = {ppc} is outside 1 .. 1024")
         inner = cpp * dt.size
+        if inner % 16:
+            raise _Refused(f"box inner dimension is {inner} B (channelsPerPixel {cpp} x {dt.size} B), not a "
+                           "multiple of 16 B (PTX §5.5.3.1: the bounding box inner dimension is a multiple of 16 B; "
+                           "[model] for every interleave, as the tiled encoder enforces it)")
         if il == "CU_TENSOR_MAP_INTERLEAVE_NONE":
-            if inner % 16:
-                raise _Refused(f"box inner dimension is {inner} B (channelsPerPixel {cpp} x {dt.size} B), not a "
-                               "multiple of 16 B (PTX §5.5.3.1: the bounding box inner dimension is a multiple of 16 B)")
             span = span_bytes(sw)
             if span and inner > span:
                 raise _Refused(f"box inner dimension is {inner} B, over the {span} B swizzle span of {sw}")

@@ -19,6 +19,16 @@ The layout rules [PTX §5.5 tensors; CPG §10.29.2; measured on an H200, hopper-
 * elements outside the tensor (any coordinate < 0 or >= globalDim) are written as zeros, or as the
   OOB-NaN ``0x7FF7`` in every 2-byte slot with ``CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA``;
 * the destination must be 128-byte aligned, or the copy faults with a misaligned address.
+
+What the hardware showed beyond the documentation (measured on an H200, ``data/l04/tma_images``;
+each rule is also in the docstring of the function that implements it):
+
+* the box must start on a 16-byte granule of dimension 0 (``tensorCoords[0] * elementSize``
+  a multiple of 16), or the copy stops the kernel with ``CUDA_ERROR_ILLEGAL_INSTRUCTION``;
+* stores and reductions write whole 16-byte granules along dimension 0 (:func:`write_mask`);
+* ``TFLOAT32`` / ``TFLOAT32_FTZ`` loads round every element to TF32 (:func:`tf32_round`);
+* ``.and`` / ``.or`` / ``.xor`` reductions fault on ``INT64`` maps;
+* interleaved maps step in whole slices and skip dimension ``rank - 2`` (:func:`box_map`).
 """
 from __future__ import annotations
 
@@ -30,8 +40,8 @@ import numpy as np
 
 from .descriptor import TensorMap
 
-__all__ = ["TmaFault", "BoxMap", "box_map", "load", "store", "reduce", "load_im2col", "im2col_pixels",
-           "smem_address", "OOB_NAN", "REDUCE_TYPES", "reduce_type", "global_segments", "fill_bytes",
+__all__ = ["TmaFault", "COORD_GRANULE", "BoxMap", "box_map", "load", "store", "reduce", "load_im2col", "im2col_pixels",
+           "smem_address", "OOB_NAN", "REDUCE_TYPES", "write_mask", "tf32_round", "TF32_NAN", "reduce_type", "global_segments", "fill_bytes",
            "column_addresses"]
 
 #: The 16-bit pattern written into every 2-byte slot of an out-of-bounds element with
@@ -61,6 +71,55 @@ def _coords(tm: TensorMap, coords: Sequence[int], what: str = "tensorCoords") ->
         if not INT32_MIN <= v <= INT32_MAX:
             raise ValueError(f"{what} entry {v} does not fit the .s32 operand (PTX §9.7.9.27.1.2)")
     return c
+
+
+#: [measured on an H200] the starting coordinate of dimension 0, in bytes, must be a multiple of this
+COORD_GRANULE = 16
+
+
+def _check_start(tm: TensorMap, c0: int, what: str) -> None:
+    """Fault like the hardware when the box's first dimension-0 coordinate is not on a 16-byte granule.
+
+    Measured on an H200 (``data/l04/tma_images``): a tensor copy whose ``tensorCoords[0] * elementSize`` is
+    not a multiple of 16 bytes stops the kernel with ``CUDA_ERROR_ILLEGAL_INSTRUCTION`` (a sticky error),
+    whether the box lies inside, partly outside or entirely outside the tensor (x = 1, 3, 5 B-offsets 1,
+    6, 10, 522, 600, -24, -140 faulted; -16, 16, 176, 480, 528 did not). PTX §9.7.9.27.1.2 puts no rule on
+    ``tensorCoords``; the fault is the hardware's.
+    """
+    off = int(c0) * tm.unit_bytes     # an interleaved map counts dimension 0 in whole slices: always on a granule
+    if off % COORD_GRANULE:
+        raise TmaFault("CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                       f"{what}: tensorCoords[0] = {c0} starts the box {off} B into dimension 0, not on a "
+                       f"{COORD_GRANULE}-byte granule; the TMA unit raises an illegal instruction (measured on an "
+                       "H200; PTX states no such rule)")
+
+
+_TF32_TYPES = ("CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ")
+#: the NaN every NaN becomes when a TF32 tensor map loads it [measured on an H200]
+TF32_NAN = 0x7FFFE000
+
+
+def tf32_round(words: np.ndarray) -> np.ndarray:
+    """FP32 bit patterns rounded to TF32 as a ``TFLOAT32`` / ``TFLOAT32_FTZ`` tensor load does.
+
+    Measured on an H200 (``data/l04/tma_images``, cases ``bits_TFLOAT32*``): every in-bounds element
+    is rounded to the nearest value with a 10-bit mantissa, ties to even (the low 13 bits become 0;
+    a carry may reach the exponent, so the largest finite values round to infinity); subnormals are
+    rounded the same way and kept — the ``_FTZ`` type flushes nothing on a load; infinities and zeros
+    keep their sign; every NaN, whatever its sign and payload, becomes ``0x7FFFE000``. Out-of-bounds
+    fill values and tensor stores are not converted. PTX §5.5.1 only says the type is TF32.
+    """
+    w = np.asarray(words, dtype=np.uint32).astype(np.uint64)
+    nan = ((w & 0x7F800000) == 0x7F800000) & ((w & 0x7FFFFF) != 0)
+    r = (w + 0xFFF + ((w >> 13) & 1)) & 0xFFFFE000
+    return np.where(nan, TF32_NAN, r).astype(np.uint32)
+
+
+def _converted(tm: TensorMap, values: np.ndarray) -> np.ndarray:
+    """In-bounds element values as the load delivers them (TF32 maps round, others pass bits through)."""
+    if tm.dtype in _TF32_TYPES:
+        return tf32_round(values.view(np.uint32)).view(values.dtype)
+    return values
 
 
 def _gbytes(tm: TensorMap, gmem: np.ndarray) -> np.ndarray:
@@ -132,6 +191,13 @@ def box_map(tensor_map: TensorMap, coords: Sequence[int], dst: int = 0) -> BoxMa
     Implements the traversal of [PTX §5.5.3 tiled mode: bounding box, traversal stride, OOB access]
     and the shared-memory image rules measured on an H200 (module docstring). For an im2col map use
     :func:`im2col_pixels`.
+
+    Interleaved maps (measured on an H200, cases ``ilq_*`` / ``ilx_*``; PTX §5.5.6 describes the
+    layout, not this traversal): dimension 0 steps whole slices of :attr:`TensorMap.unit_bytes`
+    lying contiguously from the corner (``coords[0]`` of the result is the slice index), dimension
+    ``rank - 2`` takes one step at the corner's coordinate (still bounds-checked), and a slice at or
+    past :attr:`TensorMap.global_bytes` is out of bounds. The last axis of the arrays then runs over
+    the elements of the row's slices.
     """
     tm = tensor_map
     if tm.mode != "tile":
@@ -139,18 +205,23 @@ def box_map(tensor_map: TensorMap, coords: Sequence[int], dst: int = 0) -> BoxMa
     c = _coords(tm, coords)
     n = tm.box_elements
     es = list(tm.element_strides)
-    if tm.interleave == "CU_TENSOR_MAP_INTERLEAVE_NONE":
+    if not tm.interleaved:
         es[0] = 1  # TMA cannot stride dimension 0 [DRV elementStrides]
-    shape = tuple(reversed(n))
+    per = tm.unit_bytes // tm.elem_size              # elements per step of dimension 0 (1, or a slice's)
+    shape = tuple(reversed(n[1:])) + (n[0] * per,)
     idx = np.indices(shape, dtype=np.int64)          # idx[j] indexes dimension rank-1-j
+    step0, within = np.divmod(idx[tm.rank - 1], per)
     gc = np.empty((tm.rank,) + shape, dtype=np.int64)
-    for d in range(tm.rank):
+    gc[0] = c[0] + step0 * es[0]
+    for d in range(1, tm.rank):
         gc[d] = c[d] + idx[tm.rank - 1 - d] * es[d]
     inb = np.ones(shape, dtype=bool)
-    off = np.zeros(shape, dtype=np.int64)
+    off = within * tm.elem_size
     for d in range(tm.rank):
         inb &= (gc[d] >= 0) & (gc[d] < tm.global_dim[d])
-        off += gc[d] * tm.strides[d]
+        off = off + gc[d] * tm.strides[d]
+    if tm.interleaved:   # a slice at or past the end of the tensor is out of bounds [measured, TensorMap.global_bytes]
+        inb &= (off >= 0) & (off + tm.unit_bytes - within * tm.elem_size <= tm.global_bytes)
     row = np.zeros(shape, dtype=np.int64)
     mult = 1
     for d in range(1, tm.rank):
@@ -178,7 +249,7 @@ def smem_address(tensor_map: TensorMap, box_index: Sequence[int], dst: int = 0) 
     for d in range(1, len(n)):
         row += k[d] * mult
         mult *= n[d]
-    return int(tm.swizzle_fn(int(dst) + row * tm.row_pitch + k[0] * tm.elem_size))
+    return int(tm.swizzle_fn(int(dst) + row * tm.row_pitch + k[0] * tm.unit_bytes))
 
 
 def fill_bytes(tensor_map: TensorMap) -> np.ndarray:
@@ -218,6 +289,7 @@ def load(tensor_map: TensorMap, gmem: np.ndarray, coords: Sequence[int], *, smem
     if tm.mode != "tile":
         raise ValueError("load is for tiled tensor maps; an im2col map is read with load_im2col")
     c = _coords(tm, coords)
+    _check_start(tm, c[0], "the tensor load")
     out = _smem(smem, dst, tm.smem_bytes, "the tensor copy's destination")
     img = out[dst:dst + tm.smem_bytes] if out is not None else np.zeros(tm.smem_bytes, dtype=np.uint8)
     gb = _gbytes(tm, gmem)
@@ -268,6 +340,8 @@ def _load_rows(tm: TensorMap, gb: np.ndarray, c: tuple[int, ...], img: np.ndarra
         src = np.lib.stride_tricks.as_strided(gb[base:], shape=shape, strides=strides, writeable=False)
         sl = tuple(slice(ranges[d][0], ranges[d][1]) for d in range(tm.rank - 1, 0, -1)) + (
             slice(ranges[0][0] * size, ranges[0][1] * size),)
+        if tm.dtype in _TF32_TYPES:
+            src = _converted(tm, np.ascontiguousarray(src).view("<u4")).view(np.uint8)
         dense[sl] = src
     img.reshape(-1, 16)[_chunk_index(tm, dst)] = dense.reshape(-1, 16)
 
@@ -277,7 +351,7 @@ def _load_elementwise(tm: TensorMap, gb: np.ndarray, c: tuple[int, ...], img: np
     bm = box_map(tm, c, dst)
     size = tm.elem_size
     gv = _uview(gb, size)
-    vals = np.where(bm.in_bounds, gv[bm.gmem_offset // size], np.array(_fill_word(tm), dtype=gv.dtype))
+    vals = np.where(bm.in_bounds, _converted(tm, gv[bm.gmem_offset // size]), np.array(_fill_word(tm), dtype=gv.dtype))
     _uview(img, size)[((bm.smem - dst) // size).ravel()] = vals.ravel()
 
 
@@ -296,14 +370,44 @@ def store(tensor_map: TensorMap, smem: np.ndarray, coords: Sequence[int], gmem: 
                          "cannot be negative (CPG §10.29.2)")
     if not gmem.flags.writeable:
         raise ValueError("gmem must be writeable for a store")
+    _check_start(tm, c[0], "the tensor store")
     sarr = _smem(smem, src, tm.smem_bytes, "the tensor store's source")
     bm = box_map(tm, c, src)
     size = tm.elem_size
-    gv = _uview(_gbytes(tm, gmem), size)
+    gb = _gbytes(tm, gmem)
+    m, off = write_mask(bm, gb.size)
+    gv = _uview(gb, size)
     sv = _uview(sarr, size)
-    m = bm.in_bounds
-    gv[bm.gmem_offset[m] // size] = sv[bm.smem[m] // size]
+    gv[off[m] // size] = sv[bm.smem[m] // size]
     return int(m.sum()) * size
+
+
+def write_mask(bm: BoxMap, gmem_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Which elements of a box a tensor store or reduction writes, and their global byte offsets.
+
+    Measured on an H200 (``data/l04/tma_images``, cases ``st_rank1``, ``st_gran_*``,
+    ``red_gran_add_u32``): along dimension 0 a store writes whole 16-byte granules, so where
+    ``globalDim[0] * elementSize`` is not a multiple of 16 the elements between the end of the row and
+    the end of its last granule are written too (a load fills them per ``oobFill``, exactly at
+    ``globalDim[0]``). The other dimensions are bounded exactly. PTX §5.5.3.3 says only that
+    out-of-bounds elements are not written. ``gmem_bytes``: a write past it raises ``ValueError``.
+    """
+    tm = bm.tensor_map
+    if tm.interleaved:
+        return bm.in_bounds, bm.gmem_offset
+    size = tm.elem_size
+    ext0 = -(-tm.global_dim[0] * size // COORD_GRANULE) * COORD_GRANULE // size
+    gc = bm.coords
+    m = (gc[0] >= 0) & (gc[0] < ext0)
+    off = gc[0] * tm.strides[0]
+    for d in range(1, tm.rank):
+        m &= (gc[d] >= 0) & (gc[d] < tm.global_dim[d])
+        off = off + gc[d] * tm.strides[d]
+    if gmem_bytes is not None and m.any() and int(off[m].max()) + size > gmem_bytes:
+        raise ValueError(f"the store writes the whole last 16-byte granule of dimension 0, up to byte "
+                         f"{int(off[m].max()) + size} from the global address, past the {gmem_bytes} B of gmem "
+                         "(measured on an H200: the bytes after globalDim[0] in that granule are written too)")
+    return m, np.where(m, off, 0)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -405,14 +509,20 @@ def reduce(tensor_map: TensorMap, smem: np.ndarray, coords: Sequence[int], gmem:
     if any(v < 0 for v in c):
         raise ValueError(f"reduction box corner {c} has a negative coordinate (CPG §10.29.2: no negative corner "
                          "when writing to global memory)")
+    _check_start(tm, c[0], "the tensor reduction")
+    if op in ("and", "or", "xor") and tm.dtype == "CU_TENSOR_MAP_DATA_TYPE_INT64":
+        raise TmaFault("CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                       f"cp.reduce.async.bulk.tensor .{op} on a CU_TENSOR_MAP_DATA_TYPE_INT64 map: the TMA unit raises "
+                       "an illegal instruction (measured on an H200: .and/.or/.xor fault on INT64 and work on UINT64, "
+                       "INT32 and UINT32, although PTX lists .b64 for them; use a UINT64 map)")
     sarr = _smem(smem, src, tm.smem_bytes, "the tensor reduction's source")
     bm = box_map(tm, c, src)
     dt = _np_of(t)
     gb = _gbytes(tm, gmem)
     gv = gb[:gb.size - gb.size % dt.itemsize].view(dt)
     sv = sarr[:sarr.size - sarr.size % dt.itemsize].view(dt)
-    m = bm.in_bounds
-    gi = bm.gmem_offset[m] // dt.itemsize
+    m, off = write_mask(bm, gb.size)
+    gi = off[m] // dt.itemsize
     gv[gi] = _apply(op, t, gv[gi], sv[bm.smem[m] // dt.itemsize])
     return int(m.sum()) * dt.itemsize
 
@@ -475,6 +585,7 @@ def load_im2col(tensor_map: TensorMap, gmem: np.ndarray, coords: Sequence[int], 
     tm = tensor_map
     pix = im2col_pixels(tm, coords, offsets)
     c0 = int(coords[0])
+    _check_start(tm, c0, "the im2col load")
     out = _smem(smem, dst, tm.smem_bytes, "the im2col copy's destination")
     img = out[dst:dst + tm.smem_bytes] if out is not None else np.zeros(tm.smem_bytes, dtype=np.uint8)
     size, cpp = tm.elem_size, tm.channels_per_pixel
@@ -486,7 +597,7 @@ def load_im2col(tensor_map: TensorMap, gmem: np.ndarray, coords: Sequence[int], 
         inb = inb & (g >= 0) & (g < tm.global_dim[d])
         offs = offs + g * tm.strides[d]
     gv = _uview(_gbytes(tm, gmem), size)
-    vals = np.where(inb, gv[np.where(inb, offs, 0) // size], np.array(_fill_word(tm), dtype=gv.dtype))
+    vals = np.where(inb, _converted(tm, gv[np.where(inb, offs, 0) // size]), np.array(_fill_word(tm), dtype=gv.dtype))
     lin = dst + np.arange(tm.pixels_per_column)[:, None] * tm.row_pitch + np.arange(cpp)[None, :] * size
     _uview(img, size)[((tm.swizzle_fn(lin) - dst) // size).ravel()] = vals.ravel()
     return img

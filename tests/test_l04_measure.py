@@ -168,3 +168,85 @@ def test_hardware_report_reads_datasets(tmp_path, monkeypatch):
 def test_live_subset_ids_exist():
     ids = {c["id"] for c in m.image_cases() + m.store_cases() + m.im2col_cases()}
     assert set(v.LIVE_IMAGE_IDS) <= ids
+
+
+def test_faults_and_refusals_are_verdicts_the_model_must_reproduce():
+    by_id = {c["id"]: c for c in m.image_cases() + m.store_cases() + m.im2col_cases()}
+    fault = dict(by_id["edge_zero_mixed"], completed=False, fault="CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                 fault_alone="CUDA_ERROR_ILLEGAL_INSTRUCTION", tx_bytes=0)
+    assert v.check_images([fault]).ok                                  # the model faults the same way
+    assert v.check_images([dict(fault, fault="CUDA_ERROR_MISALIGNED_ADDRESS",
+                                fault_alone="CUDA_ERROR_MISALIGNED_ADDRESS")]).mismatches == 1
+    assert v.check_images([dict(fault, fault_alone=None)]).mismatches == 1      # did not repeat alone
+    ok_case = by_id["sweep_BFLOAT16_128B_inner"]
+    assert v.check_images([dict(ok_case, completed=False, fault="CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                                fault_alone="CUDA_ERROR_ILLEGAL_INSTRUCTION", tx_bytes=0)]).mismatches == 1
+    assert v.check_stores([dict(by_id["red_or_INT64"], fault="CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                                fault_alone="CUDA_ERROR_ILLEGAL_INSTRUCTION")]).ok
+    refused = dict(ok_case, box_dim=[256, 16], completed=False, encode_result="CUDA_ERROR_INVALID_VALUE")
+    assert v.check_images([refused]).ok                                # model refuses the 512-B inner box too
+    assert v.check_images([dict(ok_case, completed=False, encode_result="CUDA_ERROR_INVALID_VALUE")]).mismatches == 1
+    # a record whose copy completed although the model predicts a fault is a mismatch
+    done = {k: x for k, x in fault.items() if k not in ("fault", "fault_alone")}
+    assert v.check_images([dict(done, completed=True, image=m.pack(np.zeros(8, np.uint8)))]).mismatches == 1
+
+
+def test_isolated_measurement_restarts_after_a_fault(monkeypatch):
+    """measure_images runs cases in child processes; a faulting case is recorded, re-run alone, and the
+    remaining cases go to a fresh child (simulated children: no GPU needed)."""
+    from h100lab import cuda
+    cases = [c for c in m.image_cases() if c["id"] in ("sweep_UINT8_NONE_origin", "edge_zero_mixed", "rank3")]
+    calls = []
+
+    def fake_child(folder, todo, program, timeout):
+        calls.append([c["id"] for c in todo])
+        recs = []
+        for c in todo:
+            if c["id"] == "edge_zero_mixed":
+                return recs, {"id": c["id"], "error": "CUDA_ERROR_ILLEGAL_INSTRUCTION", "call": "cuCtxSynchronize"}, ""
+            recs.append(dict(c, completed=True, image=m.pack(m.model_image(c)), tx_status=1))
+        return recs, None, ""
+
+    monkeypatch.setattr(m, "_run_child", fake_child)
+    monkeypatch.setattr(cuda, "compile_kernel", lambda name, **kw: object())
+    recs = m.measure_images(cases, progress=False)
+    assert [r["id"] for r in recs] == [c["id"] for c in cases]
+    assert calls == [["sweep_UINT8_NONE_origin", "edge_zero_mixed", "rank3"], ["edge_zero_mixed"], ["rank3"]]
+    bad = recs[1]
+    assert bad["fault"] == bad["fault_alone"] == "CUDA_ERROR_ILLEGAL_INSTRUCTION" and not bad["completed"]
+    assert v.check_images(recs).ok
+
+
+def test_child_output_parsing(monkeypatch, tmp_path):
+    """_run_child reads the worker's start/record/fault lines; a child that dies inside a case blames that case."""
+    import json
+    import subprocess
+    cases = m.image_cases()[:3]
+
+    def run_writing(lines, rc):
+        def fake_run(cmd, **kw):
+            (tmp_path / "out.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+            return subprocess.CompletedProcess(cmd, rc, "", "boom")
+        return fake_run
+
+    rec = dict(cases[0], completed=True)
+    monkeypatch.setattr(subprocess, "run", run_writing([{"start": cases[0]["id"]}, {"record": rec},
+                                                        {"start": cases[1]["id"]},
+                                                        {"fault": cases[1]["id"], "error": "CUDA_ERROR_X",
+                                                         "call": "cuCtxSynchronize"}], 3))
+    recs, fault, err = m._run_child(tmp_path, cases, None, 10)
+    assert [r["id"] for r in recs] == [cases[0]["id"]] and fault["id"] == cases[1]["id"] and fault["error"] == "CUDA_ERROR_X"
+    monkeypatch.setattr(subprocess, "run", run_writing([{"start": cases[0]["id"]}], -11))
+    recs, fault, err = m._run_child(tmp_path, cases, None, 10)
+    assert recs == [] and fault == {"id": cases[0]["id"], "error": "process exited with -11", "call": ""}
+    assert json.loads((tmp_path / "cases.json").read_text())[0]["id"] == cases[0]["id"]
+
+
+def test_probe_cases_cover_the_measured_rules():
+    ids = {c["id"] for c in m.image_cases() + m.store_cases() + m.im2col_cases()}
+    for needed in ("unaligned_x3", "aligned_x16_u8", "st_unaligned_x", "nhwc_c0_unaligned", "bits_TFLOAT32_special",
+                   "st_tf32_special", "st_gran_u8", "red_gran_add_u32", "red_or_INT64", "ilq_r4_1121", "ilx_r4_edge"):
+        assert needed in ids
+    enc = {c["id"]: c for c in m.encode_cases()}
+    assert enc["rank1_null_strides"]["global_strides_null"] and m.model_args(enc["rank1_null_strides"])["global_strides"] is None
+    assert len(m.F32_SPECIAL) == len(set(m.F32_SPECIAL)) == 40

@@ -125,3 +125,15 @@ def test_hardware_report_and_benchmark_read_datasets(tmp_path, monkeypatch):
     assert max(r["fraction"] for r in out["rows"]) > 1
     ld = bench.bench_load(1)
     assert ld["tile_ms"] > 0 and ld["reference_ms"] > 0 and "INVALID_VALUE" in ld["one 256-wide box"]
+
+
+def test_max_dynamic_smem_leaves_room_for_static_shared_memory():
+    # measured on an H200: asking cuFuncSetAttribute for 232448 B of dynamic shared memory for a kernel with 64 B
+    # of static mbarriers returned CUDA_ERROR_INVALID_VALUE; static + dynamic must fit sharedMemPerBlockOptin
+    props = {"sharedMemPerBlockOptin": 232448}
+    assert m.max_dynamic_smem(props, 64) == 232448 - 64 and m.max_dynamic_smem(props, 0) == 232448
+    assert m.max_dynamic_smem({}, 0) == 227 * 1024
+    with pytest.raises(ValueError, match="sharedMemPerBlockOptin"):
+        m.max_dynamic_smem(props, 232449)
+    pitch = lambda c: -(-c["tile_bytes"] // 1024) * 1024
+    assert all(c["stages"] * pitch(c) + 1024 <= m.max_dynamic_smem(props, 64) for c in m.copy_configs())

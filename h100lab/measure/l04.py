@@ -9,7 +9,14 @@
   ``l04_tma_image.cu``): a tensor whose elements hold their own index (or seeded random bytes) is
   loaded with ``cp.async.bulk.tensor`` into a sentinel-filled shared region and the region is
   dumped; also tensor stores and reductions (the global buffer after the store) and im2col loads.
-  Images are stored zlib-compressed and base64-encoded (:func:`pack`).
+  Images are stored zlib-compressed and base64-encoded (:func:`pack`). ``tx_status`` says whether
+  the mbarrier saw exactly the model's byte count. A case the driver refuses to encode records
+  ``encode_result``; a copy the hardware faults on records the driver's error as ``fault`` (and
+  ``fault_alone``, the same case re-run by itself) — verdicts the model must reproduce.
+
+The image cases run in child processes (:func:`measure_images`): a faulting TMA copy is a sticky
+error that ends its CUDA context, so a fault must poison neither the other cases nor the next
+lesson's measurements that run in this process.
 
 Everything except the GPU calls (case lists, buffers, packing, the model's predictions) is plain
 Python, tested without a GPU. Runs in well under two minutes on an H200.
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import math
 import sys
 import zlib
 from typing import Any, Sequence
@@ -70,6 +78,11 @@ def encode_cases() -> list[dict[str, Any]]:
         # rank
         ("rank0", "tensorRank 1..5", dict(rank=0, global_dim=[], global_strides=[], box_dim=[], element_strides=[])),
         ("rank1", "tensorRank 1..5", dict(rank=1, global_dim=[256], global_strides=[], box_dim=[64], element_strides=[1])),
+        ("rank1_null_strides", "globalStrides must not be NULL, even for rank 1",
+         dict(rank=1, global_dim=[256], global_strides=[], box_dim=[64], element_strides=[1], global_strides_null=True)),
+        ("rank1_none_null_strides", "globalStrides must not be NULL, even for rank 1",
+         dict(rank=1, global_dim=[256], global_strides=[], box_dim=[8], element_strides=[1], swizzle="NONE",
+              global_strides_null=True)),
         ("rank5", "tensorRank 1..5", dict(rank=5, global_dim=[64, 4, 4, 4, 4], global_strides=[128, 512, 2048, 8192],
                                           box_dim=[64, 2, 2, 2, 2], element_strides=[1] * 5)),
         ("rank6", "tensorRank 1..5", dict(rank=6, global_dim=[64, 4, 4, 4, 4, 4],
@@ -144,8 +157,18 @@ def encode_cases() -> list[dict[str, Any]]:
         ("il32_sw64", "INTERLEAVE_32B requires SWIZZLE_32B (documented)", dict(_R3_32, swizzle="64B")),
         ("il32_none", "INTERLEAVE_32B requires SWIZZLE_32B (documented)", dict(_R3_32, swizzle="NONE")),
         ("il16_sw128", "other interleaves take any swizzle", dict(_R3, interleave="16B", swizzle="128B")),
-        ("il16_inner8", "no 16-byte inner rule with interleave",
+        ("il16_inner8", "inner box bytes multiple of 16, also with interleave",
          dict(_R3, interleave="16B", swizzle="NONE", box_dim=[4, 16, 2])),
+        ("il16_inner24", "inner box bytes multiple of 16, also with interleave",
+         dict(_R3, interleave="16B", swizzle="NONE", box_dim=[12, 16, 2])),
+        ("il16_inner48", "inner box bytes multiple of 16, also with interleave",
+         dict(_R3, interleave="16B", swizzle="NONE", box_dim=[24, 16, 2])),
+        ("il32_inner16", "inner box bytes multiple of 16, also with interleave",
+         dict(_R3_32, box_dim=[8, 16, 2])),
+        ("il32_inner8", "inner box bytes multiple of 16, also with interleave",
+         dict(_R3_32, box_dim=[4, 16, 2])),
+        ("il16_inner512_sw128", "no inner <= span rule with interleave",
+         dict(_R3, interleave="16B", swizzle="128B", box_dim=[256, 16, 2])),
         ("il16_inner32_sw32", "no inner <= span rule with interleave",
          dict(_R3, interleave="16B", swizzle="32B", global_dim=[16, 64, 16], global_strides=[32, 2048],
               box_dim=[16, 16, 2])),
@@ -187,7 +210,8 @@ def encode_cases() -> list[dict[str, Any]]:
 def model_args(c: dict[str, Any], base_address: int = 1 << 20) -> dict[str, Any]:
     """The :func:`h100lab.tma.encode_tiled` keyword arguments of a case or record."""
     return dict(dtype=c["dtype"], rank=c["rank"], global_address=base_address + c.get("address_offset", 0),
-                global_dim=c["global_dim"], global_strides=c["global_strides"], box_dim=c["box_dim"],
+                global_dim=c["global_dim"],
+                global_strides=None if c.get("global_strides_null") else c["global_strides"], box_dim=c["box_dim"],
                 element_strides=c["element_strides"], interleave=c["interleave"], swizzle=c["swizzle"],
                 l2_promotion=c["l2_promotion"], oob_fill=c["oob_fill"])
 
@@ -244,6 +268,13 @@ def image_cases() -> list[dict[str, Any]]:
         cs.append(_img(f"edge_{tag}_f32", "FLOAT32", [60, 30], [32, 8], [44, 26], swizzle="128B", oob=oob))
         cs.append(_img(f"edge_{tag}_f16_none", "FLOAT16", [104, 9], [24, 4], [88, -2], oob=oob))
         cs.append(_img(f"edge_{tag}_f64", "FLOAT64", [20, 7], [8, 4], [-3, 5], swizzle="64B", oob=oob))
+    # boxes entirely outside the tensor, past the far end of dimension 0 and/or before the start of
+    # dimension 1: edge_*_mixed faulted on an H200; these neighbours tell which rule the hardware applies
+    for name, co, sw in (("x261_y-20_none", [261, -20], "NONE"), ("x264_y-20", [264, -20], "128B"),
+                         ("x256_y-20", [256, -20], "128B"), ("x261_y4", [261, 4], "128B"),
+                         ("x261_y50", [261, 50], "128B"), ("x5_y-20", [5, -20], "128B"),
+                         ("x-70_y-20", [-70, -20], "128B"), ("x300_y-1", [300, -1], "128B")):
+        cs.append(_img(f"oob_{name}", "BFLOAT16", [w, h], [64, 16], co, swizzle=sw))
     for sw, span in (("32B", 32), ("64B", 64), ("128B", 128)):
         for dst in (128, 384, 640):
             cs.append(_img(f"dst{dst}_{sw}", "BFLOAT16", [256, 32], [span // 2, 16], [16, 4], swizzle=sw, dst=dst))
@@ -271,15 +302,80 @@ def image_cases() -> list[dict[str, Any]]:
         cs.append(_img(f"bits_{dt}_index", dt, [64, 16], [32, 8], [0, 0], swizzle="128B"))
         cs.append(_img(f"bits_{dt}_random", dt, [64, 16], [32, 8], [0, 0], swizzle="128B", pattern="random", seed=7))
     cs.append(_img("bits_f16_random", "FLOAT16", [64, 16], [64, 8], [0, 0], swizzle="128B", pattern="random", seed=8))
+    for dt in ("FLOAT32", "FLOAT32_FTZ", "TFLOAT32", "TFLOAT32_FTZ"):
+        cs.append(_img(f"bits_{dt}_special", dt, [64, 16], [32, 8], [0, 0], swizzle="128B", pattern="special", seed=9))
+    cs.append(_img("edge_nan_tf32", "TFLOAT32", [60, 30], [32, 8], [44, 26], swizzle="128B",
+                   oob="NAN_REQUEST_ZERO_FMA", pattern="special", seed=10))
+    # the starting coordinate of dimension 0, in bytes, against 16-byte granules
+    cs += [
+        _img("unaligned_x8_u8", "UINT8", [256, 16], [32, 8], [8, 2], swizzle="32B"),
+        _img("aligned_x16_u8", "UINT8", [256, 16], [32, 8], [16, 2], swizzle="32B"),
+        _img("aligned_f64_x-2", "FLOAT64", [20, 7], [8, 4], [-2, 5], swizzle="64B"),
+        _img("rank1_neg16", "UINT8", [300], [64], [-16], swizzle="64B"),
+    ]
     # interleaved layouts (NC/8HWC8 with 16-B slices; NC/16HWC16 with 32-B slices)
     cs += [
         _img("il16_full", "FLOAT16", [8, 6, 5, 4], [8, 4, 2, 2], [0, 1, 2, 1], interleave="16B"),
         _img("il16_sw128", "FLOAT16", [8, 16, 8, 2], [8, 16, 4, 2], [0, 0, 1, 0], interleave="16B", swizzle="128B"),
         _img("il16_edge", "FLOAT16", [8, 6, 5, 4], [8, 4, 4, 2], [0, 4, -2, 3], interleave="16B"),
         _img("il32_sw32", "FLOAT32", [8, 6, 5, 4], [8, 4, 2, 2], [0, 1, 1, 1], interleave="32B", swizzle="32B"),
-        _img("il16_half_slice", "FLOAT16", [8, 6, 5], [4, 4, 2], [0, 1, 1], interleave="16B"),
         _img("il16_es0_2", "FLOAT16", [8, 6, 5], [8, 4, 2], [0, 1, 1], interleave="16B", es=[2, 1, 1]),
+        _img("il32_half_slice", "FLOAT16", [16, 6, 5], [8, 4, 2], [0, 1, 1], interleave="32B", swizzle="32B"),
     ]
+    # interleaved layouts with distinct extents per dimension and a large dump (the footprint is the question)
+    d4, d3, d5 = [8, 20, 12, 6], [8, 20, 12], [8, 10, 6, 4, 3]
+    cs += [
+        _img("ilx_r3", "FLOAT16", d3, [8, 3, 2], [0, 2, 3], interleave="16B"),
+        _img("ilx_r4", "FLOAT16", d4, [8, 3, 2, 2], [0, 2, 3, 1], interleave="16B"),
+        _img("ilx_r4_b16", "FLOAT16", d4, [16, 3, 2, 2], [0, 2, 3, 1], interleave="16B"),
+        _img("ilx_r4_b24", "FLOAT16", d4, [24, 3, 2, 2], [0, 2, 3, 1], interleave="16B"),
+        _img("ilx_r4_es0_2", "FLOAT16", d4, [8, 3, 2, 2], [0, 2, 3, 1], interleave="16B", es=[2, 1, 1, 1]),
+        _img("ilx_r4_es1_2", "FLOAT16", d4, [8, 4, 2, 2], [0, 2, 3, 1], interleave="16B", es=[1, 2, 1, 1]),
+        _img("ilx_r5", "FLOAT16", d5, [8, 3, 2, 2, 2], [0, 1, 2, 1, 1], interleave="16B"),
+        _img("ilx_r4_edge", "FLOAT16", d4, [8, 3, 2, 2], [0, 18, 11, 5], interleave="16B"),
+        _img("ilx_r4_sw64", "FLOAT16", d4, [8, 3, 2, 2], [0, 2, 3, 1], interleave="16B", swizzle="64B"),
+        _img("ilx_r4_dim0_16", "FLOAT16", [16, 20, 12, 6], [8, 3, 2, 2], [0, 2, 3, 1], interleave="16B"),
+        _img("ilx_r4_c0_8", "FLOAT16", [16, 20, 12, 6], [8, 3, 2, 2], [8, 2, 3, 1], interleave="16B"),
+        _img("ilx32_r4", "FLOAT32", d4, [8, 3, 2, 2], [0, 2, 3, 1], interleave="32B", swizzle="32B"),
+        _img("ilx32_r4_u8", "UINT8", [32, 20, 12, 6], [32, 3, 2, 2], [0, 2, 3, 1], interleave="32B", swizzle="32B"),
+    ]
+    # one box parameter at a time (FLOAT16, 16-byte slices; extents large enough that nothing is out of bounds)
+    q4, q5, q3 = [8, 40, 30, 5], [8, 12, 10, 6, 4], [8, 40, 30]
+    cs += [
+        _img("ilq_r4_1111", "FLOAT16", q4, [8, 1, 1, 1], [0, 3, 4, 1], interleave="16B"),
+        _img("ilq_r4_2111", "FLOAT16", q4, [16, 1, 1, 1], [0, 3, 4, 1], interleave="16B"),
+        _img("ilq_r4_1211", "FLOAT16", q4, [8, 2, 1, 1], [0, 3, 4, 1], interleave="16B"),
+        _img("ilq_r4_1121", "FLOAT16", q4, [8, 1, 2, 1], [0, 3, 4, 1], interleave="16B"),
+        _img("ilq_r4_1112", "FLOAT16", q4, [8, 1, 1, 2], [0, 3, 4, 1], interleave="16B"),
+        _img("ilq_r4_1131", "FLOAT16", q4, [8, 1, 3, 1], [0, 3, 4, 1], interleave="16B"),
+        _img("ilq_r4_es0", "FLOAT16", q4, [8, 1, 1, 1], [0, 3, 4, 1], interleave="16B", es=[2, 1, 1, 1]),
+        _img("ilq_r4_es0_4", "FLOAT16", q4, [8, 1, 1, 1], [0, 3, 4, 1], interleave="16B", es=[4, 1, 1, 1]),
+        _img("ilq_r4_es2", "FLOAT16", q4, [8, 1, 3, 1], [0, 3, 4, 1], interleave="16B", es=[1, 1, 2, 1]),
+        _img("ilq_r4_w5", "FLOAT16", [8, 5, 30, 5], [8, 1, 1, 1], [0, 0, 4, 1], interleave="16B"),
+        _img("ilq_r4_w5_c3", "FLOAT16", [8, 5, 30, 5], [8, 1, 1, 1], [0, 3, 4, 1], interleave="16B"),
+        _img("ilq_r4_wneg", "FLOAT16", q4, [8, 1, 1, 1], [0, -3, 4, 1], interleave="16B"),
+        _img("ilq_r4_hneg", "FLOAT16", q4, [8, 1, 2, 1], [0, 3, -1, 1], interleave="16B"),
+        _img("ilq_r4_c1", "FLOAT16", [16, 40, 30, 5], [8, 1, 1, 1], [1, 3, 4, 1], interleave="16B"),
+        _img("ilq_r3_111", "FLOAT16", q3, [8, 1, 1], [0, 3, 4], interleave="16B"),
+        _img("ilq_r3_121", "FLOAT16", q3, [8, 2, 1], [0, 3, 4], interleave="16B"),
+        _img("ilq_r3_112", "FLOAT16", q3, [8, 1, 2], [0, 3, 4], interleave="16B"),
+        _img("ilq_r5_11111", "FLOAT16", q5, [8, 1, 1, 1, 1], [0, 2, 3, 1, 1], interleave="16B"),
+        _img("ilq_r5_11121", "FLOAT16", q5, [8, 1, 1, 2, 1], [0, 2, 3, 1, 1], interleave="16B"),
+        _img("ilq_r5_11112", "FLOAT16", q5, [8, 1, 1, 1, 2], [0, 2, 3, 1, 1], interleave="16B"),
+        _img("ilq_r4_f32_il32", "FLOAT32", q4, [8, 1, 1, 1], [0, 3, 4, 1], interleave="32B", swizzle="32B"),
+        _img("ilq_r4_u8_il16", "UINT8", [16, 40, 30, 5], [16, 1, 1, 1], [0, 3, 4, 1], interleave="16B"),
+    ]
+    # dimension 0 ending inside a 16-byte granule: are the granule's bytes past the end loaded?
+    cs += [
+        _img("gran_u8_r1", "UINT8", [100], [48], [64]),
+        _img("gran_u8_r2", "UINT8", [100, 8], [48, 4], [64, 2], strides=[112]),
+        _img("gran_f32", "FLOAT32", [61, 4], [16, 4], [48, 0], strides=[256]),
+        _img("gran_f32_nan", "FLOAT32", [61, 4], [16, 4], [48, 0], strides=[256], oob="NAN_REQUEST_ZERO_FMA"),
+        _img("gran_u8_start96", "UINT8", [100, 8], [48, 4], [96, 2], strides=[112]),
+    ]
+    for c in cs:
+        if c["id"].startswith(("ilx", "ilq")):
+            c["dump"] = 16384
     ids = [c["id"] for c in cs]
     assert len(ids) == len(set(ids))
     return cs
@@ -307,11 +403,22 @@ def store_cases() -> list[dict[str, Any]]:
              seed=10),
         _img("st_dst384", "BFLOAT16", [64, 16], [64, 8], [0, 0], swizzle="128B", dst=384, kind="store",
              pattern="random", seed=11),
+        _img("st_unaligned_x", "FLOAT16", [64, 16], [16, 8], [4, 2], kind="store", pattern="random", seed=12),
+        _img("st_gran_u8", "UINT8", [100, 8], [48, 4], [64, 2], strides=[112], kind="store", pattern="random",
+             seed=14),
+        _img("st_gran_f32", "FLOAT32", [61, 4], [16, 4], [48, 0], strides=[256], kind="store", pattern="random",
+             seed=15),
+        _img("red_gran_add_u32", "UINT32", [61, 4], [16, 4], [48, 0], strides=[256], kind="reduce", op="add",
+             pattern="random", seed=16),
+        _img("st_tf32_special", "TFLOAT32", [64, 16], [32, 8], [0, 0], swizzle="128B", kind="store",
+             pattern="special", seed=13),
     ]
     red = [("add", "UINT32"), ("add", "INT32"), ("add", "UINT64"), ("add", "FLOAT32"), ("add", "FLOAT16"),
            ("add", "BFLOAT16"), ("min", "INT32"), ("min", "FLOAT16"), ("max", "UINT64"), ("max", "INT64"),
            ("max", "BFLOAT16"), ("inc", "UINT32"), ("dec", "UINT32"), ("and", "UINT32"), ("or", "INT64"),
-           ("xor", "UINT64")]
+           ("xor", "UINT64"), ("and", "INT32"), ("and", "INT64"), ("and", "UINT64"), ("or", "INT32"),
+           ("or", "UINT32"), ("or", "UINT64"), ("xor", "INT32"), ("xor", "UINT32"), ("xor", "INT64"),
+           ("min", "INT64"), ("min", "UINT64"), ("max", "UINT32")]
     for i, (op, dt) in enumerate(red):
         from ..tma.enums import data_type
 
@@ -345,12 +452,14 @@ def im2col_cases() -> list[dict[str, Any]]:
         case("nhwc_asym_corners", [16, 6, 5, 2], [-1, 0], [0, -2], 16, 40, [0, -1, 0, 0], [0, 1]),
         case("nwc", [8, 20, 3], [-2], [-2], 8, 40, [0, -2, 0], [3]),
         case("ndhwc", [8, 4, 4, 3, 2], [-1, -1, -1], [-1, -1, -1], 8, 40, [0, -1, -1, -1, 0], [1, 2, 1], dt="FLOAT32"),
+        case("nhwc_c0_unaligned", [24, 4, 4, 1], [0, 0], [0, 0], 16, 8, [4, 0, 0, 0], [0, 0]),
     ]
 
 
 def region_bytes(c: dict[str, Any], smem_bytes: int) -> int:
-    """Shared bytes a case dumps: from the 1024-aligned base to 256 bytes past the image, a multiple of 16."""
-    return -(-(c.get("dst_offset", 0) + smem_bytes + 256) // 16) * 16
+    """Shared bytes a case dumps: from the 1024-aligned base to 1024 bytes past the image, a multiple of 16
+    (a copy that wrote past the model's footprint would show in that tail)."""
+    return max(-(-(c.get("dst_offset", 0) + smem_bytes + 1024) // 16) * 16, c.get("dump", 0))
 
 
 def _map_for(c: dict[str, Any], address: int = 0):
@@ -378,7 +487,23 @@ def _pattern_bytes(tm, pattern: str, seed: int, nbytes: int) -> np.ndarray:
 
         v = np.random.default_rng(seed).uniform(-8, 8, nbytes // size)
         return v.astype(numpy_dtype(tm.dtype)).view(np.uint8).copy()
+    if pattern == "special":  # the FP32 bit patterns a TF32 conversion treats specially, then random words
+        w = np.random.default_rng(seed).integers(0, 1 << 32, nbytes // 4, dtype=np.uint64).astype("<u4")
+        sp = np.array(F32_SPECIAL, dtype="<u4")[: w.size]
+        w[: sp.size] = sp
+        return w.view(np.uint8).copy()
     return np.arange(nbytes // size, dtype=np.uint64).astype(f"<u{size}").view(np.uint8).copy()
+
+
+#: FP32 words whose conversion to TF32 tells the rounding, subnormal, overflow and NaN rules apart:
+#: ties to even (down/up), just off a tie, negatives, subnormals (tiny, tie, rounding up into the
+#: normals, already TF32-exact), the largest finite values (one rounds to infinity), infinities,
+#: quiet/signalling NaNs of both signs (one whose payload lies only in the dropped bits), zeros
+F32_SPECIAL = (0x3F801000, 0x3F803000, 0x3F800FFF, 0x3F801001, 0xBF801000, 0xBF803000, 0xBF800FFF, 0xBF801001,
+               0x00000001, 0x00001000, 0x00003000, 0x00001FFF, 0x007FFFFF, 0x00400000, 0x80400000, 0x807FF000,
+               0x7F7FF000, 0x7F7FEFFF, 0x7F7FE000, 0xFF7FF000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
+               0x7FA00000, 0xFFC00000, 0xFF800001, 0x7FFFFFFF, 0x7F801FFF, 0x7F802000, 0x00000000, 0x80000000,
+               0x3F800000, 0x40490FDB, 0x00800000, 0x00801000, 0x00803000, 0x33800000, 0x3F7FF000, 0x3F7FFFFF)
 
 
 def tensor_buffer(c: dict[str, Any]) -> np.ndarray:
@@ -444,8 +569,7 @@ def measure_encode(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         r = dict(c)
         r["address"] = buf.ptr + c["address_offset"]
         try:
-            cuda.encode_tiled(c["dtype"], c["rank"], r["address"], c["global_dim"], c["global_strides"], c["box_dim"],
-                              c["element_strides"], c["interleave"], c["swizzle"], c["l2_promotion"], c["oob_fill"])
+            _tiled_on_device(c, r["address"])
             r["result"] = "CUDA_SUCCESS"
         except cuda.DriverError as exc:
             r["result"] = exc.result
@@ -469,70 +593,270 @@ def _encode_im2col_on_device(c: dict[str, Any], address: int):
         c["channels_per_pixel"], c["pixels_per_column"], [d.cuuint32_t(v) for v in c["element_strides"]],
         enums[1], enums[2], enums[3], enums[4])
     if err != d.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeIm2col refused case {c['id']}: {err.name}")
+        raise _Im2colRefused(err.name)
     data = b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque)
     return TensorMap(data, dict(c))
 
 
-def measure_images(cases: Sequence[dict[str, Any]], progress: bool = True) -> list[dict[str, Any]]:
-    """Run load / im2col / store / reduce cases on the GPU; one record per case with the dumped bytes."""
+def _tiled_on_device(c: dict[str, Any], address: int):
+    """``cuTensorMapEncodeTiled`` through cuda.bindings, with ``globalStrides`` always a real array.
+
+    cuda.bindings passes an empty list as a NULL pointer, and the driver refuses a NULL
+    ``globalStrides`` even for rank 1, where it reads no entry (measured on an H200): so a rank-1 map
+    gets a one-entry array (never read) unless the case asks for the NULL pointer
+    (``global_strides_null``). Raises :class:`h100lab.cuda.DriverError` with the driver's verdict."""
+    from ..cuda import DriverError, TensorMap, device
+    from ..cuda.tensormap import enum_value
+
+    d = device._ready()
+    e = {k: enum_value(k, c[k]) for k in ("dtype", "interleave", "swizzle", "l2_promotion", "oob_fill")}
+    strides = list(c["global_strides"])
+    if not strides and not c.get("global_strides_null"):
+        strides = [c["global_dim"][0] * _dsize(c["dtype"])]
+    err, tmap = d.cuTensorMapEncodeTiled(
+        e["dtype"], c["rank"], address, [d.cuuint64_t(v) for v in c["global_dim"]],
+        [d.cuuint64_t(v) for v in strides], [d.cuuint32_t(v) for v in c["box_dim"]],
+        [d.cuuint32_t(v) for v in c["element_strides"]], e["interleave"], e["swizzle"], e["l2_promotion"],
+        e["oob_fill"])
+    if err != d.CUresult.CUDA_SUCCESS:
+        raise DriverError("cuTensorMapEncodeTiled", err.name, int(err))
+    return TensorMap(b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque), dict(c))
+
+
+def _dsize(dtype: str) -> int:
+    from ..tma.enums import data_type
+
+    return max(1, data_type(dtype).size)
+
+
+def _case_region(c: dict[str, Any]) -> tuple[int, int, int]:
+    """(region, smem_bytes, tx_bytes) of a case from the model's map; a map the model refuses gets a
+    generous region from the raw box (the driver's verdict is then the record's result)."""
+    from .. import tma
+
+    try:
+        tm = _map_for(c)
+    except tma.TensorMapError:
+        n = math.prod(c.get("box_dim") or [1]) * 8 * 32
+        return region_bytes(c, n), -1, -1
+    return region_bytes(c, tm.smem_bytes), tm.smem_bytes, tm.tx_bytes
+
+
+class _Kernels:
+    """The three kernels of ``l04_tma_image.cu`` loaded in this process; ``program`` is a compiled
+    :class:`h100lab.cuda.compiler.Program` (a child process gets its parent's, without recompiling)."""
+
+    def __init__(self, program=None):
+        from .. import cuda
+
+        prog = program if program is not None else cuda.compile_kernel("l04_tma_image")
+        self.load, self.im2col, self.store = (prog.function(n) for n in
+                                              ("tma_load_image", "tma_load_im2col_image", "tma_store_image"))
+        for k in (self.load, self.im2col, self.store):
+            k.set_max_dynamic_shared_memory(DYNAMIC_SMEM)
+
+
+DYNAMIC_SMEM = 64 * 1024   # dynamic shared memory of every launch: regions are at most a few KB, the rest is slack
+
+
+def run_case(c: dict[str, Any], kernels: "_Kernels") -> dict[str, Any]:
+    """Run one load / im2col / store / reduce case in this process and return its record.
+
+    A fault of the copy surfaces as :class:`h100lab.cuda.DriverError` from the synchronisation and
+    is left to the caller: the context is then unusable (:func:`measure_images` runs cases in child
+    processes for that reason). The launch gives :data:`DYNAMIC_SMEM` bytes, far more than the
+    dumped region, so a copy that writes past the model's footprint shows in the dump instead of
+    faulting."""
     from .. import cuda
 
-    prog = cuda.compile_kernel("l04_tma_image")
-    k_load = prog.function("tma_load_image")
-    k_im2col = prog.function("tma_load_im2col_image")
-    k_store = prog.function("tma_store_image")
-    for k in (k_load, k_im2col, k_store):
-        k.set_max_dynamic_shared_memory(200 * 1024)
-    it = cases
+    region, smem_bytes, tx_bytes = _case_region(c)
+    rec = dict(c)
+    rec.update(region=region, smem_bytes=smem_bytes, tx_bytes=tx_bytes, sentinel=SENTINEL)
+    glob = _global_before(c, region)
+    g = cuda.to_device(glob)
+    co = list(c["coords"]) + [0] * (5 - len(c["coords"]))
+    i32 = np.int32
+    try:
+        m = _encode_im2col_on_device(c, g.ptr) if c["kind"] == "im2col" else _tiled_on_device(c, g.ptr)
+    except (cuda.DriverError, _Im2colRefused) as exc:   # the driver refuses the map: that is the verdict
+        rec.update(completed=False, encode_result=getattr(exc, "result", str(exc)))
+        return rec
+    if tx_bytes < 0:   # the model refuses the map, the driver accepts it: nothing to size the copy by
+        rec.update(completed=False, encode_result="CUDA_SUCCESS")
+        return rec
+    if c["kind"] in ("load", "im2col"):
+        out_d = cuda.empty(region, np.uint8)
+        st = cuda.zeros(1, np.int32)
+        if c["kind"] == "load":
+            cuda.launch(kernels.load, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], i32(c["dst_offset"]),
+                        i32(tx_bytes), i32(region), np.uint8(SENTINEL), out_d, st, shared_mem=DYNAMIC_SMEM)
+        else:
+            offs = list(c["offsets"]) + [0] * (3 - len(c["offsets"]))
+            cuda.launch(kernels.im2col, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], *[i32(v) for v in offs],
+                        i32(c["dst_offset"]), i32(tx_bytes), i32(region), np.uint8(SENTINEL), out_d, st,
+                        shared_mem=DYNAMIC_SMEM)
+        cuda.synchronize()
+        rec["tx_status"] = int(st.to_host()[0])
+        rec["completed"] = rec["tx_status"] == 1
+        rec["image"] = pack(out_d.to_host())
+    else:
+        src = cuda.to_device(_source_or_empty(c, region))
+        op = -1 if c["kind"] == "store" else REDUCE_OPS.index(c["op"])
+        cuda.launch(kernels.store, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], i32(c["dst_offset"]),
+                    i32(region), i32(op), src, shared_mem=DYNAMIC_SMEM)
+        cuda.synchronize()
+        rec["completed"] = True
+        rec["global_after"] = pack(g.to_host())
+    return rec
+
+
+def _global_before(c: dict[str, Any], region: int) -> np.ndarray:
+    try:
+        return initial_global(c) if c["kind"] in ("store", "reduce") else tensor_buffer(c)
+    except Exception:   # the model refuses the map: any 16-byte-padded buffer of the tensor's extent
+        size = 8
+        n = size + sum((d - 1) * s for d, s in zip(c["global_dim"], [size] + list(c["global_strides"])))
+        return np.zeros(-(-n // 16) * 16 + 16, np.uint8)
+
+
+def _source_or_empty(c: dict[str, Any], region: int) -> np.ndarray:
+    try:
+        return source_image(c)
+    except Exception:
+        return np.zeros(region, np.uint8)
+
+
+class _Im2colRefused(RuntimeError):
+    def __init__(self, result: str):
+        super().__init__(f"cuTensorMapEncodeIm2col returned {result}")
+        self.result = result
+
+
+def _worker(folder: str) -> int:
+    """Child-process entry (``python -m h100lab.measure.l04 --worker DIR``): run ``DIR/cases.json`` in
+    order with the cubin ``DIR/kernel.cubin``, appending to ``DIR/out.jsonl`` a ``start`` line before
+    each case and a ``record`` line after it; a copy that faults writes a ``fault`` line naming the
+    driver's error and ends the process (exit 3): the context is lost (a sticky error)."""
+    import json
+    from pathlib import Path
+
+    from .. import cuda
+
+    d = Path(folder)
+    cases = json.loads((d / "cases.json").read_text())
+    program = None
+    if (d / "kernel.cubin").is_file():
+        from ..cuda.compiler import Program
+
+        program = Program("l04_tma_image.cu", "sm_90a", (), (d / "kernel.ptx").read_text(),
+                          (d / "kernel.cubin").read_bytes(), "")
+    with open(d / "out.jsonl", "a") as out:
+        def emit(obj):
+            out.write(json.dumps(obj) + "\n")
+            out.flush()
+
+        kernels = _Kernels(program)
+        for c in cases:
+            emit({"start": c["id"]})
+            try:
+                rec = run_case(c, kernels)
+            except cuda.DriverError as exc:
+                emit({"fault": c["id"], "error": exc.result, "call": exc.call})
+                return 3
+            emit({"record": rec})
+    return 0
+
+
+def _run_child(folder, cases: Sequence[dict[str, Any]], program, timeout: float):
+    """Run ``cases`` in one child process; returns (records, fault or None, stderr tail)."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    d = Path(folder)
+    (d / "cases.json").write_text(json.dumps(list(cases)))
+    (d / "out.jsonl").write_text("")
+    if program is not None:
+        (d / "kernel.cubin").write_bytes(program.cubin)
+        (d / "kernel.ptx").write_text(program.ptx)
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "h100lab.measure.l04", "--worker", str(d)], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        rc, err = proc.returncode, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, err = "timeout", (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else \
+            (exc.stderr or "")
+    records, fault, started = [], None, None
+    for line in (d / "out.jsonl").read_text().splitlines():
+        obj = json.loads(line)
+        if "start" in obj:
+            started = obj["start"]
+        elif "record" in obj:
+            records.append(obj["record"])
+            started = None
+        elif "fault" in obj:
+            fault = {"id": obj["fault"], "error": obj["error"], "call": obj["call"]}
+            started = None
+    if fault is None and started is not None:   # died or hung inside a case without a driver error
+        fault = {"id": started, "error": "process timed out" if rc == "timeout" else f"process exited with {rc}",
+                 "call": ""}
+    return records, fault, err[-2000:]
+
+
+def measure_images(cases: Sequence[dict[str, Any]], progress: bool = True, isolate: bool = True,
+                   timeout: float = 120.0) -> list[dict[str, Any]]:
+    """Run load / im2col / store / reduce cases on the GPU; one record per case, in case order.
+
+    With ``isolate`` (the default) the cases run in child processes: a copy the hardware faults on
+    kills its CUDA context (a sticky error), so the child records the fault and exits, and a fresh
+    child carries on with the next case. A faulting case is run once more on its own, so that its
+    record holds the fault it raises by itself (``fault``; ``fault_alone``). This process never
+    launches a copy, so a fault can poison neither the other cases nor later measurements.
+    ``isolate=False`` runs the cases in this process (a fault then raises)."""
+    import tempfile
+
+    from .. import cuda
+
+    if not isolate:
+        kernels = _Kernels()
+        return [run_case(c, kernels) for c in cases]
+    program = cuda.compile_kernel("l04_tma_image")
+    by_id = {c["id"]: c for c in cases}
+    done: dict[str, dict[str, Any]] = {}
+    bar = None
     if progress:
         from tqdm import tqdm
 
-        it = tqdm(cases, desc="l04 TMA images", file=sys.stderr)
-    out = []
-    i32 = np.int32
-    for c in it:
-        tm = _map_for(c)
-        region = region_bytes(c, tm.smem_bytes)
-        g = cuda.to_device(initial_global(c) if c["kind"] in ("store", "reduce") else tensor_buffer(c))
-        co = list(c["coords"]) + [0] * (5 - len(c["coords"]))
-        rec = dict(c)
-        rec.update(region=region, smem_bytes=tm.smem_bytes, tx_bytes=tm.tx_bytes, sentinel=SENTINEL)
-        try:
-            if c["kind"] == "im2col":
-                m = _encode_im2col_on_device(c, g.ptr)
-            else:
-                m = cuda.encode_tiled(c["dtype"], c["rank"], g.ptr, c["global_dim"], c["global_strides"],
-                                      c["box_dim"], c["element_strides"], c["interleave"], c["swizzle"],
-                                      c["l2_promotion"], c["oob_fill"])
-        except (cuda.DriverError, RuntimeError) as exc:   # the model accepted this map; the driver did not
-            rec.update(completed=False, encode_result=getattr(exc, "result", str(exc)))
-            out.append(rec)
-            continue
-        if c["kind"] in ("load", "im2col"):
-            out_d = cuda.empty(region, np.uint8)
-            st = cuda.zeros(1, np.int32)
-            if c["kind"] == "load":
-                cuda.launch(k_load, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], i32(c["dst_offset"]),
-                            i32(tm.tx_bytes), i32(region), np.uint8(SENTINEL), out_d, st, shared_mem=region + 1024)
-            else:
-                offs = list(c["offsets"]) + [0] * (3 - len(c["offsets"]))
-                cuda.launch(k_im2col, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], *[i32(v) for v in offs],
-                            i32(c["dst_offset"]), i32(tm.tx_bytes), i32(region), np.uint8(SENTINEL), out_d, st,
-                            shared_mem=region + 1024)
-            cuda.synchronize()
-            rec["completed"] = bool(st.to_host()[0] == 1)
-            rec["image"] = pack(out_d.to_host())
-        else:
-            src = cuda.to_device(source_image(c))
-            op = -1 if c["kind"] == "store" else REDUCE_OPS.index(c["op"])
-            cuda.launch(k_store, 1, 128, m, i32(c["rank"]), *[i32(v) for v in co], i32(c["dst_offset"]), i32(region),
-                        i32(op), src, shared_mem=region + 1024)
-            cuda.synchronize()
-            rec["completed"] = True
-            rec["global_after"] = pack(g.to_host())
-        out.append(rec)
-    return out
+        bar = tqdm(total=len(cases), desc="l04 TMA images", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="h100lab-l04-") as tmp:
+        todo = list(cases)
+        while todo:
+            recs, fault, err = _run_child(tmp, todo, program, timeout)
+            for r in recs:
+                done[r["id"]] = r
+            if fault is None and len(recs) < len(todo):
+                raise RuntimeError(f"the l04 worker process stopped after {len(recs)} of {len(todo)} cases "
+                                   f"without a fault record:\n{err}")
+            if fault is not None:
+                c = by_id[fault["id"]]
+                _, again, _ = _run_child(tmp, [c], program, timeout)
+                region, smem_bytes, tx_bytes = _case_region(c)
+                done[c["id"]] = dict(c, region=region, smem_bytes=smem_bytes, tx_bytes=tx_bytes, sentinel=SENTINEL,
+                                     completed=False, fault=fault["error"], fault_call=fault["call"],
+                                     fault_alone=again["error"] if again and again["id"] == c["id"] else None)
+                if progress:
+                    print(f"   {c['id']}: the copy faulted ({fault['error']}; alone: "
+                          f"{done[c['id']]['fault_alone']})", file=sys.stderr)
+            n = len(recs) + (fault is not None)
+            if bar is not None:
+                bar.update(n)
+            todo = todo[n:]
+    if bar is not None:
+        bar.close()
+    return [done[c["id"]] for c in cases]
 
 
 def _report(name: str, records: list[dict[str, Any]]) -> None:
@@ -546,19 +870,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m h100lab.measure.l04", description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="data folder to write into (default: the repository's data/)")
     ap.add_argument("--quick", action="store_true", help="a third of the image cases")
+    ap.add_argument("--only", help="comma-separated image case ids: run just these (no encode matrix, no dataset "
+                                   "written unless --out is given)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run the image cases in this process (a faulting copy then ends the run; for debugging "
+                         "tools such as compute-sanitizer)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     import os
+
+    if args.worker:
+        return _worker(args.worker)
 
     from .. import cuda, data
 
     if args.out:
         os.environ["H100LAB_DATA"] = args.out
+    all_cases = image_cases() + store_cases() + im2col_cases()
+    if args.only:
+        ids = args.only.split(",")
+        unknown = sorted(set(ids) - {c["id"] for c in all_cases})
+        if unknown:
+            ap.error(f"unknown case ids {unknown}")
+        recs = measure_images([c for c in all_cases if c["id"] in ids], progress=False, isolate=not args.in_process)
+        for r in recs:
+            print(r["id"], {k: r.get(k) for k in ("completed", "fault", "fault_alone", "encode_result")})
+        _report("l04/tma_images", recs)
+        return 0
     cmd = "python -m h100lab.measure.l04" + (" --quick" if args.quick else "")
     meta = cuda.run_metadata(cmd)
     enc = measure_encode(encode_cases())
     data.write("l04/encode_verdicts", enc, meta)
     _report("l04/encode_verdicts", enc)
-    cases = image_cases() + store_cases() + im2col_cases()
+    cases = all_cases
     if args.quick:
         cases = cases[::3]
     imgs = measure_images(cases)

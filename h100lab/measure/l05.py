@@ -25,7 +25,7 @@ from .l04 import pack
 
 __all__ = ["copy_configs", "round_trip_cases", "multicast_cases", "bulk_reduce_cases", "BULK_REDUCE_CODES",
            "COPY_ROWS", "COPY_COLS", "model_round_trip", "model_multicast", "model_bulk_reduce", "reduce_inputs",
-           "simulated_bandwidth", "main", "SENTINEL"]
+           "simulated_bandwidth", "max_dynamic_smem", "main", "SENTINEL"]
 
 COPY_ROWS, COPY_COLS = 16384, 8192      # FP32: 512 MiB
 SENTINEL = 0xA5
@@ -186,6 +186,17 @@ def model_bulk_reduce(c: dict[str, Any]) -> np.ndarray:
     return g.array.copy()
 
 
+def max_dynamic_smem(props: dict[str, Any], static_bytes: int) -> int:
+    """The largest ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` a kernel with ``static_bytes`` of
+    static shared memory may ask for: ``sharedMemPerBlockOptin - static_bytes`` (the driver refuses a
+    larger value with ``CUDA_ERROR_INVALID_VALUE``; measured on an H200: 232448 for a kernel with 64 B
+    of static mbarriers was refused) [CUDA Programming Guide §"Shared Memory", cuFuncSetAttribute]."""
+    optin = int(props.get("sharedMemPerBlockOptin", 227 * 1024))
+    if not 0 <= static_bytes <= optin:
+        raise ValueError(f"static shared memory {static_bytes} B is outside 0 .. sharedMemPerBlockOptin ({optin} B)")
+    return optin - int(static_bytes)
+
+
 def simulated_bandwidth(config: dict[str, Any], sms: int = 132, tiles: int | None = None) -> float:
     """The simulator's bandwidth (GB/s, read + written) for a copy configuration (``h100lab.tma.pipeline``)."""
     from ..tma.pipeline import simulate_copy_stream
@@ -232,7 +243,10 @@ def measure_copy(configs: Sequence[dict[str, Any]], repeats: int = 10) -> list[d
     dst = cuda.zeros(host.shape, np.float32)
     prog = cuda.compile_kernel("l05_tma_copy")
     k = prog.function("tma_copy")
-    k.set_max_dynamic_shared_memory(227 * 1024)
+    # static + dynamic shared memory of a block may not exceed sharedMemPerBlockOptin (232448 B on an
+    # H100/H200, CUDA Programming Guide §"Shared Memory" / cuFuncSetAttribute): the kernel's mbarriers
+    # are static shared memory, so the dynamic maximum is the opt-in limit less those bytes
+    k.set_max_dynamic_shared_memory(max_dynamic_smem(props, k.attributes()["shared_size_bytes"]))
     recs = []
     for c in configs:
         pitch = -(-c["tile_bytes"] // 1024) * 1024

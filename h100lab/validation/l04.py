@@ -49,9 +49,46 @@ def image_mismatch(got: np.ndarray, want: np.ndarray) -> dict[str, Any] | None:
     return {"first": i, "count": int(diff.size), "got": got[i:i + 8].tolist(), "model": want[i:i + 8].tolist()}
 
 
+def _verdict_mismatch(r: dict[str, Any]) -> dict[str, Any] | None:
+    """Compare what the hardware did with a case before its bytes: the driver's verdict on the map
+    (``encode_result``) and a fault of the copy (``fault``), against the model's
+    :class:`~h100lab.tma.TensorMapError` / :class:`~h100lab.tma.TmaFault`. ``None`` when they agree
+    and the record has bytes to compare; ``{}`` when they agree and there are none (the case is a
+    verdict); a dict describing the disagreement otherwise."""
+    from .. import tma
+    from ..measure.l04 import _map_for, model_image, model_store
+
+    if "encode_result" in r:
+        try:
+            _map_for(r)
+        except tma.TensorMapError as exc:
+            return {} if exc.result == r["encode_result"] else {"id": r["id"], "driver": r["encode_result"],
+                                                                 "model": exc.result}
+        return {"id": r["id"], "driver": r["encode_result"], "model": "CUDA_SUCCESS"}
+    model = model_image if r["kind"] in ("load", "im2col") else model_store
+    if "fault" in r:
+        if r.get("fault_alone") != r["fault"]:
+            return {"id": r["id"], "fault": r["fault"], "fault_alone": r.get("fault_alone"),
+                    "note": "the fault did not repeat when the case ran alone"}
+        try:
+            model(r)
+        except tma.TmaFault as exc:
+            return {} if exc.error == r["fault"] else {"id": r["id"], "fault": r["fault"], "model": exc.error}
+        return {"id": r["id"], "fault": r["fault"], "model": "no fault"}
+    try:
+        _map_for(r)
+        model(r)
+    except tma.TensorMapError as exc:
+        return {"id": r["id"], "driver": "CUDA_SUCCESS", "model": exc.result}
+    except tma.TmaFault as exc:
+        return {"id": r["id"], "fault": None, "model": exc.error}
+    return None
+
+
 def check_images(records: Sequence[dict[str, Any]]) -> CheckResult:
     """Every load / im2col image equals the model's byte for byte, and its mbarrier phase completed
-    with exactly the model's ``tx_bytes`` expected."""
+    with exactly the model's ``tx_bytes`` expected; a map the driver refuses is refused by the model
+    with the same result, and a copy that faults faults in the model with the same error."""
     from ..measure.l04 import model_image, unpack
 
     bad, n = [], 0
@@ -59,8 +96,10 @@ def check_images(records: Sequence[dict[str, Any]]) -> CheckResult:
         if r["kind"] not in ("load", "im2col"):
             continue
         n += 1
-        if "encode_result" in r:
-            bad.append({"id": r["id"], "driver refused the map the model accepts": r["encode_result"]})
+        vm = _verdict_mismatch(r)
+        if vm is not None:
+            if vm:
+                bad.append(vm)
             continue
         if not r["completed"]:
             bad.append({"id": r["id"], "completed": False, "tx_bytes": r["tx_bytes"]})
@@ -72,7 +111,8 @@ def check_images(records: Sequence[dict[str, Any]]) -> CheckResult:
 
 
 def check_stores(records: Sequence[dict[str, Any]]) -> CheckResult:
-    """Every tensor store / reduction leaves the global buffer exactly as the model does."""
+    """Every tensor store / reduction leaves the global buffer exactly as the model does (verdicts and
+    faults as in :func:`check_images`)."""
     from ..measure.l04 import model_store, unpack
 
     bad, n = [], 0
@@ -80,8 +120,10 @@ def check_stores(records: Sequence[dict[str, Any]]) -> CheckResult:
         if r["kind"] not in ("store", "reduce"):
             continue
         n += 1
-        if "encode_result" in r:
-            bad.append({"id": r["id"], "driver refused the map the model accepts": r["encode_result"]})
+        vm = _verdict_mismatch(r)
+        if vm is not None:
+            if vm:
+                bad.append(vm)
             continue
         mm = image_mismatch(unpack(r["global_after"]), model_store(r))
         if mm:

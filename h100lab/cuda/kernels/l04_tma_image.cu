@@ -9,6 +9,11 @@
 // Shared-memory layout: the dynamic shared memory is rounded up at run time to a 1024-byte aligned base B
 // (launch with 1024 bytes of slack); the region [B, B + region) is filled with `sentinel`, the copy targets
 // B + dst_offset, and the whole region is copied out. The mbarrier is static shared memory, outside it.
+//
+// status[0] of a load: 1 if the mbarrier phase completed with exactly tx_bytes delivered -- phase 0 completed
+// and, after a pause that lets any further bytes land, one more arrival completes phase 1 too (bytes arriving
+// after phase 0 completed would leave phase 1's tx-count negative); 2 if phase 0 completed but more bytes
+// followed; 0 if phase 0 never completed (fewer bytes, or more in a single transaction).
 #include <h100lab/tensormap.cuh>
 
 namespace {
@@ -35,6 +40,24 @@ __device__ __forceinline__ bool wait_parity(unsigned bar, unsigned parity) {
         if (done) return true;
     }
     return false;
+}
+
+// After phase 0: pause, then arrive once more; phase 1 completes only if no bytes arrived after phase 0 did.
+__device__ __forceinline__ int exact_status(unsigned bar, bool phase0) {
+    __shared__ int st;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < 64; ++i) __nanosleep(1000);   // ~64 us: every byte of the copy has landed
+        int r = 0;
+        if (phase0) {
+            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+            r = wait_parity(bar, 1) ? 1 : 2;
+        } else {
+            for (int i = 0; i < 64; ++i) __nanosleep(1000);
+        }
+        st = r;
+    }
+    __syncthreads();
+    return st;
 }
 
 __device__ __forceinline__ void fill_region(unsigned char* base, int region, unsigned char sentinel) {
@@ -96,7 +119,8 @@ extern "C" __global__ void tma_load_image(const __grid_constant__ CUtensorMap ma
     }
     const bool ok = wait_parity(bar_a, 0);
     __syncthreads();
-    if (threadIdx.x == 0) status[0] = ok ? 1 : 0;
+    const int st = exact_status(bar_a, ok);
+    if (threadIdx.x == 0) status[0] = st;
     copy_out(base, region, out);
 }
 
@@ -141,7 +165,8 @@ extern "C" __global__ void tma_load_im2col_image(const __grid_constant__ CUtenso
     }
     const bool ok = wait_parity(bar_a, 0);
     __syncthreads();
-    if (threadIdx.x == 0) status[0] = ok ? 1 : 0;
+    const int st = exact_status(bar_a, ok);
+    if (threadIdx.x == 0) status[0] = st;
     copy_out(base, region, out);
 }
 

@@ -29,8 +29,9 @@ E3_CANDIDATES = [
     dict(dtype="INT32", rank=2, global_address=32, global_dim=[64, 64], global_strides=[256], box_dim=[16, 8],
          element_strides=[1, 1], swizzle="NONE", oob_fill="NAN_REQUEST_ZERO_FMA"),
 ]
-#: 4.4: a 6 × 10 fp16 tensor (rows padded to 32 B) whose element (r, c) holds 10·r + c; box {8, 4} at (4, -2)
-E4_COORDS = (4, -2)
+#: 4.4: a 6 × 10 fp16 tensor (rows padded to 32 B) whose element (r, c) holds 10·r + c; box {8, 4} at (8, -2)
+#: (column 8 = 16 bytes: a box must start on a 16-byte granule of dimension 0, or the H200 faults)
+E4_COORDS = (8, -2)
 #: 4.5: element strides
 E5 = dict(dtype="FLOAT32", rank=2, global_address=0, global_dim=[256, 256], global_strides=[1024],
           box_dim=[32, 20], element_strides=[1, 3])
@@ -95,7 +96,7 @@ def _refused():
     return [i for i, c in enumerate(E3_CANDIDATES) if not tma.verdict(**c).ok]
 
 
-@exercise("4.4", points=2, hint="Rows -2 and -1 and columns 10 and 11 lie outside the tensor and hold the OOB-NaN "
+@exercise("4.4", points=2, hint="Rows -2 and -1 and columns 10 to 15 lie outside the tensor and hold the OOB-NaN "
           "0x7FF7 = 32759: tma.load(map, tensor, coords).view(np.uint16).reshape(4, 8).")
 def _oob_box():
     from h100lab import tma

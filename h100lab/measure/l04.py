@@ -34,7 +34,7 @@ import numpy as np
 
 __all__ = ["encode_cases", "image_cases", "store_cases", "im2col_cases", "tensor_buffer", "pack", "unpack",
            "model_args", "model_image", "model_store", "region_bytes", "SENTINEL", "GSENTINEL", "REDUCE_OPS",
-           "measure_encode", "measure_images", "main"]
+           "measure_encode", "measure_images", "run_case", "F32_SPECIAL", "DYNAMIC_SMEM", "main"]
 
 SENTINEL = 0xA5      # shared-memory filler before a load: bytes still holding it were not written
 GSENTINEL = 0xEE     # global-memory filler before a store

@@ -15,13 +15,13 @@ Case lists and the model's expected results are plain Python, tested without a G
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 
 from .l04 import pack
+from . import begin
 
 __all__ = ["copy_configs", "round_trip_cases", "multicast_cases", "bulk_reduce_cases", "BULK_REDUCE_CODES",
            "COPY_ROWS", "COPY_COLS", "model_round_trip", "model_multicast", "model_bulk_reduce", "reduce_inputs",
@@ -332,17 +332,12 @@ def _report(name: str, recs) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m h100lab.measure.l05", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="data folder to write into (default: the repository's data/)")
-    ap.add_argument("--quick", action="store_true", help="fewer copy configurations")
-    args = ap.parse_args(argv)
-    import os
+    s = begin("l05", argv, __doc__.splitlines()[0], "fewer copy configurations")
+    if s is None:
+        return 2
+    args, meta = s.args, s.meta
+    from .. import data
 
-    from .. import cuda, data
-
-    if args.out:
-        os.environ["H100LAB_DATA"] = args.out
-    meta = cuda.run_metadata("python -m h100lab.measure.l05" + (" --quick" if args.quick else ""))
     bulk = measure_bulk()
     data.write("l05/bulk", bulk, meta)
     _report("l05/bulk", bulk)

@@ -114,91 +114,110 @@ def _as_trace(addresses, active) -> tuple[np.ndarray, np.ndarray]:
     return addr, m
 
 
+_LANES = np.arange(WARP)
+_ALL8 = np.uint64(0x0101010101010101)       # eight True bytes read as one uint64
+
+
+def _rows_all(b: np.ndarray) -> np.ndarray:
+    """Row-wise ``all`` of a C-contiguous ``(n, 8k)`` bool array, eight lanes per uint64 compare."""
+    v = np.ascontiguousarray(b).view(np.uint64)
+    out = v[:, 0] == _ALL8
+    for j in range(1, v.shape[1]):
+        out &= v[:, j] == _ALL8
+    return out
+
+
 def _pair_uniform(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Per access: every lane equals lane t^1 (or every lane equals lane t^2); a pair of two
     inactive lanes is uniform, a pair with one inactive lane is not."""
     n = addr.shape[0]
     full = bool(active.all())
+    if full and addr.dtype == np.int32 and addr.flags.c_contiguous:
+        v = addr.view(np.int64)                          # lanes (2k, 2k+1) in one int64
+        out = _rows_all((v << 32) == (v & np.int64(-1 << 32)))          # lane 2k == lane 2k+1
+        v = v.reshape(n, 8, 2)
+        return out | _rows_all(v[:, :, 0] == v[:, :, 1])                # lanes 4k, 4k+1 == 4k+2, 4k+3
     out = np.zeros(n, bool)
-    for shape in ((n, 16, 2), (n, 8, 2, 2)):            # partners t^1, then t^2
-        a = addr.reshape(shape)
-        same = a[:, :, 0] == a[:, :, 1]
+    for x in (1, 2):                                     # partners t^1, then t^2
+        p = _LANES ^ x
+        same = addr == addr[:, p]
         if not full:
-            m = active.reshape(shape)
-            same = (same & m[:, :, 0] & m[:, :, 1]) | (~m[:, :, 0] & ~m[:, :, 1])
-        out |= same.reshape(n, -1).all(axis=1)
+            mp = active[:, p]
+            same = (same & active & mp) | ~(active | mp)
+        out |= _rows_all(same)
     return out if full else out & active.any(axis=1)
 
 
 def phases_of(addr: np.ndarray, active: np.ndarray, width: int, op: str) -> np.ndarray:
     """(N, 32) phase index of every lane under the rules of the module docstring."""
-    lanes = np.arange(WARP)
     n = addr.shape[0]
     if width == 4:
         return np.zeros((n, WARP), np.int64)
-    narrow = lanes // 16 if width == 8 else lanes // 8      # half-warps / quarter-warps
-    wide = np.zeros(WARP, np.int64) if width == 8 else lanes // 16
+    narrow = _LANES // 16 if width == 8 else _LANES // 8      # half-warps / quarter-warps
+    wide = np.zeros(WARP, np.int64) if width == 8 else _LANES // 16
     if op == "st":
         return np.broadcast_to(narrow, (n, WARP)).astype(np.int64)
     uni = _pair_uniform(addr, active)
     return np.where(uni[:, None], wide[None, :], narrow[None, :]).astype(np.int64)
 
 
-_SENTINEL = np.iinfo(np.int32).max
+_INACTIVE = np.int32(32 << 24)       # sort key of an inactive lane: after every real key, bin 32
 
 
-def _count(addr: np.ndarray, active: np.ndarray, width: int, op: str):
-    """Vectorised counter: per access (wavefronts, ideal, lane phases).
+def _per_phase(addr: np.ndarray, active: np.ndarray, width: int, op: str) -> np.ndarray:
+    """``(N, width // 4)`` wavefronts of each phase of each access (rules in the module docstring).
 
-    Each lane's access gets an int32 key ``phase | bank group | row``. One row-wise sort brings
-    equal accesses together; repeats (broadcasts) become a sentinel and a second sort compacts the
-    distinct accesses, still grouped by (phase, bank group); an access's rank inside its group is its
-    position minus the group's first position, so the largest rank in a phase is that phase's
-    wavefront count.
+    An aligned access of width 4k bytes covers k consecutive banks starting at a multiple of k, the
+    same k banks for every lane of that width: counting distinct width-sized chunks per group of k
+    banks gives the same per-bank maxima as counting 4-byte words per bank. So each lane gets one
+    int32 key ``bin << 24 | row`` with ``bin = phase * groups + bank group`` (always < 32: 32 bank
+    groups x 1 phase, 16 x 2 or 8 x 4) and ``row = addr >> 7``. One row-wise sort brings equal keys
+    together; a repeated key (a broadcast) costs nothing, every other key adds one to its bin
+    (``np.bincount``); a phase's wavefronts are the maximum over its bins. A pair-uniform load's
+    phases are the first ``width // 8`` columns; the others are then 0.
     """
     n = addr.shape[0]
-    if addr.dtype != np.int32 and n and int(addr.max()) < (1 << 31) and int(addr.min()) >= 0:
+    nph, groups = width // 4, BANKS * 4 // width
+    if n == 0:
+        return np.zeros((0, nph), np.int64)
+    full = bool(active.all())
+    if addr.dtype != np.int32 and int(addr.max()) < (1 << 31) and int(addr.min()) >= 0:
         addr = addr.astype(np.int32)
-    phase = phases_of(addr, active, width, op)
-    # An aligned access of width 4k bytes covers k consecutive banks starting at a multiple of k, the
-    # same k banks for every lane of that width: counting distinct width-sized chunks per group of k
-    # banks gives the same per-bank maxima as counting 4-byte words per bank, with 32 keys per access.
-    shift = width.bit_length() - 1                       # log2(width)
-    groups = BANKS * 4 // width                          # 32, 16 or 8 bank groups
-    unit = addr >> shift
-    act = active
-    row = unit >> (groups.bit_length() - 1)
-    if n and int(row.max()) >= (1 << 23):          # large (generic) addresses: rows relative to the access
+    addr = np.ascontiguousarray(addr)
+    row = addr >> 7                                  # 128-byte bank row
+    if int(row.max()) >= (1 << 23):                  # large (generic) addresses: rows relative to the access
         big = np.iinfo(row.dtype).max
-        lo = np.where(act, row, big).min(axis=1)
-        row = np.where(act, row - np.where(lo == big, 0, lo)[:, None], 0)
+        lo = np.where(active, row, big).min(axis=1)
+        row = np.where(active, row - np.where(lo == big, 0, lo)[:, None], 0)
         if int(row.max()) >= (1 << 23):
             raise BankError("one access spans more than 1 GiB of addresses; shared memory is at most 228 KB")
-    key = (((unit & (groups - 1)) << 24) | row).astype(np.int32, copy=False)
+    shift = width.bit_length() - 1                   # log2(width)
+    key = ((addr & 127) << (24 - shift)).astype(np.int32, copy=False)   # bank group << 24
+    key |= row.astype(np.int32, copy=False)
     if width > 4:
-        key |= phase.astype(np.int32) << 29
-    if not act.all():
-        key[~act] = _SENTINEL
+        narrow = ((_LANES // (WARP // nph)) * groups << 24).astype(np.int32)
+        key += narrow
+        if op == "ld":
+            uni = np.flatnonzero(_pair_uniform(addr, active))
+            if uni.size:
+                wide = ((_LANES // (2 * WARP // nph)) * groups << 24).astype(np.int32)
+                key[uni] += wide - narrow
+    if not full:
+        key[~active] = _INACTIVE
     key.sort(axis=1)
-    dup = np.zeros(key.shape, bool)
-    np.equal(key[:, 1:], key[:, :-1], out=dup[:, 1:])
-    key[dup] = _SENTINEL                               # broadcast: a repeated word costs nothing
-    key.sort(axis=1)
-    grp = key >> 24                                    # phase * 32 + bank group; 127 = sentinel
-    cols = np.arange(key.shape[1], dtype=np.int32)
-    start = np.empty(key.shape, bool)
-    start[:, 0] = True
-    np.not_equal(grp[:, 1:], grp[:, :-1], out=start[:, 1:])
-    first = np.maximum.accumulate(np.where(start, cols, 0), axis=1)
-    rank = cols - first + 1
-    rank[key == _SENTINEL] = 0
-    if width == 4:
-        per_phase = rank.max(axis=1)[:, None]
-    else:
-        nph = 2 if width == 8 else 4
-        ph = grp >> 5
-        per_phase = np.stack([np.where(ph == p, rank, 0).max(axis=1) for p in range(nph)], axis=1)
-    return per_phase.sum(axis=1), (per_phase > 0).sum(axis=1), phase
+    idx = (key >> 24).astype(np.int64)
+    idx += (np.arange(n, dtype=np.int64) * BANKS)[:, None]
+    np.copyto(idx[:, 1:], n * BANKS, where=key[:, 1:] == key[:, :-1])   # repeats (broadcasts) -> spare bin
+    if not full:
+        idx[key == _INACTIVE] = n * BANKS
+    cnt = np.bincount(idx.ravel(), minlength=n * BANKS + 1)[:n * BANKS]
+    if nph == 1:
+        return cnt.reshape(n, BANKS).max(axis=1)[:, None]
+    cnt = cnt.reshape(n, nph, groups)
+    out = cnt[:, :, 0].copy()
+    for g in range(1, groups):
+        np.maximum(out, cnt[:, :, g], out=out)
+    return out
 
 
 def wavefronts_trace(addresses, width: int = 4, op: str = "ld", active=None) -> np.ndarray:
@@ -206,17 +225,17 @@ def wavefronts_trace(addresses, width: int = 4, op: str = "ld", active=None) -> 
 
     ``active`` is an optional ``(N, 32)`` bool mask (False = inactive lane). Returns an int64 array
     of N wavefront counts. Same rules as :func:`wavefronts` (module docstring), vectorised with
-    NumPy: each access's (phase, bank, word) keys are sorted once and the distinct words per bank
-    counted in one pass.
+    NumPy in cache-sized chunks: each access's (phase, bank group, row) keys are sorted once and the
+    distinct ones counted per bank group with one ``np.bincount``.
     """
     addr, mask = _as_trace(addresses, active)
     _validate(addr[:0], mask[:0], width, op)
     out = np.empty(addr.shape[0], np.int64)
-    chunk = 1 << 14
+    chunk = 1 << 12
     for i in range(0, addr.shape[0], chunk):
         a, m = addr[i:i + chunk], mask[i:i + chunk]
         _validate(a, m, width, op)
-        out[i:i + chunk] = _count(a, m, width, op)[0]
+        out[i:i + chunk] = _per_phase(a, m, width, op).sum(axis=1)
     return out
 
 
@@ -254,7 +273,9 @@ def bank_access(addresses: Sequence[int | None], width: int = 4, op: str = "ld")
     if addr.shape[0] != 1:
         raise BankError("bank_access takes one warp-wide access (32 addresses); use wavefronts_trace for a trace")
     _validate(addr, mask, width, op)
-    total, ideal, phase = _count(addr, mask, width, op)
+    per_phase = _per_phase(addr, mask, width, op)
+    total, ideal = per_phase.sum(axis=1), (per_phase > 0).sum(axis=1)
+    phase = phases_of(addr, mask, width, op)
     nph = {4: 1, 8: 2, 16: 4}[width]
     uni = bool(_pair_uniform(addr, mask)[0]) if width > 4 and op == "ld" else False
     k = width // 4

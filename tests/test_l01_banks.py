@@ -99,6 +99,54 @@ def test_trace_equals_single_accesses(seed, width, op):
     assert got.tolist() == want
 
 
+def _random_trace(rng, n, width):
+    """Random accesses with the patterns the fast path treats specially: pair-uniform rows (t^1, t^2),
+    broadcasts, tiny and large address ranges, far-away bases (relative bank rows)."""
+    span = int(rng.choice([1, 4, 64, 2048, 1 << 14]))
+    a = rng.integers(0, span, (n, 32)) * width
+    a += int(rng.choice([0, 1 << 12, 1 << 31, 1 << 40])) // width * width
+    for perm, p in (([t & ~1 for t in T], 0.3), ([t & ~2 for t in T], 0.2), ([t & ~3 for t in T], 0.1),
+                    ([0] * 32, 0.05)):
+        rows = rng.random(n) < p
+        a[rows] = a[rows][:, perm]
+    return a
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), width=st.sampled_from([4, 8, 16]), op=st.sampled_from(["ld", "st"]),
+       inactive=st.sampled_from([None, 0.0, 0.03, 0.3, 0.9]), int32=st.booleans())
+def test_trace_matches_reference(seed, width, op, inactive, int32):
+    """The vectorised trace counter equals the per-access rules on random traces."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 48))
+    a = _random_trace(rng, n, width)
+    if int32 and a.max() < 2**31:
+        a = a.astype(np.int32)
+    m = None if inactive is None else rng.random((n, 32)) >= inactive
+    if m is not None:
+        m[rng.random(n) < 0.1] = False                  # whole warps inactive
+        a[~m & (rng.random((n, 32)) < 0.5)] = -3        # inactive lanes may hold any value
+    got = wavefronts_trace(a, width, op, active=m)
+    on = np.ones(a.shape, bool) if m is None else m
+    rows = [[int(x) if o else None for x, o in zip(r, mr)] for r, mr in zip(a, on)]
+    assert got.tolist() == [_reference(r, width, op) for r in rows]
+
+
+def test_trace_across_chunks():
+    """A trace longer than the counter's chunks, full and partial masks mixed: same as access by access."""
+    rng = np.random.default_rng(7)
+    for width, op in ((4, "ld"), (8, "ld"), (16, "ld"), (16, "st")):
+        a = _random_trace(rng, 9000, width)
+        a[:4500] = _random_trace(np.random.default_rng(8), 4500, width) % 4096
+        m = np.ones(a.shape, bool)
+        m[6000:] = rng.random((3000, 32)) > 0.2
+        got = wavefronts_trace(a, width, op, active=m)
+        rows = rng.choice(9000, 600, replace=False)
+        want = [_reference([int(x) if on else None for x, on in zip(a[i], m[i])], width, op) for i in rows]
+        assert got[rows].tolist() == want
+        assert got[:10].tolist() == wavefronts_trace(a[:10], width, op).tolist()
+
+
 @settings(max_examples=100)
 @given(raw=st.lists(st.integers(0, 4095), min_size=32, max_size=32), shift=st.integers(0, 1000),
        perm_seed=st.integers(0, 1000))

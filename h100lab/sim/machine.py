@@ -3,9 +3,10 @@
 Layout of the model (all numbers come from one :class:`~h100lab.sim.timing.Timing` table)::
 
     GPU ── engine (clock, events)          ── trace: list[Record]  (h100lab.sync.trace format)
-     ├── hbm   Pipe  (B/ns, shared by all SMs)
-     └── SM i
+     └── SM i   (one CTA; ``ctas_per_sm`` consecutive ones share one physical SM's units)
           ├── smem     SharedMemory (bytes; mbarriers live in it)
+          ├── hbm      Pipe (B/ns)  — this CTA's equal slice of the device memory bandwidth,
+          │                           hbm_bytes_per_ns / hbm_sharers (reads and writes both count)
           ├── tma      Pipe (B/ns)  — the bulk-copy (TMA) unit: cp.async.bulk loads and stores
           ├── lsu      Pipe (B/ns)  — ld.shared / st.shared
           ├── tensor   Pipe (MAC/ns) — wgmma-style tensor-core work
@@ -111,23 +112,49 @@ class SimBarrier:
 
 
 class GPU:
-    """``num_sms`` SMs sharing HBM, one engine and one trace. ``cluster_size`` groups consecutive SMs
-    into clusters (CTA rank = index % cluster_size)."""
+    """``num_sms`` CTAs (each an :class:`SM` object) sharing the device memory, one engine and one trace.
+    ``cluster_size`` groups consecutive CTAs into clusters (CTA rank = index % cluster_size).
+
+    Memory model (assumptions, :mod:`h100lab.sim.timing`): the device bandwidth ``hbm_bytes_per_ns`` is
+    split into equal FIFO slices, one per CTA, among ``hbm_sharers`` CTAs (default ``num_sms``) — a
+    static processor-sharing approximation, exact while all of them stream. ``hbm_sharers`` larger than
+    ``num_sms`` simulates a few CTAs of a symmetric whole-GPU grid. ``ctas_per_sm`` consecutive CTAs
+    run on one physical SM and share its TMA unit, LSUs and tensor cores."""
 
     def __init__(self, timing: Timing | None = None, *, num_sms: int = 1, trace: bool = True,
-                 smem_bytes: int = SMEM_MAX_PER_BLOCK, cta_threads: int = 384, cluster_size: int = 1):
+                 smem_bytes: int = SMEM_MAX_PER_BLOCK, cta_threads: int = 384, cluster_size: int = 1,
+                 ctas_per_sm: int = 1, hbm_sharers: int | None = None):
         if num_sms < 1 or num_sms % cluster_size:
             raise ValueError(f"{num_sms} SMs cannot be split into clusters of {cluster_size}")
+        if ctas_per_sm < 1 or num_sms % ctas_per_sm:
+            raise ValueError(f"{num_sms} CTAs cannot be placed {ctas_per_sm} per SM")
+        if hbm_sharers is not None and hbm_sharers < num_sms:
+            raise ValueError(f"the memory is shared by at least the {num_sms} simulated CTAs, not {hbm_sharers}")
         self.timing = timing if timing is not None else default_timing()
         self.engine = Engine()
         self.trace: list[Record] | None = [] if trace else None
         self._late: list[list] = []    # async-op records finalised after the run (group indices)
-        self.hbm = Pipe("hbm", self.timing.hbm_bytes_per_ns)
+        self.hbm_sharers = hbm_sharers or num_sms
+        self.ctas_per_sm = ctas_per_sm
         self.cluster_size = cluster_size
         self.num_sms = num_sms
         self._clusters: dict[int, ClusterBarrier] = {}
         self._cluster_events: dict[tuple[int, int], Event] = {}
         self.sms = [SM(self, i, smem_bytes, cta_threads) for i in range(num_sms)]
+        for i, sm in enumerate(self.sms):
+            if i % ctas_per_sm:
+                host = self.sms[i - i % ctas_per_sm]
+                sm.tma, sm.lsu, sm.tensor = host.tma, host.lsu, host.tensor
+
+    def hbm_utilization(self, elapsed: float) -> float:
+        """Fraction of the device memory bandwidth the simulated CTAs used over ``elapsed`` ns (0 … 1)."""
+        if elapsed <= 0:
+            return 0.0
+        return sum(sm.hbm.busy for sm in self.sms) / (elapsed * self.num_sms)
+
+    def hbm_bytes(self) -> float:
+        """Bytes the simulated CTAs moved through the memory (reads plus writes)."""
+        return sum(sm.hbm.served for sm in self.sms)
 
     def run(self, until: float | None = None) -> float:
         """Run to completion; returns the end time (ns). Raises Deadlock (with the state of every
@@ -173,7 +200,8 @@ class SM:
         self.rank = index % gpu.cluster_size
         self.prefix = "" if gpu.num_sms == 1 else f"sm{index}."
         self.smem = SharedMemory(smem_bytes, cta_rank=self.rank)
-        self.tma = Pipe(f"sm{index}.tma", t.tma_bytes_per_ns)
+        self.hbm = Pipe(f"sm{index}.hbm", t.hbm_bytes_per_ns / gpu.hbm_sharers)
+        self.tma = Pipe(f"sm{index // gpu.ctas_per_sm}.tma", t.tma_bytes_per_ns)
         self.lsu = Pipe(f"sm{index}.lsu", t.smem_bytes_per_ns)
         self.tensor = Pipe(f"sm{index}.tensor", t.tensor_macs_per_ns, "MAC")
         self.named = NamedBarriers(cta_threads)
@@ -206,12 +234,12 @@ class SM:
         """Run asynchronous work on this SM's units and call ``fn(arg)`` when it completes.
 
         ``amount`` units (bytes, MACs) go through ``pipes`` — by default the bulk-copy path, this SM's
-        TMA unit and the GPU's HBM — from ``start`` (default: now), FIFO behind earlier work; the work
+        TMA unit and this CTA's slice of the device memory — from ``start`` (default: now), FIFO behind earlier work; the work
         completes ``latency`` ns (default: the table's ``tma_latency_ns``) after its last unit left
         the slowest pipe. Returns the completion time. This is how an asynchronous unit is plugged in:
         a TMA tensor copy, a multicast, a wgmma group each reserve their pipes and schedule their
         completion (mbarrier complete-tx, a group's done event) here."""
-        path = pipes if pipes is not None else (self.tma, self.gpu.hbm)
+        path = pipes if pipes is not None else (self.tma, self.hbm)
         _, fin = reserve_path(path, self.engine.now if start is None else start, amount)
         done = fin + (self.gpu.timing.tma_latency_ns if latency is None else latency)
         self.engine.at(done, fn, arg)
@@ -443,7 +471,7 @@ class Warp:
                              f"of 16 and the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
         self.sm.smem.check_range(src, nbytes)
         t0 = self.engine.now
-        _, fin = reserve_path((self.sm.tma, self.gpu.hbm), t0 + self._tma_issue, nbytes)
+        _, fin = reserve_path((self.sm.tma, self.sm.hbm), t0 + self._tma_issue, nbytes)
         self._op_seq += 1
         op = self._op_seq
         self.groups.issue(op)

@@ -8,18 +8,41 @@ Each entry is a :class:`Param` with its value, unit, *status* and *source*:
   calibration. Luo et al. (arXiv:2402.13499, arXiv:2501.12084) microbenchmark these paths on
   H800/H100 and are the published reference for their size; their tables were not read for this
   table, so no number here is attributed to them;
-* ``calibrated`` — fitted to this project's own measurements in ``data/l03/`` by
-  :func:`calibrate` (see :mod:`h100lab.validation.l03` for the fit and its check).
+* ``calibrated`` — fitted to this project's own measurements in ``data/`` by :func:`calibrate`
+  (the source text names the dataset and the records).
 
-:func:`default_timing` returns the calibrated table when ``data/l03/bulk_pipeline.json`` exists and
-the estimates otherwise. Times are in ns, bandwidths in units per ns (1 B/ns = 1 GB/s).
+The memory model the copy numbers belong to (:mod:`h100lab.sim.machine`,
+:mod:`h100lab.sim.resources`) separates what limits one CTA's copy stream from what limits the GPU:
+
+1. **One copy** costs ``tma_issue_ns`` to issue, then moves its bytes at the SM's bulk-copy rate
+   ``tma_bytes_per_ns`` and lands ``tma_latency_ns`` after its last byte — the latency of data that
+   sits in L2 — plus ``dram_latency_ns`` when its bytes come from DRAM (lesson 5's copy stream reads
+   512 MiB, far more than the 60 MiB L2; lesson 3's single-CTA runs re-read 4–8 MiB, which stays there;
+   the lesson-3 pipeline's copies use ``tma_latency_ns`` alone).
+   Copies are pipelined: any number may be in flight (no limit per SM or per TMA unit is modelled;
+   the datasets have at most 6 copies in flight per CTA, 12 per SM, and show none). The CTAs of one
+   SM share its TMA unit.
+2. **The memory** moves ``hbm_bytes_per_ns`` bytes per ns device-wide, reads and writes counted
+   together (a copy of N bytes costs 2N), shared *equally* among the simulated CTAs: each CTA has a
+   private FIFO slice of ``hbm_bytes_per_ns / CTAs`` (a static processor-sharing approximation:
+   exact when every CTA streams all the time, pessimistic when some idle, because an idle CTA's
+   slice is not lent). So a copy's transfer takes ``bytes / min(tma_bytes_per_ns, hbm / CTAs)``:
+   one CTA alone is limited by its SM (``tma_bytes_per_ns``), 132 CTAs by their slice of memory.
+   The loaded latency a full GPU shows is this queueing in the slice, not a different latency.
+3. L2 hits, the crossbar and the DRAM page policy are not modelled.
+
+Step 1 of :func:`calibrate` fits (1) on one CTA (``data/l03/bulk_pipeline``); step 2,
+:func:`calibrate_hbm`, fits (2) on whole-GPU copies (``data/l05/copy_bandwidth``).
+:func:`default_timing` returns the table calibrated on whichever datasets exist and the estimates
+otherwise. Times are in ns, bandwidths in units per ns (1 B/ns = 1 GB/s).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Iterable
 
-__all__ = ["Param", "Timing", "H200_ESTIMATES", "default_timing", "calibrate", "fit_latency_bandwidth"]
+__all__ = ["Param", "Timing", "H200_ESTIMATES", "default_timing", "calibrate", "calibrate_hbm", "copy_stream_period",
+           "fit_latency_bandwidth"]
 
 
 @dataclass(frozen=True)
@@ -46,18 +69,28 @@ _H200 = {
                                "× 1.98 GHz = 253 B/ns"),
     "smem_latency_ns": Param(15.0, "ns", "estimate",
                              "ld.shared round trip, ~30 clocks; order of magnitude only"),
-    "hbm_bytes_per_ns": Param(4810.0, "B/ns", "derived",
-                              "H200 HBM3e peak: 2 × 3.201 GHz × 752 B (6016-bit bus) = 4.81 TB/s "
-                              "(reference facts §1.1 [HW]); achievable is lower and calibrated"),
+    "hbm_peak_bytes_per_ns": Param(4810.0, "B/ns", "derived",
+                                   "H200 HBM3e peak: 2 × 3.201 GHz × 752 B (6016-bit bus) = 4.81 TB/s "
+                                   "(reference facts §1.1 [HW]); a ceiling, never reached by a kernel"),
+    "hbm_bytes_per_ns": Param(4810.0, "B/ns", "estimate",
+                              "device-wide DRAM bandwidth a copy kernel achieves, bytes read + bytes written "
+                              "(as the copy kernels count it); starting value the peak; calibrated from "
+                              "data/l05/copy_bandwidth by calibrate_hbm(). The simulator divides it equally "
+                              "among the CTAs it runs (machine.GPU: a static fair share)"),
     "tma_bytes_per_ns": Param(128.0, "B/ns", "estimate",
-                              "one SM's bulk-copy (TMA) throughput from L2/HBM into its shared memory; "
-                              "starting value 64 B/clock; calibrated from data/l03/bulk_pipeline"),
+                              "one SM's bulk-copy (TMA) unit throughput, loads and stores together, when it "
+                              "has the memory to itself; starting value 64 B/clock; calibrated from "
+                              "data/l03/bulk_pipeline (one CTA)"),
     "tma_issue_ns": Param(round(4 / _CLOCK, 4), "ns", "estimate",
                           "issuing one cp.async.bulk (address operands, a few instructions)"),
     "tma_latency_ns": Param(600.0, "ns", "estimate",
                             "issue → last byte lands and complete_tx reaches the mbarrier, beyond the "
                             "bandwidth term; hundreds of ns (seed lesson 3 §4.1); calibrated from "
                             "data/l03/bulk_pipeline"),
+    "dram_latency_ns": Param(0.0, "ns", "estimate",
+                             "extra latency of a copy whose bytes come from DRAM rather than L2 (tma_latency_ns "
+                             "is measured on tiles that stay in L2); starting value 0; calibrated from "
+                             "data/l05/copy_bandwidth by calibrate_hbm()"),
     "mbarrier_arrive_ns": Param(round(8 / _CLOCK, 4), "ns", "estimate",
                                 "mbarrier.arrive, a shared-memory atomic on the 8-byte object"),
     "wait_wake_ns": Param(40.0, "ns", "estimate",
@@ -137,41 +170,157 @@ def fit_latency_bandwidth(points: Iterable[tuple[float, float]]) -> tuple[float,
     return my - slope * mx, 1.0 / slope
 
 
-def calibrate(records: list[dict], base: Timing = H200_ESTIMATES) -> Timing:
-    """Calibrate the bulk-copy path (and, when present, HBM) from ``data/l03/bulk_pipeline`` records.
+def calibrate(records: list[dict], base: Timing = H200_ESTIMATES,
+              copy_records: list[dict] | None = None) -> Timing:
+    """Calibrate the table on this project's measurements, in two steps (module docstring).
 
-    Copy latency and bandwidth come from the single-CTA, single-stage runs without work
-    (``group == "calibration"`` or ``ctas == 1, stages == 1, work == 0``). There every tile is one
-    full round trip — the producer wakes on the empty slot, arrives with expect_tx, issues the copy,
-    the bytes land, the consumer wakes, reads, arrives — so the time per tile minus the consumer's own
-    measured busy time is ``2·wake + arrive + issue + latency + bytes/bandwidth``
-    (:mod:`h100lab.sim.pipeline`); a least-squares line over the tile sizes gives both.
-    HBM: the best bytes/ns of the full-GPU runs without work (``ctas > 1``), if any.
+    **Step 1 — one CTA's copy path, from** ``data/l03/bulk_pipeline`` ``records``. Copy latency
+    ``tma_latency_ns`` and the per-SM bulk-copy bandwidth ``tma_bytes_per_ns`` come from the
+    single-CTA, single-stage runs without work (``ctas == 1, stages == 1, work == 0``). There every
+    tile is one full round trip — the producer wakes on the empty slot, arrives with expect_tx, issues
+    the copy, the bytes land, the consumer wakes, reads, arrives — so the time per tile minus the
+    consumer's own measured busy time is ``2·wake + arrive + issue + latency + bytes/bandwidth``
+    (:mod:`h100lab.sim.pipeline`); a least-squares line over the tile sizes gives both. One CTA has
+    the memory system to itself, so this is the latency and bandwidth of *one SM's* stream. The same
+    dataset gives ``wait_hit_ns``: the consumers' measured wait per tile in the single-CTA runs with
+    ≥ 2 buffers, where the data has always arrived (records with ``wait_ns_per_iter``).
+
+    The full-GPU runs of that dataset are *not* used for the HBM bandwidth: their consumers are busy
+    ~690 ns per 16 KB tile and they run within 3 % of the single-CTA time per tile, so they measure
+    the consumers, not the memory (132 × 16 KB / 868 ns = 2.5 TB/s of reads is what the consumers
+    let through).
+
+    **Step 2 — the device's memory bandwidth, from** ``data/l05/copy_bandwidth`` ``copy_records``
+    (when given): :func:`calibrate_hbm`.
     """
     pts = [(r["tile_bytes"], r["ns_per_iter"] - r.get("busy_ns_per_iter", 0.0)) for r in records
            if r.get("ctas") == 1 and r.get("stages") == 1 and r.get("work") == 0 and r.get("ok")]
     lat, bw = fit_latency_bandwidth(pts)
     b = base
     fixed = 2 * b.wait_wake_ns + b.mbarrier_arrive_ns + b.tma_issue_ns
-    src = ("fitted to data/l03/bulk_pipeline (1 CTA, 1 stage, no work): time per tile − consumer busy "
-           "time = 2·wake + arrive + issue + L + bytes/BW")
+    sizes = sorted({x for x, _ in pts})
+    src = (f"fitted to data/l03/bulk_pipeline, records ctas=1, stages=1, work=0 (tiles "
+           f"{', '.join(str(x // 1024) + ' KB' for x in sizes)}): time per tile − consumer busy time = "
+           "2·wake + arrive + issue + L + bytes/BW, least squares over the tile sizes; one CTA alone on the GPU")
     out = b.with_values(tma_latency_ns=max(lat - fixed, 0.0), tma_bytes_per_ns=bw, status="calibrated",
                         source=src, name="H200 (calibrated on data/l03)")
-    full = [r["ctas"] * r["tile_bytes"] / r["ns_per_iter"] for r in records
-            if r.get("ctas", 1) > 1 and r.get("work") == 0 and r.get("ok") and r.get("ns_per_iter", 0) > 0]
-    if full:
-        out = out.with_values(hbm_bytes_per_ns=max(full), status="calibrated",
-                              source="best achieved bytes/ns of the full-GPU runs in data/l03/bulk_pipeline")
+    hits = sorted(r["wait_ns_per_iter"] for r in records if r.get("ctas") == 1 and r.get("stages", 1) >= 2
+                  and r.get("ok") and r.get("wait_ns_per_iter") is not None)
+    if hits:
+        out = out.with_values(wait_hit_ns=hits[len(hits) // 2], status="calibrated", source=(
+            f"data/l03/bulk_pipeline, median wait_ns_per_iter of its {len(hits)} records with ctas=1, stages≥2: "
+            "there the tile has always landed when a consumer waits (the round trip is shorter than the stages' "
+            "busy time, in the model too), so the kernel's measured wait per tile is what a try_wait.parity "
+            "that finds its phase complete costs (loop and clock reads included)"))
+    if copy_records:
+        out = calibrate_hbm(copy_records, out)
     return out
 
 
+def copy_stream_period(tile_bytes: int, ctas: int, t: Timing) -> float:
+    """Time per tile of one CTA of the single-buffer TMA copy stream (``l05_tma_copy.cu`` with
+    ``stages == 1``) in the simulator's memory model, when the CTA's memory slice is its bottleneck:
+    the store of tile *i* and the load of tile *i + 1* (issued once the store has read the buffer,
+    ``cp.async.bulk.wait_group.read``, PTX §9.7.9.25.6.2) queue in the CTA's slice
+    ``hbm_bytes_per_ns / ctas``, 2·tile bytes in all; the load lands after the L2 and DRAM latencies;
+    the thread's ``try_wait`` wakes and issues the next store::
+
+        period = tma_issue + 2 · tile / (hbm / ctas) + tma_latency + dram_latency + wait_wake
+
+    (:func:`h100lab.tma.pipeline.simulate_copy_stream` gives the same; ``tests/test_l05_pipeline.py``).
+    Raises ValueError when the slice is not the bottleneck (the form does not apply)."""
+    if tile_bytes <= 0 or ctas < 1:
+        raise ValueError("a positive tile size and at least one CTA")
+    slice_bw = t.hbm_bytes_per_ns / ctas
+    if slice_bw > t.tma_bytes_per_ns / 2:
+        raise ValueError(f"{ctas} CTAs: each memory slice ({slice_bw:.0f} B/ns) is not the bottleneck of the copy "
+                         f"stream (the SM's TMA unit moves {t.tma_bytes_per_ns:.0f} B/ns)")
+    return t.tma_issue_ns + 2 * tile_bytes / slice_bw + t.tma_latency_ns + t.dram_latency_ns + t.wait_wake_ns
+
+
+def _copy_grid(r: dict) -> tuple[int, int]:
+    """(CTAs, tiles of the busiest CTA) of a tma_copy record: its grid and ceil(tiles / grid), tiles =
+    tensor bytes / tile bytes — the kernel's grid-stride loop (``h100lab.measure.l05``)."""
+    n = r["bytes"] // r["tile_bytes"]
+    return r["grid"], -(-n // r["grid"])
+
+
+def calibrate_hbm(copy_records: list[dict], base: Timing = H200_ESTIMATES) -> Timing:
+    """Step 2 of the calibration: the device-wide memory bandwidth ``hbm_bytes_per_ns`` from
+    ``data/l05/copy_bandwidth`` (``python -m h100lab.measure.l05``).
+
+    Those records time whole-GPU copies of a 512 MiB FP32 tensor and count bytes read + bytes written
+    (``gbps = 2 · bytes / median time``): the TMA copy stream (``kind == "tma_copy"``, 1–6 buffers,
+    one or two CTAs per SM) and a vectorised device copy kernel (``kind == "device_copy"``). The
+    copies that keep enough bytes in flight all level off at the same rate, whatever the tile, the
+    stage count or the instruction that moves the bytes — that plateau is the memory's bandwidth.
+    The estimate is the best rate any *kernel* copy reached (the model's bandwidth is a ceiling no
+    simulated copy exceeds, so it must not lie below a measured one); ``cuMemcpyDtoDAsync``
+    (``kind == "memcpy"``) is left out because the simulator models SM-issued copies only. It is
+    compared, like every record, by :func:`h100lab.validation.l05.check_copy_bandwidth`.
+    """
+    rows = [r for r in copy_records if r.get("kind") in ("tma_copy", "device_copy") and r.get("gbps", 0) > 0
+            and r.get("correct", True)]
+    if not rows:
+        raise ValueError("calibrating the HBM bandwidth needs tma_copy or device_copy records with a gbps")
+    best = max(rows, key=lambda r: r["gbps"])
+    what = (f"tma_copy {best['tile_bytes'] // 1024} KB tiles, {best['stages']} stages, "
+            f"{best['ctas_per_sm']} CTA/SM" if best["kind"] == "tma_copy" else
+            f"device_copy {best.get('blocks_per_sm')} blocks/SM × {best.get('threads')} threads")
+    src = (f"data/l05/copy_bandwidth: best of its {len(rows)} kernel copies (tma_copy and device_copy, read + "
+           f"written bytes / median time) = {what}; assumption: a copy that keeps enough bytes in flight is "
+           "limited by the memory alone, and every CTA gets an equal share of it")
+    out = base.with_values(hbm_bytes_per_ns=best["gbps"], status="calibrated", source=src,
+                           name="H200 (calibrated on data/l03 and data/l05)")
+    # the DRAM latency: only the single-buffer runs expose a latency (the others keep the memory busy);
+    # per record the measured time per tile of the busiest CTA against copy_stream_period without it
+    zero = out.with_values(dram_latency_ns=0.0)
+    pts = []
+    for r in rows:
+        if r["kind"] != "tma_copy" or r["stages"] != 1:
+            continue
+        ctas, per_cta = _copy_grid(r)
+        try:
+            pts.append((copy_stream_period(r["tile_bytes"], ctas, zero), r["median_ms"] * 1e6 / per_cta))
+        except ValueError:
+            continue
+    if not pts:
+        return out
+
+    def balance(x: float) -> float:
+        e = [(m + x) / p - 1 for m, p in pts]
+        return max(e) + min(e)
+
+    # minimax: the x at which the largest relative over- and under-estimate of the time per tile are equal
+    # ((model + x) / measured − 1 grows with x for every record, so bisection finds it)
+    lo, hi = 0.0, 10_000.0
+    if balance(lo) >= 0:
+        x = 0.0
+    else:
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if balance(mid) < 0 else (lo, mid)
+        x = (lo + hi) / 2
+    src = (f"data/l05/copy_bandwidth, its {len(pts)} tma_copy records with stages=1 (the only latency-bound ones): "
+           "measured time per tile of the busiest CTA against copy_stream_period(); the value that balances the "
+           "largest relative over- and under-estimate (minimax)")
+    return out.with_values(dram_latency_ns=x, status="calibrated", source=src)
+
+
 def default_timing() -> Timing:
-    """The calibrated table if ``data/l03/bulk_pipeline`` exists, else :data:`H200_ESTIMATES`."""
+    """The table calibrated on whichever of ``data/l03/bulk_pipeline`` (step 1) and
+    ``data/l05/copy_bandwidth`` (step 2) exist; :data:`H200_ESTIMATES` for the rest."""
     from .. import data
 
+    out = H200_ESTIMATES
     if data.available("l03/bulk_pipeline"):
         try:
-            return calibrate(data.load("l03/bulk_pipeline").records)
+            out = calibrate(data.load("l03/bulk_pipeline").records)
         except (ValueError, KeyError):
-            return H200_ESTIMATES
-    return H200_ESTIMATES
+            out = H200_ESTIMATES
+    if data.available("l05/copy_bandwidth"):
+        try:
+            out = calibrate_hbm(data.load("l05/copy_bandwidth").records, out)
+        except (ValueError, KeyError):
+            pass
+    return out

@@ -6,11 +6,14 @@ cross (the issuing SM's TMA unit, the GPU's HBM), schedule the completion with `
 completion perform complete-tx on the destination's mbarrier and append a trace record. Assumptions
 of this model (stated, not measured):
 
-* a tensor copy occupies the issuing SM's TMA pipe for its delivered bytes (``tx_bytes``) and HBM for
-  the bytes the L2 model fetched (all of them without an L2 model). The two pipes queue independently
-  (each FIFO from the issue time) and the copy lands when both are done, plus the TMA latency. (One
-  common start for both pipes, :func:`h100lab.sim.resources.reserve_path`, makes a fast per-SM pipe
-  push the shared HBM pipe's clock ahead and leaves HBM idle when 132 SMs stream at once.)
+* a tensor copy occupies the issuing SM's TMA pipe for its delivered bytes (``tx_bytes``) and the
+  issuing CTA's slice of the device memory (:class:`~h100lab.sim.machine.GPU`: bandwidth / CTAs, reads
+  and writes both counted) for the bytes the L2 model fetched (all of them without an L2 model). The
+  two pipes queue independently (each FIFO from the issue time) and the copy lands when both are done,
+  plus the TMA latency (``tma_latency_ns``, data in L2) and, when it read bytes from DRAM,
+  ``dram_latency_ns`` (a raw bulk load here always reads DRAM: the copy stream never re-reads); a store frees its shared-memory source when the TMA pipe has read it and
+  completes when its slice has written it, plus the latency. The numbers and their calibration:
+  :mod:`h100lab.sim.timing`.
 * a multicast reads once and lands in every selected CTA at the same time (the cluster crossbar is not
   a resource here); each destination's barrier gets complete-tx when the data lands;
 * L2 bandwidth and the crossbar are not modelled: the byte counts (:class:`MulticastResult`) show
@@ -42,6 +45,11 @@ def _reserve(tma, hbm, t: float, tma_bytes: int, hbm_bytes: int) -> float:
         return f1
     _, f2 = hbm.reserve(t, hbm_bytes)
     return max(f1, f2)
+
+
+def _latency(t: Timing, hbm_bytes: int) -> float:
+    """Issue-to-landing latency beyond the transfer: L2 latency, plus the DRAM latency if any byte came from DRAM."""
+    return t.tma_latency_ns + (t.dram_latency_ns if hbm_bytes else 0.0)
 
 
 def _hbm_bytes(tm: TensorMap, coords, l2: L2Cache | None, policy: CachePolicy | None) -> int:
@@ -80,9 +88,10 @@ def tensor_load(w: Warp, tensor_map: TensorMap, coords: Sequence[int], dst: int,
     sm.bars.get(bar) or sm.barrier(bar)
     t0 = w.engine.now
     t = w.gpu.timing
-    fin = _reserve(w.sm.tma, w.gpu.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, _hbm_bytes(tm, coords, l2, policy))
+    hb = _hbm_bytes(tm, coords, l2, policy)
+    fin = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, hb)
     op = f"cp.async.bulk.tensor.{tm.rank}d.shared::cluster.global.tile"
-    w.engine.at(fin + t.tma_latency_ns, _land, (w, t0, sm, dst, tm.tx_bytes, bar, op, label or f"box {tuple(coords)}"))
+    w.engine.at(fin + _latency(t, hb), _land, (w, t0, sm, dst, tm.tx_bytes, bar, op, label or f"box {tuple(coords)}"))
     return t.tma_issue_ns
 
 
@@ -101,10 +110,11 @@ def tensor_load_multicast(w: Warp, tensor_map: TensorMap, coords: Sequence[int],
         sm.bars.get(bar) or sm.barrier(bar)
     t0 = w.engine.now
     t = w.gpu.timing
-    fin = _reserve(w.sm.tma, w.gpu.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, _hbm_bytes(tm, coords, l2, policy))
+    hb = _hbm_bytes(tm, coords, l2, policy)
+    fin = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, hb)
     op = f"cp.async.bulk.tensor.{tm.rank}d.shared::cluster.global.tile.multicast::cluster"
     for sm in sms:
-        w.engine.at(fin + t.tma_latency_ns, _land,
+        w.engine.at(fin + _latency(t, hb), _land,
                     (w, t0, sm, dst, tm.tx_bytes, bar, op, label or f"box {tuple(coords)} → cta{sm.rank}"))
     return t.tma_issue_ns
 
@@ -156,8 +166,8 @@ def bulk_load(w: Warp, dst: int, nbytes: int, bar: int, *, label: str = "") -> f
     w.sm.bars.get(bar) or w.sm.barrier(bar)
     t0 = w.engine.now
     t = w.gpu.timing
-    fin = _reserve(w.sm.tma, w.gpu.hbm, t0 + t.tma_issue_ns, nbytes, nbytes)
-    w.engine.at(fin + t.tma_latency_ns, _land,
+    fin = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, nbytes, nbytes)
+    w.engine.at(fin + _latency(t, nbytes), _land,
                 (w, t0, w.sm, dst, nbytes, bar, "cp.async.bulk.shared::cluster.global", label))
     return t.tma_issue_ns
 
@@ -174,7 +184,7 @@ def bulk_store(w: Warp, src: int, nbytes: int, *, label: str = ""):
     t0 = w.engine.now
     t = w.gpu.timing
     _, f_read = w.sm.tma.reserve(t0 + t.tma_issue_ns, nbytes)
-    _, f_hbm = w.gpu.hbm.reserve(t0 + t.tma_issue_ns, nbytes)
+    _, f_hbm = w.sm.hbm.reserve(t0 + t.tma_issue_ns, nbytes)
     read, done = w.engine.event(f"{w.actor} store read"), w.engine.event(f"{w.actor} store done")
     t_done = max(f_read, f_hbm) + t.tma_latency_ns
     w.engine.at(f_read, read.succeed, None)
@@ -208,22 +218,43 @@ def _copy_program(w: Warp, stages: int, tile: int, n: int, lay):
 
 
 def simulate_copy_stream(tile_bytes: int, stages: int, *, ctas: int = 132, tiles_per_cta: int = 12,
+                         tiles: int | None = None, ctas_per_sm: int = 1, symmetric: bool = True,
                          timing: Timing | None = None, trace: bool = False) -> CopyStreamResult:
-    """Simulate the kernel ``tma_copy`` of ``l05_tma_copy.cu``: on each of ``ctas`` SMs one thread loads
+    """Simulate the kernel ``tma_copy`` of ``l05_tma_copy.cu``: on each of ``ctas`` CTAs one thread loads
     tiles into ``stages`` buffers (mbarrier completion), stores each tile back (bulk group), and refills a
-    buffer once its store has read it (``wait_group.read 0``). All SMs share HBM [model: hopper-spec-facts
-    §6 for the operations; times from the :mod:`h100lab.sim.timing` table]."""
+    buffer once its store has read it (``wait_group.read 0``). ``ctas_per_sm`` CTAs share an SM's TMA
+    unit; all CTAs share the device memory in equal slices [model: hopper-spec-facts §6 for the
+    operations; times and the memory model from :mod:`h100lab.sim.timing`].
+
+    ``tiles`` (optional): the kernel's whole tensor in tiles, spread over the CTAs by its grid-stride loop
+    (CTA ``i`` copies tiles ``i, i + ctas, …``); the run then lasts as long as the CTAs with the most tiles,
+    ``ceil(tiles / ctas)``, and ``copied_bytes`` counts ``tiles`` tiles. Otherwise each CTA copies
+    ``tiles_per_cta``. ``symmetric`` simulates the CTAs of one SM only: with equal memory slices every
+    SM's CTAs run the same timeline, so this is exact and 132× cheaper (``symmetric=False`` runs them all).
+    """
     if stages < 1 or stages > 8:
         raise ValueError(f"stages = {stages}: the kernel has 1 .. 8 buffers")
+    if ctas < 1 or ctas_per_sm < 1 or ctas % ctas_per_sm:
+        raise ValueError(f"{ctas} CTAs cannot be placed {ctas_per_sm} per SM")
     lay = copy_stream_layout(stages, tile_bytes)
-    if lay["buffers"][-1] + tile_bytes > 232_448:
-        raise ValueError(f"{stages} buffers of {tile_bytes} B do not fit the 227 KB a CTA may use (CPG §20.8.3)")
-    gpu = GPU(timing if timing is not None else default_timing(), num_sms=ctas, trace=trace, cta_threads=32)
+    if ctas_per_sm * (lay["buffers"][-1] + tile_bytes) > 232_448:
+        raise ValueError(f"{ctas_per_sm} × {stages} buffers of {tile_bytes} B do not fit the 227 KB of shared "
+                         "memory a CTA may use or an SM holds (CPG §20.8.3)")
+    if tiles is not None:
+        if tiles < 1:
+            raise ValueError(f"tiles = {tiles}: at least one tile")
+        tiles_per_cta = -(-tiles // ctas)
+    if tiles_per_cta < 1:
+        raise ValueError(f"tiles_per_cta = {tiles_per_cta}: at least one tile")
+    n_sim = ctas_per_sm if symmetric else ctas
+    gpu = GPU(timing if timing is not None else default_timing(), num_sms=n_sim, trace=trace, cta_threads=32,
+              ctas_per_sm=ctas_per_sm, hbm_sharers=ctas)
     for sm in gpu.sms:
         sm.spawn("thread0", _copy_program, stages, tile_bytes, tiles_per_cta, lay)
     total = gpu.run()
-    return CopyStreamResult(tile_bytes, stages, ctas, tiles_per_cta, total, ctas * tiles_per_cta * tile_bytes,
-                            gpu.sms[0].tma.utilization(total), gpu.hbm.utilization(total), gpu.trace)
+    copied = (tiles if tiles is not None else ctas * tiles_per_cta) * tile_bytes
+    return CopyStreamResult(tile_bytes, stages, ctas, tiles_per_cta, total, copied,
+                            gpu.sms[0].tma.utilization(total), gpu.hbm_utilization(total), gpu.trace)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """Lesson 5 model-vs-silicon checks: raw bulk copies, multicast, bulk reductions, the TMA copy stream.
 
 Datasets come from ``python -m h100lab.measure.l05``. Every functional comparison is exact (bytes and
-barrier outcomes); the copy-bandwidth dataset is checked for correct output (its times are shown next
-to the simulator's prediction in chapter 5, not asserted).
+barrier outcomes); the copy-bandwidth dataset is checked for correct output and, after the timing table
+is calibrated (:func:`h100lab.sim.timing.calibrate`: one CTA's copy path on ``l03/bulk_pipeline``, the
+memory's bandwidth and DRAM latency on this dataset), for the simulator's bandwidth: every record within
+:data:`BANDWIDTH_TOLERANCE` (relative) of :func:`predict_bandwidth`.
 """
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from ..data import Dataset
 from . import CheckResult, silicon_check
 from .l04 import image_mismatch
 
-__all__ = ["check_round_trips", "check_multicast", "check_bulk_reduce", "check_copy_output", "run_on",
-           "hardware_report"]
+__all__ = ["check_round_trips", "check_multicast", "check_bulk_reduce", "check_copy_output", "check_copy_bandwidth",
+           "predict_bandwidth", "copy_timing", "run_on", "hardware_report", "BANDWIDTH_TOLERANCE"]
+
+#: the simulator's copy bandwidth must be within ±20 % of every l05/copy_bandwidth record
+BANDWIDTH_TOLERANCE = 0.20
 
 
 def check_round_trips(records: Sequence[dict[str, Any]]) -> CheckResult:
@@ -79,6 +84,66 @@ def check_copy_output(records: Sequence[dict[str, Any]]) -> CheckResult:
     return CheckResult(len(rows), len(bad), bad[:5])
 
 
+def copy_timing(records: Sequence[dict[str, Any]]):
+    """The timing table for the copy-bandwidth comparison: step 1 of the calibration on
+    ``data/l03/bulk_pipeline`` when it exists (else the estimates), step 2 on ``records``."""
+    from .. import data
+    from ..sim.timing import H200_ESTIMATES, calibrate, calibrate_hbm
+
+    base = H200_ESTIMATES
+    if data.available("l03/bulk_pipeline"):
+        try:
+            base = calibrate(data.load("l03/bulk_pipeline").records)
+        except (ValueError, KeyError):
+            base = H200_ESTIMATES
+    return calibrate_hbm(list(records), base)
+
+
+def predict_bandwidth(r: dict[str, Any], timing) -> float:
+    """The simulator's GB/s (bytes read + written per ns) for one ``l05/copy_bandwidth`` record.
+
+    ``tma_copy``: :func:`h100lab.tma.pipeline.simulate_copy_stream` of the record's tile, stages, grid
+    and CTAs per SM over the whole tensor (``bytes / tile_bytes`` tiles in the kernel's grid-stride
+    loop). ``device_copy`` and ``memcpy``: the memory's bandwidth ``hbm_bytes_per_ns`` — the model
+    assumes a plain copy with thousands of 16-byte loads in flight is limited by the memory alone (the
+    simulator has no LSU path to global memory to simulate it with)."""
+    if r["kind"] in ("device_copy", "memcpy"):
+        return float(timing.hbm_bytes_per_ns)
+    if r["kind"] != "tma_copy":
+        raise ValueError(f"record kind {r['kind']!r} is not a copy (tma_copy, device_copy, memcpy)")
+    from ..tma.pipeline import simulate_copy_stream
+
+    res = simulate_copy_stream(r["tile_bytes"], r["stages"], ctas=r["grid"], ctas_per_sm=r["ctas_per_sm"],
+                               tiles=r["bytes"] // r["tile_bytes"], timing=timing)
+    return res.bandwidth_gbps
+
+
+def check_copy_bandwidth(records: Sequence[dict[str, Any]], *, tol: float = BANDWIDTH_TOLERANCE,
+                         timing=None) -> CheckResult:
+    """The simulator's bandwidth against every record's measured GB/s, within ``tol`` (relative); the note
+    gives the largest error and the calibrated numbers. ``timing`` defaults to :func:`copy_timing`."""
+    rows = [r for r in records if r.get("kind") in ("tma_copy", "device_copy", "memcpy")]
+    try:
+        timing = timing if timing is not None else copy_timing(rows)
+    except ValueError as exc:
+        return CheckResult(len(rows), len(rows), [], f"cannot calibrate: {exc}")
+    bad, worst, where = [], 0.0, ""
+    for r in rows:
+        p = predict_bandwidth(r, timing)
+        err = p / r["gbps"] - 1
+        label = (f"tma_copy {r['tile_bytes'] // 1024} KB × {r['stages']} stages, {r['ctas_per_sm']} CTA/SM"
+                 if r["kind"] == "tma_copy" else r["kind"] + (f" {r['blocks_per_sm']} blocks/SM × {r['threads']}"
+                                                              if r["kind"] == "device_copy" else ""))
+        if abs(err) > worst:
+            worst, where = abs(err), f"{label}: {r['gbps']:.0f} measured, {p:.0f} simulated"
+        if abs(err) > tol:
+            bad.append({"record": label, "measured_gbps": round(r["gbps"]), "model_gbps": round(p)})
+    note = (f"largest error {worst:.1%} ({where}); memory {timing.hbm_bytes_per_ns:.0f} B/ns, DRAM latency "
+            f"{timing.dram_latency_ns:.0f} ns, copy latency {timing.tma_latency_ns:.0f} ns, "
+            f"{timing.tma_bytes_per_ns:.0f} B/ns per SM") if rows else "no copy records"
+    return CheckResult(len(rows), len(bad), bad[:5], note)
+
+
 @silicon_check("Bulk copies: raw cp.async.bulk round trips deliver exactly the model's bytes", lesson=5,
                dataset="l05/bulk")
 def _rt(ds: Dataset) -> CheckResult:
@@ -99,6 +164,12 @@ def _red(ds: Dataset) -> CheckResult:
 @silicon_check("TMA copy stream: every configuration copies exactly", lesson=5, dataset="l05/copy_bandwidth")
 def _copy(ds: Dataset) -> CheckResult:
     return check_copy_output(ds.records)
+
+
+@silicon_check("TMA copy stream: simulated bandwidth within ±20 % of every configuration", lesson=5,
+               dataset="l05/copy_bandwidth")
+def _copy_bw(ds: Dataset) -> CheckResult:
+    return check_copy_bandwidth(ds.records)
 
 
 def run_on(name: str, records: Sequence[dict[str, Any]]) -> CheckResult:

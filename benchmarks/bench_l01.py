@@ -4,8 +4,9 @@
 
 Reports warp-accesses per second of ``h100lab.memory.banks.wavefronts_trace`` (32-, 64- and 128-bit,
 loads and stores) and ``h100lab.memory.coalescing.sectors_trace`` on a trace of N random warp-wide
-accesses (default 1,048,576; goal: at least 1 M accesses/s on one core), occupancy calls per second,
-and the wall time of executing ``chapters/01-architecture.md`` (goal: under 30 s). Set
+accesses (default 1,048,576; goal: at least 1 M accesses/s on one core; one 128-bit load case mixes
+pair-uniform accesses and inactive lanes), occupancy calls per second, and the wall time of
+executing ``chapters/01-architecture.md`` (goal: under 30 s). Set
 ``OMP_NUM_THREADS=1`` etc. for a strict one-core measurement; NumPy's sorts and reductions used here
 are single-threaded anyway.
 """
@@ -44,6 +45,10 @@ def bench_trace(n: int) -> list[tuple[str, float]]:
         trace = rng.integers(0, 49152 // width, size=(n, 32)) * width       # anywhere in 48 KB
         for op in ("ld", "st"):
             out.append((f"wavefronts {8 * width}-bit {op}", _rate(lambda: wavefronts_trace(trace, width, op), n)))
+    mixed = trace.copy()                          # 128-bit: every other access pair-uniform, 10% lanes off
+    mixed[::2] = mixed[::2][:, np.arange(32) & ~1]
+    off = rng.random((n, 32)) > 0.1
+    out.append(("wavefronts 128-bit ld, pairs + masks", _rate(lambda: wavefronts_trace(mixed, 16, "ld", off), n)))
     strided = (np.arange(n)[:, None] * 128 + np.arange(32) * 4).astype(np.int64)
     out.append(("wavefronts 32-bit ld, contiguous", _rate(lambda: wavefronts_trace(strided, 4), n)))
     g = rng.integers(0, 1 << 26, size=(n, 32)) * 4

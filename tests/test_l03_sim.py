@@ -395,3 +395,29 @@ def test_program_arguments():
     with pytest.raises(ValueError, match="16 B"):
         run_program(tile_bytes=100)
     assert math.isfinite(run_program(stages=3, tiles=6, out_every=3).total_ns)
+
+
+def test_calibrate_two_steps_and_wait_hit():
+    from h100lab.sim.timing import calibrate_hbm
+    recs = []
+    for tile in (4096, 16384):
+        busy = T.smem_latency_ns + tile / T.smem_bytes_per_ns + T.fence_ns
+        r = simulate(PipelineConfig(stages=1, iters=40, tile_bytes=tile, compute_ns=0), T, trace=False)
+        recs.append(dict(ctas=1, stages=1, work=0, ok=True, tile_bytes=tile, ns_per_iter=r.steady_ns_per_iter,
+                         busy_ns_per_iter=busy, wait_ns_per_iter=300.0))
+    recs += [dict(ctas=1, stages=s, work=0, ok=True, tile_bytes=16384, ns_per_iter=900.0, busy_ns_per_iter=700.0,
+                  wait_ns_per_iter=w) for s, w in ((2, 110.0), (4, 112.0), (8, 500.0))]
+    cal = calibrate(recs)
+    assert cal.wait_hit_ns == 112.0 and cal.params["wait_hit_ns"].status == "calibrated"
+    assert cal.hbm_bytes_per_ns == T.hbm_bytes_per_ns          # step 2 needs the copy records
+    copy = [dict(kind="device_copy", gbps=3000.0, blocks_per_sm=4, threads=256)]
+    assert calibrate(recs, copy_records=copy).hbm_bytes_per_ns == 3000.0 == calibrate_hbm(copy, T).hbm_bytes_per_ns
+
+
+def test_memory_slices_per_cta():
+    gpu = GPU(T, num_sms=4)
+    assert all(sm.hbm.bandwidth == pytest.approx(T.hbm_bytes_per_ns / 4) for sm in gpu.sms)
+    sm = gpu.sms[0]
+    sm.async_op(4096, lambda _: None)
+    t = gpu.run()
+    assert gpu.hbm_bytes() == 4096 and 0 < gpu.hbm_utilization(t) <= 1 and gpu.hbm_utilization(0) == 0

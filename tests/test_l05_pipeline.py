@@ -76,3 +76,86 @@ def test_multicast_reads_once_and_delivers_to_each_receiver():
         P.simulate_multicast(4, 0b1, tm, issuer=5)
     with pytest.raises(tma.BulkCopyError):
         P.simulate_multicast(2, 0b100, tm)
+
+
+# ---- the memory model and its calibration on l05/copy_bandwidth ------------------------------------------
+def _table():
+    from h100lab.sim.timing import H200_ESTIMATES
+    return H200_ESTIMATES.with_values(hbm_bytes_per_ns=4000.0, dram_latency_ns=150.0, tma_latency_ns=220.0,
+                                      tma_bytes_per_ns=170.0)
+
+
+@pytest.mark.parametrize("tile,ctas,per_sm", [(16384, 132, 1), (32768, 264, 2), (65536, 132, 1)])
+def test_single_buffer_copy_stream_matches_its_closed_form(tile, ctas, per_sm):
+    from h100lab.sim.timing import copy_stream_period
+    t = _table()
+    a = P.simulate_copy_stream(tile, 1, ctas=ctas, ctas_per_sm=per_sm, tiles_per_cta=20, timing=t)
+    b = P.simulate_copy_stream(tile, 1, ctas=ctas, ctas_per_sm=per_sm, tiles_per_cta=40, timing=t)
+    assert (b.total_ns - a.total_ns) / 20 == pytest.approx(copy_stream_period(tile, ctas, t), rel=1e-6)
+    with pytest.raises(ValueError, match="not the bottleneck"):
+        copy_stream_period(tile, 1, t)
+
+
+def test_symmetric_shortcut_is_exact_and_memory_is_shared():
+    t = _table()
+    for per_sm in (1, 2):
+        fast = P.simulate_copy_stream(16384, 2, ctas=8 * per_sm, ctas_per_sm=per_sm, tiles_per_cta=6, timing=t)
+        full = P.simulate_copy_stream(16384, 2, ctas=8 * per_sm, ctas_per_sm=per_sm, tiles_per_cta=6, timing=t,
+                                      symmetric=False)
+        assert fast.total_ns == pytest.approx(full.total_ns) and fast.copied_bytes == full.copied_bytes
+    # many stages: the memory is the limit, read + written bytes at the table's bandwidth
+    r = P.simulate_copy_stream(32768, 4, ctas=132, tiles=132 * 40, timing=t)
+    assert r.bandwidth_gbps == pytest.approx(4000, rel=0.03) and r.bandwidth_gbps <= 4000 * 1.0001
+    # the grid-stride remainder: the busiest CTA sets the time
+    odd = P.simulate_copy_stream(32768, 4, ctas=132, tiles=132 * 40 + 1, timing=t)
+    assert odd.tiles_per_cta == 41 and odd.total_ns > r.total_ns
+    with pytest.raises(ValueError, match="per SM"):
+        P.simulate_copy_stream(16384, 2, ctas=3, ctas_per_sm=2)
+    with pytest.raises(ValueError, match="227 KB"):
+        P.simulate_copy_stream(65536, 2, ctas=264, ctas_per_sm=2)
+
+
+def test_ctas_of_one_sm_share_its_tma_unit():
+    gpu = GPU(_table(), num_sms=4, ctas_per_sm=2, hbm_sharers=8)
+    assert gpu.sms[0].tma is gpu.sms[1].tma and gpu.sms[1].tma is not gpu.sms[2].tma
+    assert gpu.sms[0].hbm is not gpu.sms[1].hbm and gpu.sms[0].hbm.bandwidth == pytest.approx(500)
+    with pytest.raises(ValueError):
+        GPU(_table(), num_sms=3, ctas_per_sm=2)
+    with pytest.raises(ValueError, match="at least"):
+        GPU(_table(), num_sms=4, hbm_sharers=2)
+
+
+def _synthetic_copy_records(truth):
+    """What l05/copy_bandwidth would hold if the silicon were the simulator with table ``truth``."""
+    from h100lab.measure.l05 import COPY_COLS, COPY_ROWS, copy_configs
+    from h100lab.validation.l05 import predict_bandwidth
+
+    nbytes = COPY_ROWS * COPY_COLS * 4
+    recs = []
+    for c in copy_configs():
+        r = dict(kind="tma_copy", **c, grid=132 * c["ctas_per_sm"], bytes=nbytes, correct=True)
+        g = predict_bandwidth(r, truth)
+        recs.append(dict(r, gbps=g, median_ms=2 * nbytes / g / 1e6))
+    recs.append(dict(kind="device_copy", blocks_per_sm=4, threads=256, grid=528, bytes=nbytes, gbps=3900.0,
+                     median_ms=2 * nbytes / 3900 / 1e6))
+    return recs
+
+
+def test_calibrate_hbm_recovers_the_memory_and_dram_latency():
+    from h100lab.sim.timing import H200_ESTIMATES, calibrate_hbm
+    from h100lab.validation.l05 import check_copy_bandwidth
+
+    truth = _table()
+    recs = _synthetic_copy_records(truth)
+    base = H200_ESTIMATES.with_values(tma_latency_ns=220.0, tma_bytes_per_ns=170.0)
+    cal = calibrate_hbm(recs, base)
+    assert cal.hbm_bytes_per_ns == pytest.approx(4000, rel=0.01)
+    assert cal.dram_latency_ns == pytest.approx(150, abs=15)
+    assert cal.params["hbm_bytes_per_ns"].status == "calibrated" and "l05/copy_bandwidth" in \
+        cal.params["dram_latency_ns"].source
+    res = check_copy_bandwidth(recs, timing=cal)
+    assert res.ok and res.cases == len(recs) and "largest error" in res.note
+    slow = [dict(r, gbps=r["gbps"] * (0.5 if r["kind"] == "tma_copy" and r["stages"] == 1 else 1)) for r in recs]
+    assert not check_copy_bandwidth(slow, timing=cal).ok
+    with pytest.raises(ValueError, match="needs"):
+        calibrate_hbm([dict(kind="memcpy", gbps=1.0)], base)

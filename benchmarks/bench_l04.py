@@ -59,9 +59,10 @@ def bench_load(repeats: int) -> dict:
 
 
 def bench_bandwidth() -> dict | None:
-    """Measured TMA-copy and device-copy bandwidth (from the dataset) and the simulator's prediction."""
+    """Measured TMA-copy and device-copy bandwidth (from the dataset) and the simulator's prediction
+    (the timing table calibrated on l03 and on this dataset, the whole tensor simulated)."""
     from h100lab import data
-    from h100lab.measure.l05 import simulated_bandwidth
+    from h100lab.validation.l05 import copy_timing, predict_bandwidth
 
     if not data.available("l05/copy_bandwidth"):
         return None
@@ -69,13 +70,13 @@ def bench_bandwidth() -> dict | None:
     recs = ds.records
     dev = max(r["gbps"] for r in recs if r["kind"] == "device_copy")
     memcpy = [r["gbps"] for r in recs if r["kind"] == "memcpy"]
-    sms = 132
+    timing = copy_timing(recs)
     rows = []
     for r in sorted((r for r in recs if r["kind"] == "tma_copy"), key=lambda r: (r["tile_bytes"], r["stages"],
                                                                                  r["ctas_per_sm"])):
         rows.append({"tile": r["tile_bytes"], "stages": r["stages"], "ctas/SM": r["ctas_per_sm"],
                      "measured": r["gbps"], "fraction": r["gbps"] / dev,
-                     "simulated": simulated_bandwidth(r, sms=sms, tiles=16)})
+                     "simulated": predict_bandwidth(r, timing)})
     return {"where": ds.describe(), "device_copy": dev, "memcpy": memcpy[0] if memcpy else None, "rows": rows}
 
 

@@ -111,7 +111,8 @@ def test_hardware_report_and_benchmark_read_datasets(tmp_path, monkeypatch):
     meta = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "driver": "580", "cuda": "13.0", "date": "2026-01-01",
             "command": "python -m h100lab.measure.l05"}
     data.write("l05/bulk", fake("bulk"), meta)
-    bw = [dict(kind="tma_copy", **c, correct=True, gbps=3000.0 + 100 * c["stages"], bytes=1, median_ms=1.0,
+    bw = [dict(kind="tma_copy", **c, correct=True, gbps=3000.0 + 100 * c["stages"], bytes=m.COPY_ROWS * m.COPY_COLS * 4,
+               median_ms=1.0,
                min_ms=1.0) for c in m.copy_configs(quick=True)]
     bw += [dict(kind="device_copy", gbps=3300.0), dict(kind="memcpy", gbps=3100.0)]
     data.write("l05/copy_bandwidth", bw, meta)

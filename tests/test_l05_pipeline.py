@@ -159,3 +159,15 @@ def test_calibrate_hbm_recovers_the_memory_and_dram_latency():
     assert not check_copy_bandwidth(slow, timing=cal).ok
     with pytest.raises(ValueError, match="needs"):
         calibrate_hbm([dict(kind="memcpy", gbps=1.0)], base)
+
+
+def test_predict_bandwidth_rules():
+    from h100lab.validation.l05 import predict_bandwidth
+    t = _table()
+    assert predict_bandwidth(dict(kind="device_copy"), t) == 4000.0 == predict_bandwidth(dict(kind="memcpy"), t)
+    with pytest.raises(ValueError, match="not a copy"):
+        predict_bandwidth(dict(kind="round_trip"), t)
+    with pytest.raises(ValueError, match="less than one"):
+        predict_bandwidth(dict(kind="tma_copy", tile_bytes=16384, stages=2, ctas_per_sm=1, bytes=16), t)
+    r = dict(kind="tma_copy", tile_bytes=65536, stages=1, ctas_per_sm=1)      # grid and bytes as measured
+    assert 0 < predict_bandwidth(r, t) < 4000

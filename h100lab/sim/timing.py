@@ -94,8 +94,8 @@ _H200 = {
     "mbarrier_arrive_ns": Param(round(8 / _CLOCK, 4), "ns", "estimate",
                                 "mbarrier.arrive, a shared-memory atomic on the 8-byte object"),
     "wait_wake_ns": Param(40.0, "ns", "estimate",
-                          "phase completion → a suspended try_wait returns True and the warp resumes; "
-                          "calibrated from data/l03/bulk_pipeline"),
+                          "phase completion → a suspended try_wait returns True and the warp resumes; not "
+                          "fitted: calibrate() absorbs it into tma_latency_ns"),
     "wait_hit_ns": Param(round(8 / _CLOCK, 4), "ns", "estimate",
                          "try_wait on an already-completed phase"),
     "bar_sync_ns": Param(round(20 / _CLOCK, 4), "ns", "estimate",
@@ -264,7 +264,7 @@ def calibrate_hbm(copy_records: list[dict], base: Timing = H200_ESTIMATES) -> Ti
     if not rows:
         raise ValueError("calibrating the HBM bandwidth needs tma_copy or device_copy records with a gbps")
     best = max(rows, key=lambda r: r["gbps"])
-    what = (f"tma_copy {best['tile_bytes'] // 1024} KB tiles, {best['stages']} stages, "
+    what = (f"tma_copy {best['tile_bytes'] // 1024} KB tiles, {best['stages']} stage(s), "
             f"{best['ctas_per_sm']} CTA/SM" if best["kind"] == "tma_copy" else
             f"device_copy {best.get('blocks_per_sm')} blocks/SM × {best.get('threads')} threads")
     src = (f"data/l05/copy_bandwidth: best of its {len(rows)} kernel copies (tma_copy and device_copy, read + "
@@ -277,7 +277,7 @@ def calibrate_hbm(copy_records: list[dict], base: Timing = H200_ESTIMATES) -> Ti
     zero = out.with_values(dram_latency_ns=0.0)
     pts = []
     for r in rows:
-        if r["kind"] != "tma_copy" or r["stages"] != 1:
+        if r["kind"] != "tma_copy" or r["stages"] != 1 or not all(k in r for k in ("grid", "bytes", "median_ms")):
             continue
         ctas, per_cta = _copy_grid(r)
         try:

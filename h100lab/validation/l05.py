@@ -104,17 +104,23 @@ def predict_bandwidth(r: dict[str, Any], timing) -> float:
 
     ``tma_copy``: :func:`h100lab.tma.pipeline.simulate_copy_stream` of the record's tile, stages, grid
     and CTAs per SM over the whole tensor (``bytes / tile_bytes`` tiles in the kernel's grid-stride
-    loop). ``device_copy`` and ``memcpy``: the memory's bandwidth ``hbm_bytes_per_ns`` — the model
+    loop; a record without ``grid``/``bytes`` gets the measurement's: ``num_sms × ctas_per_sm`` CTAs and the
+    512 MiB tensor of :mod:`h100lab.measure.l05`). ``device_copy`` and ``memcpy``: the memory's bandwidth ``hbm_bytes_per_ns`` — the model
     assumes a plain copy with thousands of 16-byte loads in flight is limited by the memory alone (the
     simulator has no LSU path to global memory to simulate it with)."""
     if r["kind"] in ("device_copy", "memcpy"):
         return float(timing.hbm_bytes_per_ns)
     if r["kind"] != "tma_copy":
         raise ValueError(f"record kind {r['kind']!r} is not a copy (tma_copy, device_copy, memcpy)")
+    from ..measure.l05 import COPY_COLS, COPY_ROWS
     from ..tma.pipeline import simulate_copy_stream
 
-    res = simulate_copy_stream(r["tile_bytes"], r["stages"], ctas=r["grid"], ctas_per_sm=r["ctas_per_sm"],
-                               tiles=r["bytes"] // r["tile_bytes"], timing=timing)
+    tiles = r.get("bytes", COPY_ROWS * COPY_COLS * 4) // r["tile_bytes"]
+    if tiles < 1:
+        raise ValueError(f"record copies {r['bytes']} B, less than one {r['tile_bytes']}-byte tile")
+    grid = r.get("grid", int(timing.num_sms) * r["ctas_per_sm"])
+    res = simulate_copy_stream(r["tile_bytes"], r["stages"], ctas=grid, ctas_per_sm=r["ctas_per_sm"], tiles=tiles,
+                               timing=timing)
     return res.bandwidth_gbps
 
 
@@ -131,7 +137,7 @@ def check_copy_bandwidth(records: Sequence[dict[str, Any]], *, tol: float = BAND
     for r in rows:
         p = predict_bandwidth(r, timing)
         err = p / r["gbps"] - 1
-        label = (f"tma_copy {r['tile_bytes'] // 1024} KB × {r['stages']} stages, {r['ctas_per_sm']} CTA/SM"
+        label = (f"tma_copy {r['tile_bytes'] // 1024} KB, {r['stages']} stage(s), {r['ctas_per_sm']} CTA/SM"
                  if r["kind"] == "tma_copy" else r["kind"] + (f" {r['blocks_per_sm']} blocks/SM × {r['threads']}"
                                                               if r["kind"] == "device_copy" else ""))
         if abs(err) > worst:

@@ -72,8 +72,10 @@ def test_checks_agree_and_catch_differences():
 
 def test_simulated_bandwidth_is_bounded_by_hbm():
     from h100lab.sim.timing import default_timing
+    from h100lab.validation.l05 import predict_bandwidth
     cfg = m.copy_configs()[0]
-    bw = m.simulated_bandwidth(cfg, sms=8, tiles=4)
+    rec = dict(cfg, kind="tma_copy", grid=8 * cfg["ctas_per_sm"], bytes=32 * cfg["tile_bytes"])
+    bw = predict_bandwidth(rec, default_timing())
     assert 0 < bw <= default_timing().hbm_bytes_per_ns + 1e-6
 
 

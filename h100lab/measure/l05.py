@@ -25,7 +25,7 @@ from . import begin
 
 __all__ = ["copy_configs", "round_trip_cases", "multicast_cases", "bulk_reduce_cases", "BULK_REDUCE_CODES",
            "COPY_ROWS", "COPY_COLS", "model_round_trip", "model_multicast", "model_bulk_reduce", "reduce_inputs",
-           "simulated_bandwidth", "max_dynamic_smem", "main", "SENTINEL"]
+           "max_dynamic_smem", "main", "SENTINEL"]
 
 COPY_ROWS, COPY_COLS = 16384, 8192      # FP32: 512 MiB
 SENTINEL = 0xA5
@@ -195,16 +195,6 @@ def max_dynamic_smem(props: dict[str, Any], static_bytes: int) -> int:
     if not 0 <= static_bytes <= optin:
         raise ValueError(f"static shared memory {static_bytes} B is outside 0 .. sharedMemPerBlockOptin ({optin} B)")
     return optin - int(static_bytes)
-
-
-def simulated_bandwidth(config: dict[str, Any], sms: int = 132, tiles: int | None = None) -> float:
-    """The simulator's bandwidth (GB/s, read + written) for a copy configuration (``h100lab.tma.pipeline``)."""
-    from ..tma.pipeline import simulate_copy_stream
-
-    ctas = sms * config["ctas_per_sm"]
-    n_tiles = (COPY_ROWS // config["box_y"]) * (COPY_COLS // config["box_x"])
-    per = tiles if tiles is not None else max(1, n_tiles // ctas)
-    return simulate_copy_stream(config["tile_bytes"], config["stages"], ctas=ctas, tiles_per_cta=per).bandwidth_gbps
 
 
 # ------------------------------------------------------------------------------------------------

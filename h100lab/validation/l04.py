@@ -89,35 +89,27 @@ def check_images(records: Sequence[dict[str, Any]]) -> CheckResult:
     """Every load / im2col image equals the model's byte for byte, and its mbarrier phase completed
     with exactly the model's ``tx_bytes`` expected; a map the driver refuses is refused by the model
     with the same result, and a copy that faults faults in the model with the same error."""
-    from ..measure.l04 import model_image, unpack
+    from ..measure.l04 import model_image
 
-    bad, n = [], 0
-    for r in records:
-        if r["kind"] not in ("load", "im2col"):
-            continue
-        n += 1
-        vm = _verdict_mismatch(r)
-        if vm is not None:
-            if vm:
-                bad.append(vm)
-            continue
-        if not r["completed"]:
-            bad.append({"id": r["id"], "completed": False, "tx_bytes": r["tx_bytes"]})
-            continue
-        mm = image_mismatch(unpack(r["image"]), model_image(r))
-        if mm:
-            bad.append({"id": r["id"], **mm})
-    return CheckResult(n, len(bad), bad[:5])
+    return _check_copies(records, ("load", "im2col"), "image", model_image, require_completed=True)
 
 
 def check_stores(records: Sequence[dict[str, Any]]) -> CheckResult:
     """Every tensor store / reduction leaves the global buffer exactly as the model does (verdicts and
     faults as in :func:`check_images`)."""
-    from ..measure.l04 import model_store, unpack
+    from ..measure.l04 import model_store
+
+    return _check_copies(records, ("store", "reduce"), "global_after", model_store, require_completed=False)
+
+
+def _check_copies(records, kinds, field, model, *, require_completed: bool) -> CheckResult:
+    """Compare the bytes in ``record[field]`` of every record of ``kinds`` with ``model(record)``, after
+    the driver's verdict and any fault have been compared (:func:`_verdict_mismatch`)."""
+    from ..measure.l04 import unpack
 
     bad, n = [], 0
     for r in records:
-        if r["kind"] not in ("store", "reduce"):
+        if r["kind"] not in kinds:
             continue
         n += 1
         vm = _verdict_mismatch(r)
@@ -125,7 +117,10 @@ def check_stores(records: Sequence[dict[str, Any]]) -> CheckResult:
             if vm:
                 bad.append(vm)
             continue
-        mm = image_mismatch(unpack(r["global_after"]), model_store(r))
+        if require_completed and not r["completed"]:
+            bad.append({"id": r["id"], "completed": False, "tx_bytes": r["tx_bytes"]})
+            continue
+        mm = image_mismatch(unpack(r[field]), model(r))
         if mm:
             bad.append({"id": r["id"], **mm})
     return CheckResult(n, len(bad), bad[:5])

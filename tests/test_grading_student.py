@@ -102,7 +102,8 @@ def test_markdown_region_becomes_a_prompt():
     assert stub_markdown("# BEGIN SOLUTION\ntext") == "# BEGIN SOLUTION\ntext"  # a heading, not a marker
 
 
-_names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: not keyword.iskeyword(n))
+_names = (st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True, alphabet=st.characters(codec="ascii"))
+          .filter(lambda n: not keyword.iskeyword(n)))
 
 
 @given(st.lists(_names, min_size=1, max_size=5), st.sampled_from(["", "    ", "\t"]),

@@ -30,12 +30,16 @@ def refused(value) -> str:
     return payload["error"]
 
 
-_leaf = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6)
+def _text(n):
+    return st.text(st.characters(codec="utf-8"), max_size=n)
+
+
+_leaf = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text(6)
          | st.binary(max_size=6) | st.complex_numbers(allow_nan=False))
-_hashable_leaf = st.none() | st.booleans() | st.integers() | st.text(max_size=6)
+_hashable_leaf = st.none() | st.booleans() | st.integers() | _text(6)
 _values = st.recursive(
     _leaf,
-    lambda c: (st.lists(c, max_size=4) | st.tuples(c, c) | st.dictionaries(st.text(max_size=4), c, max_size=3)
+    lambda c: (st.lists(c, max_size=4) | st.tuples(c, c) | st.dictionaries(_text(4), c, max_size=3)
                | st.dictionaries(st.integers() | st.tuples(st.integers(), st.integers()), c, max_size=3)
                | st.frozensets(_hashable_leaf, max_size=4)),
     max_leaves=15)

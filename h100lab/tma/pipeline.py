@@ -79,20 +79,9 @@ def tensor_load(w: Warp, tensor_map: TensorMap, coords: Sequence[int], dst: int,
     default the own) when the data lands: issue + transfer + TMA latency later [PTX §9.7.9.27.1.2].
     The destination must be 128-byte aligned (the hardware faults otherwise).
     """
-    tm = tensor_map
-    if dst % 128:
-        raise TmaFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"tensor copy destination {dst:#x} is not 128-byte aligned "
-                       "(CPG §10.29.2 Table 10)")
     sm = w.sm if cta is None or cta == w.sm.rank else w.sm.peer(cta)
-    sm.smem.check_range(dst, tm.smem_bytes)
-    sm.bars.get(bar) or sm.barrier(bar)
-    t0 = w.engine.now
-    t = w.gpu.timing
-    hb = _hbm_bytes(tm, coords, l2, policy)
-    fin = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, hb)
-    op = f"cp.async.bulk.tensor.{tm.rank}d.shared::cluster.global.tile"
-    w.engine.at(fin + _latency(t, hb), _land, (w, t0, sm, dst, tm.tx_bytes, bar, op, label or f"box {tuple(coords)}"))
-    return t.tma_issue_ns
+    op = f"cp.async.bulk.tensor.{tensor_map.rank}d.shared::cluster.global.tile"
+    return _tensor_copy(w, tensor_map, coords, dst, bar, [sm], op, [label or f"box {tuple(coords)}"], l2, policy)
 
 
 def tensor_load_multicast(w: Warp, tensor_map: TensorMap, coords: Sequence[int], dst: int, bar: int, cta_mask: int,
@@ -100,11 +89,20 @@ def tensor_load_multicast(w: Warp, tensor_map: TensorMap, coords: Sequence[int],
     """The ``.multicast::cluster`` form: one read (one TMA pipe and HBM reservation by the issuer), the
     data and a complete-tx of ``tx_bytes`` landing in every CTA of ``cta_mask`` at offset ``dst`` /
     ``bar`` [PTX §9.7.9.27.1.2; hopper-spec-facts §12]."""
-    tm = tensor_map
-    ranks = mask_ranks(cta_mask, w.gpu.cluster_size)
+    sms = [w.sm.peer(r) for r in mask_ranks(cta_mask, w.gpu.cluster_size)]
+    op = f"cp.async.bulk.tensor.{tensor_map.rank}d.shared::cluster.global.tile.multicast::cluster"
+    labels = [label or f"box {tuple(coords)} → cta{sm.rank}" for sm in sms]
+    return _tensor_copy(w, tensor_map, coords, dst, bar, sms, op, labels, l2, policy)
+
+
+def _tensor_copy(w: Warp, tm: TensorMap, coords: Sequence[int], dst: int, bar: int, sms: list, op: str,
+                 labels: list[str], l2: L2Cache | None, policy: CachePolicy | None) -> float:
+    """One tensor read by the issuing SM's TMA pipe and HBM share, landing at ``dst`` with a complete-tx of
+    ``tx_bytes`` on ``bar`` in every SM of ``sms``. The destination must be 128-byte aligned (the hardware
+    faults otherwise, CPG §10.29.2 Table 10)."""
     if dst % 128:
-        raise TmaFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"tensor copy destination {dst:#x} is not 128-byte aligned")
-    sms = [w.sm.peer(r) for r in ranks]
+        raise TmaFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"tensor copy destination {dst:#x} is not 128-byte aligned "
+                       "(CPG §10.29.2 Table 10)")
     for sm in sms:
         sm.smem.check_range(dst, tm.smem_bytes)
         sm.bars.get(bar) or sm.barrier(bar)
@@ -112,10 +110,8 @@ def tensor_load_multicast(w: Warp, tensor_map: TensorMap, coords: Sequence[int],
     t = w.gpu.timing
     hb = _hbm_bytes(tm, coords, l2, policy)
     fin = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, hb)
-    op = f"cp.async.bulk.tensor.{tm.rank}d.shared::cluster.global.tile.multicast::cluster"
-    for sm in sms:
-        w.engine.at(fin + _latency(t, hb), _land,
-                    (w, t0, sm, dst, tm.tx_bytes, bar, op, label or f"box {tuple(coords)} → cta{sm.rank}"))
+    for sm, lab in zip(sms, labels):
+        w.engine.at(fin + _latency(t, hb), _land, (w, t0, sm, dst, tm.tx_bytes, bar, op, lab))
     return t.tma_issue_ns
 
 

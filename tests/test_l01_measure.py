@@ -244,3 +244,90 @@ def test_measure_banks_plumbing(monkeypatch):
     recs = m.measure_banks(repeats=2)
     assert len(recs) == len(m.BANK_PATTERNS)
     assert v.check_bank_latency(recs).ok and "2.0 more per extra wavefront" in v.check_bank_latency(recs).note
+
+
+# ------------------------------------------------------------------------------------------------
+# bank wavefronts under Nsight Compute
+
+def _fake_ncu_csv(cases, model=True, baseline=(0, 0, 0, 0), thousands=False):
+    """Nsight Compute's --csv page for the baseline launch plus one launch per case."""
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+            '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+    lines = ["==PROF== Connected to process 1234", "==PROF== Profiling \"bank_wavefronts\": 0%....100% - 1 pass",
+             head]
+    for i in range(len(cases) + 1):
+        vals = list(baseline)
+        if i:
+            c = cases[i - 1]
+            acc = v.model_wavefronts(c)
+            wf = int(acc) if model else int(acc) + 1
+            j = 0 if c["op"] == "ld" else 1
+            vals[j] += wf
+            vals[j + 2] += acc.conflicts
+        for name, val in zip(m.BANK_WAVEFRONT_METRICS, vals):
+            text = f"{val:,}" if thousands else str(val)
+            lines.append(f'"{i}","1234","python3","127.0.0.1","bank_wavefronts","1","7","(32, 1, 1)","(1, 1, 1)",'
+                         f'"0","9.0","Command line profiler metrics","{name}","","{text}"')
+    return "\n".join(lines) + "\n"
+
+
+def test_bank_wavefront_cases():
+    cases = m.bank_wavefront_cases()
+    assert len({c["name"] for c in cases}) >= 60
+    assert cases == m.bank_wavefront_cases()                       # seeded: the same list every time
+    assert {(c["op"], c["width"]) for c in cases} == set(m.BANK_WAVEFRONT_MODES)
+    assert any(c["active"] != m.FULL_MASK for c in cases)
+    assert any("SWIZZLE" in c["name"] for c in cases)
+    acc = [v.model_wavefronts(c) for c in cases]
+    assert any(a.pair_uniform for a in acc) and max(int(a) for a in acc) == 32
+    with pytest.raises(ValueError, match="aligned"):
+        m._case("bad", 8, "ld", [4] * 32)
+    with pytest.raises(ValueError, match="32 lane offsets"):
+        m._case("bad", 4, "ld", [0] * 31)
+
+
+def test_ncu_command():
+    cmd = m.ncu_command("/opt/ncu", "python3")
+    assert cmd[:3] == ["/opt/ncu", "--clock-control", "none"]
+    assert ",".join(m.BANK_WAVEFRONT_METRICS) in cmd and cmd[-1] == "--bank-wavefronts-run"
+
+
+@pytest.mark.parametrize("thousands", [False, True])
+def test_parse_ncu_csv_and_check(thousands):
+    cases = m.bank_wavefront_cases()
+    text = _fake_ncu_csv(cases, baseline=(1000, 0, 2000, 0), thousands=thousands)
+    launches = m.parse_ncu_csv(text)
+    assert [x["id"] for x in launches] == list(range(len(cases) + 1))
+    recs, base = m.bank_wavefront_records(cases, launches)
+    assert base[m.BANK_WAVEFRONT_METRICS[0]] == 1000
+    assert len(recs) == len(cases) and recs[0]["offsets"] == cases[0]["offsets"]
+    res = v.check_bank_wavefronts(recs)
+    assert res.ok and res.cases == len(cases) and f"{len(cases)}/{len(cases)}" in res.note
+    bad = v.check_bank_wavefronts(m.bank_wavefront_records(cases, m.parse_ncu_csv(
+        _fake_ncu_csv(cases, model=False)))[0])
+    assert bad.mismatches == len(cases) and bad.examples[0]["measured"] == bad.examples[0]["model"] + 1
+    rows = v.bank_wavefront_table(recs, ["stride 2 words"])
+    assert [r["op"] for r in rows] == ["ld", "st"] and rows[0]["ncu wavefronts"] == 2
+
+
+def test_parse_ncu_csv_rejects_bad_output():
+    cases = m.bank_wavefront_cases()
+    with pytest.raises(ValueError, match="CSV header"):
+        m.parse_ncu_csv("==PROF== No kernels were profiled.\n")
+    launches = m.parse_ncu_csv(_fake_ncu_csv(cases[:3]))
+    with pytest.raises(ValueError, match="expected"):
+        m.bank_wavefront_records(cases, launches)
+    with pytest.raises(ValueError, match="not a number"):
+        m.parse_ncu_csv(_fake_ncu_csv(cases[:1]).replace('"1"\n', '"n/a"\n', 1))
+    one = m.parse_ncu_csv(_fake_ncu_csv(cases[:1]))
+    del one[1]["metrics"][m.BANK_WAVEFRONT_METRICS[2]]
+    with pytest.raises(ValueError, match="lacks metrics"):
+        m.bank_wavefront_records(cases[:1], one)
+
+
+def test_bank_wavefront_kernel_compiles():
+    cuda = _compiler()
+    prog = cuda.compile_kernel("l01_bank_wavefronts")
+    for op in ("ld.shared.b32", "ld.shared.v2.b32", "ld.shared.v4.b32", "st.shared.b32", "st.shared.v2.b32",
+               "st.shared.v4.b32"):
+        assert op in prog.ptx

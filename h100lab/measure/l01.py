@@ -8,7 +8,10 @@
   answer (``cuOccupancyMaxActiveBlocksPerMultiprocessor``). Kernels: ``l01_occupancy_regs.cu``
   compiled with ``--maxrregcount`` from 24 to 255 and with static shared memory;
 * ``l01/bank_latency``: clock64 cycles per dependent warp-wide shared load (``l01_bank_latency.cu``)
-  for strided and pair patterns of 4-, 8- and 16-byte loads, with the model's wavefront count.
+  for strided and pair patterns of 4-, 8- and 16-byte loads, with the model's wavefront count;
+* ``l01/bank_wavefronts``: Nsight Compute's shared-memory wavefront and bank-conflict counters for
+  one warp-wide ``ld.shared``/``st.shared`` (32/64/128-bit) per launch of ``l01_bank_wavefronts.cu``
+  (``--bank-wavefronts`` measures only this one; ncu must be installed).
 
 The case lists, the cubin register-count reader and the record checks are plain Python, tested
 without a GPU. Runs in well under two minutes on an H200.
@@ -23,7 +26,9 @@ from . import begin
 
 __all__ = ["KERNEL_VARIANTS", "BLOCK_SIZES", "DYNAMIC_SMEM", "CARVEOUTS", "OPTIN_MODES", "BANK_PATTERNS",
            "occupancy_cases", "bank_patterns", "cubin_register_count", "variant_options", "device_record",
-           "measure_device", "measure_occupancy", "measure_banks", "main", "PROPERTY_KEYS"]
+           "measure_device", "measure_occupancy", "measure_banks", "main", "PROPERTY_KEYS",
+           "BANK_WAVEFRONT_METRICS", "BANK_WAVEFRONT_MODES", "bank_wavefront_cases", "run_bank_wavefronts",
+           "ncu_command", "parse_ncu_csv", "bank_wavefront_records", "find_ncu", "measure_bank_wavefronts"]
 
 #: (maxrregcount, static shared bytes) of each compiled variant of l01_occupancy_regs.cu
 KERNEL_VARIANTS: tuple[tuple[int, int], ...] = tuple((r, 0) for r in (
@@ -233,11 +238,256 @@ def measure_banks(patterns: Iterable[dict[str, Any]] = BANK_PATTERNS, iters: int
     return out
 
 
+# ------------------------------------------------------------------------------------------------
+# Bank wavefronts under Nsight Compute (l01_bank_wavefronts.cu): one warp, one shared access per launch
+
+#: Nsight Compute metrics read per launch (names as ``ncu --query-metrics`` lists them on an H200)
+BANK_WAVEFRONT_METRICS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
+BANK_WAVEFRONT_KERNEL = "bank_wavefronts"
+#: ``mode`` argument of ``bank_wavefronts`` for (op, width); any other mode is the no-access baseline
+BANK_WAVEFRONT_MODES = {("ld", 4): 0, ("ld", 8): 1, ("ld", 16): 2, ("st", 4): 3, ("st", 8): 4, ("st", 16): 5}
+BASELINE_MODE = -1
+FULL_MASK = 0xFFFFFFFF
+_SMEM_BYTES = 32768          # SMEM_BYTES of l01_bank_wavefronts.cu
+
+
+def _case(name: str, width: int, op: str, offsets, active: int = FULL_MASK) -> dict[str, Any]:
+    offs = [int(x) for x in offsets]
+    if len(offs) != 32:
+        raise ValueError(f"case {name!r}: a warp-wide access needs 32 lane offsets, got {len(offs)}")
+    bad = [x for x in offs if x % width or not 0 <= x <= _SMEM_BYTES - width]
+    if bad:
+        raise ValueError(f"case {name!r}: offset {bad[0]} is not a {width}-byte aligned offset inside the "
+                         f"kernel's {_SMEM_BYTES}-byte shared array")
+    return {"name": name, "width": width, "op": op, "offsets": offs, "active": int(active) & FULL_MASK}
+
+
+def bank_wavefront_cases(seed: int = 2024) -> list[dict[str, Any]]:
+    """The warp-wide accesses measured with Nsight Compute: name, width (bytes), op, 32 offsets, active mask.
+
+    Covers the rules of :mod:`h100lab.memory.banks` (hopper-spec-facts §2): strides, broadcasts,
+    pair-uniform 8/16-byte loads (partner ``t^1`` and ``t^2``), half-/quarter-warp phases, padded
+    columns, inactive lanes (the model's unmeasured cases of facts §14.3), swizzled columns
+    (``h100lab.memory.swizzle``) and seeded random offsets. Loads and stores of every pattern.
+    """
+    import numpy as np
+
+    from ..memory.swizzle import swizzle_address
+
+    rng = np.random.default_rng(seed)
+    L = range(32)
+    pats: list[tuple[str, int, list[int], int]] = []     # (name, width, offsets, active)
+    for s in (0, 1, 2, 3, 4, 8, 16, 32):
+        pats.append((f"stride {s} words", 4, [4 * s * t for t in L], FULL_MASK))
+    pats += [("pairs share a word", 4, [4 * (t // 2) for t in L], FULL_MASK),
+             ("two words, one bank", 4, [128 * (t % 2) for t in L], FULL_MASK),
+             ("column of a 32x32 tile", 4, [128 * t for t in L], FULL_MASK),
+             ("column, padded to 33 words", 4, [132 * t for t in L], FULL_MASK),
+             ("stride 32 words, even lanes", 4, [128 * t for t in L], 0x55555555),
+             ("stride 32 words, lanes 0-7", 4, [128 * t for t in L], 0x000000FF),
+             ("stride 2 words, upper half-warp", 4, [8 * t for t in L], 0xFFFF0000),
+             ("stride 5 words", 4, [20 * t for t in L], FULL_MASK),
+             ("stride 6 words", 4, [24 * t for t in L], FULL_MASK)]
+    for s in (1, 2, 4, 16):
+        pats.append((f"stride {s} x 8 B", 8, [8 * s * t for t in L], FULL_MASK))
+    pats += [("8 B broadcast", 8, [256 for t in L], FULL_MASK),
+             ("8 B pairs (t^1) share", 8, [8 * (t // 2) for t in L], FULL_MASK),
+             ("8 B quads share", 8, [8 * (t // 4) for t in L], FULL_MASK),
+             ("8 B t^2 partners share", 8, [8 * (2 * (t // 4) + t % 2) for t in L], FULL_MASK),
+             ("8 B pairs share, stride 16 x 8 B", 8, [128 * (t // 2) for t in L], FULL_MASK),
+             ("8 B pairs share, odd lanes off", 8, [8 * (t // 2) for t in L], 0x55555555),
+             ("8 B pairs share, lane 31 off", 8, [8 * (t // 2) for t in L], 0x7FFFFFFF),
+             ("8 B half-warps collide", 8, [8 * (t % 16) for t in L], FULL_MASK),
+             ("8 B lower half-warp only", 8, [8 * t for t in L], 0x0000FFFF),
+             ("8 B column, padded to 17 x 8 B", 8, [136 * t for t in L], FULL_MASK),
+             ("stride 3 x 8 B", 8, [24 * t for t in L], FULL_MASK),
+             ("8 B pairs share, stride 2 x 8 B", 8, [16 * (t // 2) for t in L], FULL_MASK),
+             ("8 B pairs share, upper half-warp", 8, [8 * (t // 2) for t in L], 0xFFFF0000)]
+    for s in (1, 2, 4, 8):
+        pats.append((f"stride {s} x 16 B", 16, [16 * s * t for t in L], FULL_MASK))
+    pats += [("16 B broadcast", 16, [512 for t in L], FULL_MASK),
+             ("16 B pairs (t^1) share", 16, [16 * (t // 2) for t in L], FULL_MASK),
+             ("16 B t^2 partners share", 16, [16 * (2 * (t // 4) + t % 2) for t in L], FULL_MASK),
+             ("16 B quarter-warps collide", 16, [16 * (t % 8) for t in L], FULL_MASK),
+             ("16 B pairs share, one quarter-warp", 16, [16 * (t // 2) for t in L], 0x000000FF),
+             ("16 B first lane of each quarter", 16, [16 * t for t in L], 0x01010101),
+             ("16 B column of 128 B rows", 16, [128 * t for t in L], FULL_MASK),
+             ("16 B column of 144 B rows (padded)", 16, [144 * t for t in L], FULL_MASK),
+             ("stride 3 x 16 B", 16, [48 * t for t in L], FULL_MASK),
+             ("16 B pairs share, stride 2 x 16 B", 16, [32 * (t // 2) for t in L], FULL_MASK),
+             ("16 B pairs share, second quarter off", 16, [16 * (t // 2) for t in L], 0xFFFF00FF),
+             ("16 B stride 1, second quarter off", 16, [16 * t for t in L], 0xFFFF00FF)]
+    # swizzled columns: lane t reads 16-byte chunk c of row t of a tile with 128-byte rows
+    for mode in ("128B", "64B", "32B"):
+        pats.append((f"16 B column, SWIZZLE_{mode}", 16, [int(swizzle_address(128 * t, mode)) for t in L], FULL_MASK))
+    pats.append(("4 B column, SWIZZLE_128B", 4, [int(swizzle_address(128 * t + 4 * (t % 4), "128B")) for t in L],
+                 FULL_MASK))
+    pats.append(("8 B column, SWIZZLE_128B", 8, [int(swizzle_address(128 * t + 8, "128B")) for t in L], FULL_MASK))
+    for w in (4, 8, 16):
+        for i in range(3):
+            offs = (rng.integers(0, 2048 // w, 32) * w).tolist()
+            pats.append((f"random {w} B #{i}", w, offs, FULL_MASK))
+        offs = (rng.integers(0, 1024 // w, 32) * w).tolist()
+        pats.append((f"random {w} B, random lanes", w, offs, int(rng.integers(1, 1 << 32))))
+    return [_case(n, w, op, o, a) for n, w, o, a in pats for op in ("ld", "st")]
+
+
+def run_bank_wavefronts(cases: Sequence[dict[str, Any]] | None = None) -> int:
+    """Launch ``bank_wavefronts`` once with no shared access (the baseline), then once per case, in order.
+
+    Meant to run under Nsight Compute (:func:`ncu_command`); returns the number of launches.
+    """
+    import numpy as np
+
+    from .. import cuda
+
+    cases = bank_wavefront_cases() if cases is None else cases
+    f = cuda.compile_kernel("l01_bank_wavefronts").function(BANK_WAVEFRONT_KERNEL)
+    sink = cuda.empty(32, np.uint32)
+    runs = [(np.zeros(32, np.uint32), FULL_MASK, BASELINE_MODE)]
+    runs += [(np.asarray(c["offsets"], np.uint32), c["active"], BANK_WAVEFRONT_MODES[(c["op"], c["width"])])
+             for c in cases]
+    for offs, active, mode in runs:
+        cuda.launch(f, 1, 32, cuda.to_device(offs), np.uint32(active), np.int32(mode), sink)
+        cuda.synchronize()
+    return len(runs)
+
+
+def ncu_command(ncu: str = "ncu", python: str | None = None) -> list[str]:
+    """The Nsight Compute command line that profiles :func:`run_bank_wavefronts` (clocks left alone)."""
+    return [ncu, "--clock-control", "none", "--kernel-name", BANK_WAVEFRONT_KERNEL, "--metrics",
+            ",".join(BANK_WAVEFRONT_METRICS), "--csv", python or sys.executable, "-m", "h100lab.measure.l01",
+            "--bank-wavefronts-run"]
+
+
+def _number(text: str) -> float:
+    t = text.strip().replace(",", "")
+    try:
+        return float(t)
+    except ValueError:
+        raise ValueError(f"Nsight Compute metric value {text!r} is not a number") from None
+
+
+def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
+    """Nsight Compute's ``--csv`` page (one row per launch and metric) as one dict per launch, in ID order:
+    ``{"id", "kernel", "metrics": {name: value}}``. Lines before the ``"ID"`` header (``==PROF==``
+    messages, the program's own output) are skipped; ``ValueError`` when no header is found."""
+    import csv
+
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("no Nsight Compute CSV header (a line starting with \"ID\") in the output")
+    rows = csv.DictReader([ln for ln in lines[start:] if ln.startswith('"')])
+    need = {"ID", "Kernel Name", "Metric Name", "Metric Value"}
+    if not need <= set(rows.fieldnames or ()):
+        raise ValueError(f"Nsight Compute CSV lacks columns {sorted(need - set(rows.fieldnames or ()))}")
+    launches: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        i = int(r["ID"])
+        d = launches.setdefault(i, {"id": i, "kernel": r["Kernel Name"], "metrics": {}})
+        d["metrics"][r["Metric Name"]] = _number(r["Metric Value"])
+    return [launches[i] for i in sorted(launches)]
+
+
+def bank_wavefront_records(cases: Sequence[dict[str, Any]], launches: Sequence[dict[str, Any]]
+                           ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Records ``l01/bank_wavefronts`` from the parsed launches: the first launch is the baseline (no shared
+    access), subtracted from every later one; launch ``i + 1`` is case ``i``. Returns (records, baseline)."""
+    mine = [x for x in launches if BANK_WAVEFRONT_KERNEL in x["kernel"]]
+    if len(mine) != len(cases) + 1:
+        raise ValueError(f"expected {len(cases) + 1} launches of {BANK_WAVEFRONT_KERNEL} (baseline + cases), "
+                         f"Nsight Compute reported {len(mine)}")
+    for x in mine:
+        missing = [k for k in BANK_WAVEFRONT_METRICS if k not in x["metrics"]]
+        if missing:
+            raise ValueError(f"launch {x['id']} lacks metrics {missing}")
+    base = dict(mine[0]["metrics"])
+    out = []
+    for c, x in zip(cases, mine[1:]):
+        m = {k: x["metrics"][k] - base.get(k, 0.0) for k in BANK_WAVEFRONT_METRICS}
+        ld_wf, st_wf, ld_bc, st_bc = (m[k] for k in BANK_WAVEFRONT_METRICS)
+        wf, bc = (ld_wf, ld_bc) if c["op"] == "ld" else (st_wf, st_bc)
+        other = st_wf if c["op"] == "ld" else ld_wf
+        out.append({"name": c["name"], "width": c["width"], "op": c["op"], "offsets": list(c["offsets"]),
+                    "active": c["active"], "wavefronts": int(round(wf)), "bank_conflicts": int(round(bc)),
+                    "other_op_wavefronts": int(round(other))})
+    return out, base
+
+
+def find_ncu() -> str | None:
+    """Path of Nsight Compute's ``ncu``: on PATH, else the newest ``/opt/nvidia/nsight-compute/*/ncu``."""
+    import glob
+    import shutil
+
+    found = shutil.which("ncu")
+    if found:
+        return found
+    cands = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"))
+    return cands[-1] if cands else None
+
+
+def measure_bank_wavefronts(meta: dict[str, Any], ncu: str | None = None, csv_path: str | None = None
+                            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run :func:`run_bank_wavefronts` under Nsight Compute and parse its CSV.
+
+    Returns (records, metadata): ``meta`` plus the exact ``ncu_command``, its version, the metric
+    names and the subtracted baseline. ``csv_path`` keeps ncu's raw output.
+    """
+    import subprocess
+
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        raise FileNotFoundError("Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute")
+    cmd = ncu_command(ncu)
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if csv_path:
+        with open(csv_path, "w") as fh:
+            fh.write(res.stdout)
+    if res.returncode != 0:
+        raise RuntimeError(f"ncu failed ({res.returncode}): {res.stderr[-2000:]}{res.stdout[-2000:]}")
+    version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    recs, base = bank_wavefront_records(bank_wavefront_cases(), parse_ncu_csv(res.stdout))
+    shown = ["ncu", *cmd[1:cmd.index("--csv") + 1], "python3", *cmd[cmd.index("--csv") + 2:]]
+    return recs, dict(meta, ncu_command=" ".join(shown), ncu_version=version[-1] if version else "",
+                      metrics=list(BANK_WAVEFRONT_METRICS), baseline=base)
+
+
+def _arguments(ap) -> None:
+    ap.add_argument("--bank-wavefronts", action="store_true",
+                    help="only measure l01/bank_wavefronts (runs itself under Nsight Compute)")
+    ap.add_argument("--bank-wavefronts-run", action="store_true",
+                    help="launch the bank_wavefronts cases and exit (what ncu profiles)")
+    ap.add_argument("--ncu", help="path of Nsight Compute's ncu (default: PATH, then /opt/nvidia/nsight-compute)")
+    ap.add_argument("--ncu-csv", help="also save ncu's raw CSV output here")
+
+
+def _bank_wavefronts(args, meta) -> None:
+    from .. import data
+    from ..validation import l01 as checks
+
+    recs, wmeta = measure_bank_wavefronts(meta, ncu=args.ncu, csv_path=args.ncu_csv)
+    data.write("l01/bank_wavefronts", recs, wmeta)
+    res = checks.check_bank_wavefronts(recs)
+    print(f"bank wavefronts: {res.cases} cases, {res.mismatches} mismatches — {res.note}")
+    for b in res.examples:
+        print("  mismatch:", b)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    s = begin("l01", argv, __doc__.splitlines()[0], "a small subset of the occupancy cases")
+    s = begin("l01", argv, __doc__.splitlines()[0], "a small subset of the occupancy cases", _arguments)
     if s is None:
         return 2
     args, meta = s.args, s.meta
+    if args.bank_wavefronts_run:
+        run_bank_wavefronts()
+        return 0
+    if args.bank_wavefronts:
+        _bank_wavefronts(args, meta)
+        return 0
     from .. import data
 
     dev = measure_device()
@@ -256,6 +506,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for title, res in checks.run_on(dev, occ, banks):
         print(f"{title}: {res.cases} cases, {res.mismatches} mismatches{' — ' + res.note if res.note else ''}")
+    if args.ncu or find_ncu():
+        _bank_wavefronts(args, meta)
+    else:
+        print("bank wavefronts: skipped (Nsight Compute's ncu not found)")
     return 0
 
 

@@ -13,8 +13,8 @@ from ..occupancy import occupancy
 from ..specs import H200_SXM, compare, from_properties, get
 from . import CheckResult, silicon_check
 
-__all__ = ["check_device", "check_occupancy", "check_bank_latency", "model_blocks", "run_on", "reference_spec",
-           "hardware_report"]
+__all__ = ["check_device", "check_occupancy", "check_bank_latency", "check_bank_wavefronts", "model_wavefronts",
+           "bank_wavefront_table", "model_blocks", "run_on", "reference_spec", "hardware_report"]
 
 _SPEC_FIELDS = ("sm_count", "l2_bytes", "memory_bus_bits", "memory_clock_mhz", "boost_clock_mhz", "warp_size",
                 "max_threads_per_block", "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
@@ -96,6 +96,45 @@ def check_bank_latency(records: Sequence[dict[str, Any]], tolerance: float = 0.5
     return CheckResult(len(records), len(bad), bad[:5], note=note)
 
 
+def model_wavefronts(r: dict[str, Any]):
+    """The model's :class:`~h100lab.memory.banks.BankAccess` for one ``l01/bank_wavefronts`` record
+    (``active`` is the 32-bit lane mask, bit t = lane t)."""
+    from ..memory.banks import wavefronts
+
+    return wavefronts(r["offsets"], r["width"], r["op"], active=[bool((r["active"] >> t) & 1) for t in range(32)])
+
+
+def check_bank_wavefronts(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """``wavefronts(offsets, width, op)`` equals Nsight Compute's
+    ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum`` exactly for every record
+    (hopper-spec-facts §2). The note also counts the records whose ``l1tex__data_bank_conflicts``
+    counter equals the model's ``conflicts`` (wavefronts - ideal) — informative, not checked."""
+    bad, same_conflicts = [], 0
+    for r in records:
+        m = model_wavefronts(r)
+        same_conflicts += int(m.conflicts == r["bank_conflicts"])
+        if int(m) != r["wavefronts"] or r.get("other_op_wavefronts", 0) != 0:
+            bad.append({"name": r["name"], "width": r["width"], "op": r["op"], "active": hex(r["active"]),
+                        "model": int(m), "measured": r["wavefronts"],
+                        "other_op": r.get("other_op_wavefronts", 0)})
+    note = (f"{len({(r['name'], r['width']) for r in records})} patterns x ld/st; bank-conflict counter equals "
+            f"the model's conflicts in {same_conflicts}/{len(records)}") if records else ""
+    return CheckResult(len(records), len(bad), bad[:5], note=note)
+
+
+def bank_wavefront_table(records: Sequence[dict[str, Any]], names: Sequence[str] | None = None) -> list[dict]:
+    """Rows (pattern, width, op, model, measured wavefronts, conflicts) for the chapter's table."""
+    out = []
+    for r in records:
+        if names is not None and r["name"] not in names:
+            continue
+        m = model_wavefronts(r)
+        out.append({"pattern": r["name"], "width (B)": r["width"], "op": r["op"],
+                    "model wavefronts": int(m), "ncu wavefronts": r["wavefronts"],
+                    "model conflicts": m.conflicts, "ncu bank conflicts": r["bank_conflicts"]})
+    return out
+
+
 @silicon_check("Device properties equal the spec table", lesson=1, dataset="l01/device_properties")
 def _device(ds: Dataset) -> CheckResult:
     return check_device(ds.records)
@@ -110,6 +149,12 @@ def _occupancy(ds: Dataset) -> CheckResult:
 @silicon_check("Shared-memory load latency orders as the model's wavefronts", lesson=1, dataset="l01/bank_latency")
 def _banks(ds: Dataset) -> CheckResult:
     return check_bank_latency(ds.records)
+
+
+@silicon_check("Shared-memory wavefronts: model equals Nsight Compute's counters", lesson=1,
+               dataset="l01/bank_wavefronts")
+def _bank_wavefronts(ds: Dataset) -> CheckResult:
+    return check_bank_wavefronts(ds.records)
 
 
 def run_on(device: Sequence[dict], occ: Sequence[dict], banks: Sequence[dict]) -> list[tuple[str, CheckResult]]:

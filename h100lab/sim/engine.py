@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import itertools
 from typing import Any, Callable, Generator, Iterable
 
 __all__ = ["Engine", "Event", "Process", "Sleep", "Deadlock", "SimulationError"]
@@ -61,15 +62,27 @@ class Event:
     ``delay`` ns later (a wake-up latency); callbacks ``fn(arg)`` registered with :meth:`on` run at
     the trigger time. ``label`` names it in deadlock reports."""
 
-    __slots__ = ("engine", "label", "triggered", "value", "delay", "_waiters")
+    __slots__ = ("engine", "_label", "triggered", "value", "delay", "_waiters")
 
     def __init__(self, engine: "Engine", label: str = "event", delay: float = 0.0):
         self.engine = engine
-        self.label = label
+        self._label = label        # a str, or (format, *args) formatted on first read (hot paths)
         self.triggered = False
         self.value: Any = None
         self.delay = delay
         self._waiters: list = []   # Process objects or (callable, arg) pairs
+
+    @property
+    def label(self) -> str:
+        """The event's name in deadlock reports."""
+        lab = self._label
+        if lab.__class__ is tuple:
+            lab = self._label = lab[0].format(*lab[1:])
+        return lab
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self._label = value
 
     def __repr__(self) -> str:
         return f"Event({self.label!r}{', triggered' if self.triggered else ''})"
@@ -80,15 +93,18 @@ class Event:
             raise SimulationError(f"event {self.label!r} triggered twice")
         self.triggered = True
         self.value = value
-        eng = self.engine
-        t = eng.now + self.delay
-        for w in self._waiters:
-            if w.__class__ is Process:
-                w._waiting = None
-                eng._push(t, w._resume, value)
-            else:
-                w[0](w[1])
-        self._waiters = []
+        waiters = self._waiters
+        if waiters:
+            self._waiters = []
+            eng = self.engine
+            t = eng.now + self.delay
+            q, nxt = eng._q, eng._next
+            for w in waiters:
+                if w.__class__ is Process:
+                    w._waiting = None
+                    _heappush(q, (t, nxt(), w._resume, value))
+                else:
+                    w[0](w[1])
         return self
 
     def on(self, fn: Callable[[Any], None], arg: Any = None) -> None:
@@ -110,41 +126,50 @@ class Process:
         self.gen = gen
         self.done = Event(engine, f"end of {name}")
         self._waiting: Event | None = None
-        self._resume = self._step          # one bound method, reused for every wake-up
+        self._resume = _stepper(self, engine, gen)   # one closure, reused for every wake-up
 
     def __repr__(self) -> str:
         return f"Process({self.name!r})"
 
-    def _step(self, value: Any) -> None:
-        eng = self.engine
+
+def _stepper(proc: Process, eng: "Engine", gen: Generator) -> Callable[[Any], None]:
+    """The wake-up function of ``proc``: send ``value`` into the generator and schedule what it yields.
+    A closure over the queue, the generator's ``send`` and the sequence counter (no attribute lookups
+    on the hot path)."""
+    send = gen.send
+    q = eng._q
+    nxt = eng._next
+    push = _heappush
+
+    def step(value: Any) -> None:
         try:
-            cmd = self.gen.send(value)
+            cmd = send(value)
         except StopIteration as stop:
             eng._live -= 1
-            self.done.succeed(stop.value)
+            proc.done.succeed(stop.value)
             return
         except Exception as exc:  # name the process in the error
-            raise SimulationError(f"process {self.name!r} failed at {eng.now:.1f} ns: {exc}") from exc
+            raise SimulationError(f"process {proc.name!r} failed at {eng.now:.1f} ns: {exc}") from exc
         cls = cmd.__class__
         if cls is float or cls is int:
             if cmd < 0:
-                raise SimulationError(f"process {self.name!r} asked to sleep {cmd} ns")
-            eng._seq += 1
-            _heappush(eng._q, (eng.now + cmd, eng._seq, self._resume, None))
+                raise SimulationError(f"process {proc.name!r} asked to sleep {cmd} ns")
+            push(q, (eng.now + cmd, nxt(), step, None))
         elif cls is Sleep:
-            eng._seq += 1
-            _heappush(eng._q, (eng.now + cmd.ns, eng._seq, self._resume, cmd.value))
+            push(q, (eng.now + cmd.ns, nxt(), step, cmd.value))
         elif cls is Event:
             if cmd.triggered:
-                eng._push(eng.now, self._resume, cmd.value)
+                push(q, (eng.now, nxt(), step, cmd.value))
             else:
-                self._waiting = cmd
-                cmd._waiters.append(self)
+                proc._waiting = cmd
+                cmd._waiters.append(proc)
         elif cmd is None:
-            eng._push(eng.now, self._resume, None)
+            push(q, (eng.now, nxt(), step, None))
         else:
-            raise SimulationError(f"process {self.name!r} yielded {cmd!r}: yield a delay in ns, a Sleep, "
+            raise SimulationError(f"process {proc.name!r} yielded {cmd!r}: yield a delay in ns, a Sleep, "
                                   f"an Event or None")
+
+    return step
 
 
 class Engine:
@@ -152,15 +177,14 @@ class Engine:
 
     def __init__(self):
         self.now = 0.0
-        self._q: list = []
-        self._seq = 0
+        self._q: list = []                       # heap of (time, sequence number, fn, arg)
+        self._next = itertools.count(1).__next__   # sequence numbers: ties run in scheduling order
         self._live = 0
         self.processes: list[Process] = []
         self.steps = 0   # callbacks executed so far (the benchmark's "events")
 
     def _push(self, t: float, fn: Callable, arg: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._q, (t, self._seq, fn, arg))
+        _heappush(self._q, (t, self._next(), fn, arg))
 
     # -- public API -----------------------------------------------------------------------------
     def event(self, label: str = "event", delay: float = 0.0) -> Event:
@@ -216,14 +240,21 @@ class Engine:
         gc_was_on = gc.isenabled()
         gc.disable()   # a long trace of small tuples would otherwise trigger repeated full collections
         try:
-            while q:
-                if until is not None and q[0][0] > until:
-                    self.now = until
-                    return until
-                t, _, fn, arg = pop(q)
-                self.now = t
-                fn(arg)
-                steps += 1
+            if until is None:
+                while q:
+                    t, _, fn, arg = pop(q)
+                    self.now = t
+                    fn(arg)
+                    steps += 1
+            else:
+                while q:
+                    if q[0][0] > until:
+                        self.now = until
+                        return until
+                    t, _, fn, arg = pop(q)
+                    self.now = t
+                    fn(arg)
+                    steps += 1
         finally:
             self.steps += steps
             if gc_was_on:

@@ -39,6 +39,7 @@ pipes, schedule completion, on completion perform complete-tx on the mbarrier an
 """
 from __future__ import annotations
 
+import struct
 from typing import Callable, Generator
 
 from ..sync.groups import BulkGroups
@@ -47,6 +48,9 @@ from ..sync.mbarrier import MBarrier, MBarrierError
 
 _new = tuple.__new__   # Record rows are built with tuple.__new__(Record, (...)): no Python frame per record
 _PARITY = 1 << 61   # the phase-parity bit of the mbarrier word (h100lab.sync.mbarrier encoding)
+# the 8-byte little-endian word of SharedMemory.load_u64 / store_u64, called without the method frame
+_unpack_u64 = struct.Struct("<Q").unpack_from
+_pack_u64 = struct.Struct("<Q").pack_into
 from ..sync.named import ClusterBarrier, NamedBarriers
 from ..sync.smem import SMEM_MAX_PER_BLOCK, SharedMemory
 from ..sync.trace import Record
@@ -78,7 +82,8 @@ class SimBarrier:
         later: the try_wait wake-up latency)."""
         ev = self.events.get(phase)
         if ev is None:
-            ev = self.events[phase] = Event(self.engine, f"{self.label} phase {phase} (parity {phase & 1})",
+            # the label is formatted only if read (deadlock reports): "<label> phase <n> (parity <n & 1>)"
+            ev = self.events[phase] = Event(self.engine, ("{} phase {} (parity {})", self.label, phase, phase & 1),
                                             delay)
             if phase < self.completions:
                 ev.succeed(phase)
@@ -90,10 +95,14 @@ class SimBarrier:
         smem, addr = self.smem, self.addr
         if smem._objects.get(addr) != "mbarrier":
             self.mb.state   # raises the "not a valid mbarrier" error
-        old = smem.load_u64(addr)
+        buf = smem.bytes
+        old = _unpack_u64(buf, addr)[0]       # = smem.load_u64(addr)
         out = fn(old, *args)
-        new, tok = out if out.__class__ is tuple else (out, None)
-        smem.store_u64(addr, new)
+        if out.__class__ is tuple:
+            new, tok = out
+        else:
+            new, tok = out, None
+        _pack_u64(buf, addr, new)             # = smem.store_u64(addr, new)
         if (new ^ old) & _PARITY:
             k = self.completions
             self.completions = k + 1
@@ -104,11 +113,12 @@ class SimBarrier:
 
     def parity_done(self, parity: int) -> bool:
         """``try_wait.parity(parity)`` on the current bytes (PTX §9.7.13.15.16)."""
-        if self.smem._objects.get(self.addr) != "mbarrier":
+        smem = self.smem
+        if smem._objects.get(self.addr) != "mbarrier":
             self.mb.state
         if parity not in (0, 1):
             raise MBarrierError(f"phaseParity {parity!r} must be 0 or 1 (PTX §9.7.13.15.16)")
-        return ((self.smem.load_u64(self.addr) >> 61) & 1) != parity
+        return ((_unpack_u64(smem.bytes, self.addr)[0] >> 61) & 1) != parity
 
 
 class GPU:
@@ -419,7 +429,12 @@ class Warp:
         sb = self.sm.bars.get(bar) or self.sm.barrier(bar)
         now = self.engine.now
         op = "mbarrier.test_wait.parity" if test else "mbarrier.try_wait.parity"
-        if sb.parity_done(parity):
+        smem = sb.smem                        # sb.parity_done(parity), inlined
+        if smem._objects.get(bar) != "mbarrier":
+            sb.mb.state
+        if parity not in (0, 1):
+            raise MBarrierError(f"phaseParity {parity!r} must be 0 or 1 (PTX §9.7.13.15.16)")
+        if ((_unpack_u64(smem.bytes, bar)[0] >> 61) & 1) != parity:
             observed = sb.completions - 1
             if self.trace is not None:
                 self.trace.append(_new(Record, (now, now + self._hit, self.actor, op, self.actor, "", "", -1, 0, bar,
@@ -448,9 +463,11 @@ class Warp:
         sm = self.sm if cta is None or cta == self.sm.rank else self.sm.peer(cta)
         sm.smem.check_range(dst, nbytes)
         sb = sm.bars.get(bar) or sm.barrier(bar)
-        t0 = self.engine.now
-        self.sm.async_op(nbytes, self._bulk_done, (t0, sm, dst, nbytes, bar, sb, label or sb.label),
-                         start=t0 + self._tma_issue)
+        eng = self.engine
+        t0 = eng.now
+        me = self.sm                          # me.async_op(nbytes, ..., start=t0 + issue), inlined
+        _, fin = reserve_path((me.tma, me.hbm), t0 + self._tma_issue, nbytes)
+        eng.at(fin + self._tma_lat, self._bulk_done, (t0, sm, dst, nbytes, bar, sb, label or sb.label))
         return self._tma_issue
 
     def _bulk_done(self, arg) -> None:

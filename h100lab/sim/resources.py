@@ -56,6 +56,21 @@ class Pipe:
 def reserve_path(pipes: Sequence[Pipe], t: float, amount: float) -> tuple[float, float]:
     """Reserve ``amount`` on every pipe of a path at one common start (the latest free time among
     them); the transfer lasts ``amount / min(bandwidth)``. Returns ``(start, finish)``."""
+    if len(pipes) == 2:                       # the bulk-copy path (TMA unit, memory slice): no loops
+        a, b = pipes
+        start = t
+        if a.free_at > start:
+            start = a.free_at
+        if b.free_at > start:
+            start = b.free_at
+        da, db = amount / a.bandwidth, amount / b.bandwidth
+        a.free_at = start + da
+        a.busy += da
+        a.served += amount
+        b.free_at = start + db
+        b.busy += db
+        b.served += amount
+        return start, start + amount / (b.bandwidth if b.bandwidth < a.bandwidth else a.bandwidth)
     start = t
     for p in pipes:
         if p.free_at > start:

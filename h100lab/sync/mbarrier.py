@@ -170,9 +170,9 @@ def word_arrive_drop(word: int, count: int = 1, no_complete: bool = False) -> tu
     return new, (word | _NC) if no_complete else word
 
 
-def _tx_update(word: int, tx: int, what: str) -> int:
+def _tx_update(word: int, tx: int, what: str, tx_count: int) -> int:
     if not -MAX_TX <= tx <= MAX_TX:
-        _check_tx(tx, what)
+        _check_tx(tx, f"{what} {tx_count}")     # the message is built only on the error path
     pending = word & _M20
     if pending == 0 and tx == 0:                      # the phase completes (PTX §9.7.13.15.6)
         return ((word & ~(_M20 | (_M21 << 40))) | ((word >> 20) & _M20)) ^ _P
@@ -186,8 +186,7 @@ def word_expect_tx(word: int, tx_count: int) -> int:
         _check_tx_operand(tx_count, "mbarrier.expect_tx")
         tx_count = int(tx_count)
     tx = (word >> 40) & _M21
-    return _tx_update(word, (tx - (1 << 21) if tx > MAX_TX else tx) + tx_count,
-                      f"mbarrier.expect_tx {tx_count}")
+    return _tx_update(word, (tx - (1 << 21) if tx > MAX_TX else tx) + tx_count, "mbarrier.expect_tx", tx_count)
 
 
 def word_complete_tx(word: int, tx_count: int) -> int:
@@ -196,8 +195,7 @@ def word_complete_tx(word: int, tx_count: int) -> int:
         _check_tx_operand(tx_count, "mbarrier.complete_tx")
         tx_count = int(tx_count)
     tx = (word >> 40) & _M21
-    return _tx_update(word, (tx - (1 << 21) if tx > MAX_TX else tx) - tx_count,
-                      f"mbarrier.complete_tx {tx_count}")
+    return _tx_update(word, (tx - (1 << 21) if tx > MAX_TX else tx) - tx_count, "mbarrier.complete_tx", tx_count)
 
 
 def word_arrive_expect_tx(word: int, tx_count: int) -> tuple[int, int]:

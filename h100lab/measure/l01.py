@@ -270,7 +270,7 @@ def bank_wavefront_cases(seed: int = 2024) -> list[dict[str, Any]]:
 
     Covers the rules of :mod:`h100lab.memory.banks` (hopper-spec-facts §2): strides, broadcasts,
     pair-uniform 8/16-byte loads (partner ``t^1`` and ``t^2``), half-/quarter-warp phases, padded
-    columns, inactive lanes (the model's unmeasured cases of facts §14.3), swizzled columns
+    columns, inactive lanes (also inside lane pairs, facts §14.3), swizzled columns
     (``h100lab.memory.swizzle``) and seeded random offsets. Loads and stores of every pattern.
     """
     import numpy as np
@@ -320,6 +320,16 @@ def bank_wavefront_cases(seed: int = 2024) -> list[dict[str, Any]]:
              ("16 B pairs share, stride 2 x 16 B", 16, [32 * (t // 2) for t in L], FULL_MASK),
              ("16 B pairs share, second quarter off", 16, [16 * (t // 2) for t in L], 0xFFFF00FF),
              ("16 B stride 1, second quarter off", 16, [16 * t for t in L], 0xFFFF00FF)]
+    # inactive lanes inside lane pairs: does an inactive partner break pair-uniformity?
+    pats += [("8 B stride 1, odd lanes off", 8, [8 * t for t in L], 0x55555555),
+             ("8 B t^2 partners share, odd lanes off", 8, [8 * (2 * (t // 4) + t % 2) for t in L], 0x55555555),
+             ("8 B one active lane", 8, [8 * t for t in L], 0x00000001),
+             ("16 B pairs share, odd lanes off", 16, [16 * (t // 2) for t in L], 0x55555555),
+             ("16 B pairs share, lane 0 off", 16, [16 * (t // 2) for t in L], 0xFFFFFFFE),
+             ("16 B stride 1, odd lanes off", 16, [16 * t for t in L], 0x55555555),
+             ("16 B t^2 partners share, lanes 2-3 of each quad off", 16,
+              [16 * (2 * (t // 4) + t % 2) for t in L], 0x33333333),
+             ("16 B one active lane", 16, [16 * t for t in L], 0x00000001)]
     # swizzled columns: lane t reads 16-byte chunk c of row t of a tile with 128-byte rows
     for mode in ("128B", "64B", "32B"):
         pats.append((f"16 B column, SWIZZLE_{mode}", 16, [int(swizzle_address(128 * t, mode)) for t in L], FULL_MASK))

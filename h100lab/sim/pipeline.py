@@ -102,30 +102,38 @@ class PipelineResult:
 
 def _producer(w, cfg: PipelineConfig, lay):
     S = cfg.stages
+    full, empty, bufs, tile = lay["full"], lay["empty"], lay["buffers"], cfg.tile_bytes
     for s in range(S):
-        yield w.init(lay["full"][s], 1, f"full[{s}]")
-        yield w.init(lay["empty"][s], cfg.consumers, f"empty[{s}]")
+        yield w.init(full[s], 1, f"full[{s}]")
+        yield w.init(empty[s], cfg.consumers, f"empty[{s}]")
     yield w.bar_sync(0, 32 * (1 + cfg.consumers))
+    wait, arrive_expect_tx, copy = w.wait, w.arrive_expect_tx, w.cp_async_bulk
+    traced = w.trace is not None               # labels only end up in the trace
     for k in range(cfg.iters):
         s = k % S
-        yield w.wait(lay["empty"][s], ((k // S) & 1) ^ 1)
-        yield w.arrive_expect_tx(lay["full"][s], cfg.tile_bytes)
-        yield w.cp_async_bulk(lay["buffers"][s], cfg.tile_bytes, lay["full"][s], label=f"tile {k}")
+        yield wait(empty[s], ((k // S) & 1) ^ 1)
+        yield arrive_expect_tx(full[s], tile)
+        yield copy(bufs[s], tile, full[s], label=f"tile {k}" if traced else "")
 
 
 def _consumer(w, cfg: PipelineConfig, lay, i: int, done: list):
     S = cfg.stages
     part = cfg.tile_bytes // cfg.consumers
+    full, empty, compute_ns = lay["full"], lay["empty"], cfg.compute_ns
+    reads = [b + i * part for b in lay["buffers"]]
     yield w.bar_sync(0, 32 * (1 + cfg.consumers))
+    wait, ld_shared, compute, fence, arrive = w.wait, w.ld_shared, w.compute, w.fence_proxy_async, w.arrive
+    eng, traced, first = w.engine, w.trace is not None, i == 0
     for k in range(cfg.iters):
         s = k % S
-        yield w.wait(lay["full"][s], (k // S) & 1)
-        yield w.ld_shared(lay["buffers"][s] + i * part, part, label=f"tile {k}")
-        yield w.compute(cfg.compute_ns, label=f"tile {k}")
-        yield w.fence_proxy_async()
-        yield w.arrive(lay["empty"][s])
-        if i == 0:
-            done.append(w.now)
+        label = f"tile {k}" if traced else ""
+        yield wait(full[s], (k // S) & 1)
+        yield ld_shared(reads[s], part, label=label)
+        yield compute(compute_ns, label=label)
+        yield fence()
+        yield arrive(empty[s])
+        if first:
+            done.append(eng.now)
 
 
 def _single(w, cfg: PipelineConfig, lay, done: list):

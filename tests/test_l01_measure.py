@@ -106,7 +106,7 @@ def test_checks_pass_and_fail():
 
 def test_checks_registered():
     titles = [c.title for c in all_checks() if c.lesson == 1]
-    assert len(titles) == 3 and any("Occupancy" in t for t in titles)
+    assert len(titles) == 4 and any("Occupancy" in t for t in titles) and any("Nsight" in t for t in titles)
 
 
 def test_main_without_gpu_says_why(capsys):
@@ -142,6 +142,9 @@ def _write_synthetic(tmp_path, monkeypatch):
     data.write("l01/occupancy", _synthetic_occupancy_records(), meta)
     data.write("l01/bank_latency", [{"name": f"s{w}", "width": 4, "model_wavefronts": w, "cycles_per_load": 30.0 + w}
                                      for w in (1, 2, 4)], meta)
+    cases = m.bank_wavefront_cases()
+    recs, _ = m.bank_wavefront_records(cases, m.parse_ncu_csv(_fake_ncu_csv(cases)))
+    data.write("l01/bank_wavefronts", recs, meta)
 
 
 def test_hardware_report_from_datasets(tmp_path, monkeypatch):
@@ -154,7 +157,7 @@ def test_hardware_report_from_datasets(tmp_path, monkeypatch):
     # the registered checks see the same datasets
     from h100lab.validation import run_all
     results = [(c.title, res) for c, ds, res in run_all() if c.lesson == 1]
-    assert len(results) == 3 and all(res is not None and res.ok for _, res in results)
+    assert len(results) == 4 and all(res is not None and res.ok for _, res in results)
 
 
 def test_hardware_report_without_anything(tmp_path, monkeypatch):
@@ -331,3 +334,14 @@ def test_bank_wavefront_kernel_compiles():
     for op in ("ld.shared.b32", "ld.shared.v2.b32", "ld.shared.v4.b32", "st.shared.b32", "st.shared.v2.b32",
                "st.shared.v4.b32"):
         assert op in prog.ptx
+
+
+def test_bank_wavefront_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
+    assert v.bank_wavefront_report(live=False) == {"source": None,
+                                                   "command": "python -m h100lab.measure.l01 --bank-wavefronts"}
+    _write_synthetic(tmp_path, monkeypatch)
+    r = v.bank_wavefront_report(live=False)
+    assert r["source"] == "dataset" and r["check"].ok and "synthetic" in r["where"]
+    assert sorted(row["pattern"] for row in r["rows"][::2]) == sorted(v.BANK_WAVEFRONT_SHOWN)
+    assert all(row["model wavefronts"] == row["ncu wavefronts"] for row in r["rows"])

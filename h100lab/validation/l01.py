@@ -14,7 +14,7 @@ from ..specs import H200_SXM, compare, from_properties, get
 from . import CheckResult, silicon_check
 
 __all__ = ["check_device", "check_occupancy", "check_bank_latency", "check_bank_wavefronts", "model_wavefronts",
-           "bank_wavefront_table", "model_blocks", "run_on", "reference_spec", "hardware_report"]
+           "bank_wavefront_table", "bank_wavefront_report", "BANK_WAVEFRONT_SHOWN", "model_blocks", "run_on", "reference_spec", "hardware_report"]
 
 _SPEC_FIELDS = ("sm_count", "l2_bytes", "memory_bus_bits", "memory_clock_mhz", "boost_clock_mhz", "warp_size",
                 "max_threads_per_block", "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
@@ -133,6 +133,41 @@ def bank_wavefront_table(records: Sequence[dict[str, Any]], names: Sequence[str]
                     "model wavefronts": int(m), "ncu wavefronts": r["wavefronts"],
                     "model conflicts": m.conflicts, "ncu bank conflicts": r["bank_conflicts"]})
     return out
+
+
+#: patterns the chapter's table shows (one per rule: strides, broadcast, pairs, phases, padding, swizzle)
+BANK_WAVEFRONT_SHOWN = ("stride 1 words", "stride 2 words", "column of a 32x32 tile", "column, padded to 33 words",
+                        "stride 1 x 8 B", "8 B pairs (t^1) share", "8 B broadcast", "stride 1 x 16 B",
+                        "16 B pairs (t^1) share", "16 B column of 128 B rows", "16 B column, SWIZZLE_128B",
+                        "8 B pairs share, odd lanes off", "16 B stride 1, odd lanes off")
+
+
+def bank_wavefront_report(live: bool | None = None) -> dict[str, Any]:
+    """Model vs Nsight Compute wavefronts for the chapter, from the best source available.
+
+    The committed ``l01/bank_wavefronts`` dataset when present; else, when ``live`` (default: a GPU and
+    Nsight Compute's ``ncu`` are both present), a fresh measurement; else ``source`` None with the
+    ``command`` that makes the dataset. Returns ``{"source", "where", "records", "check", "rows",
+    "command"}``; ``rows`` are :func:`bank_wavefront_table` rows of :data:`BANK_WAVEFRONT_SHOWN`.
+    """
+    from .. import data
+
+    command = "python -m h100lab.measure.l01 --bank-wavefronts"
+    if data.available("l01/bank_wavefronts"):
+        ds = data.load("l01/bank_wavefronts")
+        recs, where, source = ds.records, ds.describe(), "dataset"
+    else:
+        from .. import cuda
+        from ..measure import l01 as m
+
+        if live is None:
+            live = cuda.available() and m.find_ncu() is not None
+        if not live:
+            return {"source": None, "command": command}
+        recs, meta = m.measure_bank_wavefronts(cuda.run_metadata(command))
+        where, source = f"this GPU ({meta['gpu']}, live, {meta['ncu_version']})", "live"
+    return {"source": source, "where": where, "records": recs, "check": check_bank_wavefronts(recs),
+            "rows": bank_wavefront_table(recs, BANK_WAVEFRONT_SHOWN), "command": command}
 
 
 @silicon_check("Device properties equal the spec table", lesson=1, dataset="l01/device_properties")

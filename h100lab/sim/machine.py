@@ -276,6 +276,7 @@ class Warp:
         self.name = name
         self.actor = sm.prefix + name
         self.threads = threads
+        self._rank = sm.rank              # %cluster_ctarank of this warp's CTA (fixed)
         self.groups = BulkGroups()
         self._group_events: dict[int, tuple[Event, Event]] = {}
         self._op_seq = 0
@@ -298,10 +299,10 @@ class Warp:
              cta=None, label="", lane=None) -> None:
         if self.trace is not None:
             self.trace.append(_new(Record, (t0, t1, self.actor, op, lane or self.actor, proxy, access, addr, size,
-                                     bar, phase, sem, group, self.sm.rank if cta is None else cta, label)))
+                                     bar, phase, sem, group, self._rank if cta is None else cta, label)))
 
     def _target(self, cta: int | None) -> SM:
-        return self.sm if cta is None or cta == self.sm.rank else self.sm.peer(cta)
+        return self.sm if cta is None or cta == self._rank else self.sm.peer(cta)
 
     # -- plain work -----------------------------------------------------------------------------
     def compute(self, ns: float, label: str = "compute") -> float:
@@ -309,7 +310,7 @@ class Warp:
         now = self.engine.now
         if self.trace is not None:
             self.trace.append(_new(Record, (now, now + ns, self.actor, "compute", self.actor, "", "", -1, 0, -1, -1,
-                                     "", -1, self.sm.rank, label)))
+                                     "", -1, self._rank, label)))
         return float(ns)
 
     def ld_shared(self, addr: int, size: int, label: str = "") -> float:
@@ -321,7 +322,7 @@ class Warp:
         t1 = fin + self._smem_lat
         if self.trace is not None:
             self.trace.append(_new(Record, (now, t1, self.actor, "ld.shared", self.actor, "generic", "r", addr, size,
-                                     -1, -1, "", -1, self.sm.rank, label)))
+                                     -1, -1, "", -1, self._rank, label)))
         return t1 - now
 
     def st_shared(self, addr: int, size: int, label: str = "") -> float:
@@ -332,7 +333,7 @@ class Warp:
         t1 = max(fin, now + self._issue)
         if self.trace is not None:
             self.trace.append(_new(Record, (now, t1, self.actor, "st.shared", self.actor, "generic", "w", addr, size,
-                                     -1, -1, "", -1, self.sm.rank, label)))
+                                     -1, -1, "", -1, self._rank, label)))
         return t1 - now
 
     def mma(self, macs: float, reads: tuple = (), label: str = "wgmma") -> float:
@@ -356,7 +357,7 @@ class Warp:
         now = self.engine.now
         if self.trace is not None:
             self.trace.append(_new(Record, (now, now + self._fence, self.actor, "fence.proxy.async", self.actor, "",
-                                     "", -1, 0, -1, -1, "", -1, self.sm.rank, "")))
+                                     "", -1, 0, -1, -1, "", -1, self._rank, "")))
         return self._fence
 
     def fence_acq_rel(self) -> float:
@@ -380,13 +381,13 @@ class Warp:
     def inval(self, bar: int) -> float:
         """``mbarrier.inval`` (PTX §9.7.13.15.10)."""
         sb = self.sm.barrier(bar)
-        sb.mb.inval(rank=self.sm.rank)
+        sb.mb.inval(rank=self._rank)
         now = self.engine.now
         self._rec(now, now + self._issue, "mbarrier.inval", bar=bar, label=sb.label)
         return self._issue
 
     def _arrive_like(self, bar, cta, op, fn, arg, sem="release", no_complete=False):
-        sm = self.sm if cta is None or cta == self.sm.rank else self.sm.peer(cta)
+        sm = self.sm if cta is None or cta == self._rank else self.sm.peer(cta)
         sb = sm.bars.get(bar) or sm.barrier(bar)
         ph = sb.completions
         tok = sb.apply(fn, arg, True) if no_complete else sb.apply(fn, arg)
@@ -438,7 +439,7 @@ class Warp:
             observed = sb.completions - 1
             if self.trace is not None:
                 self.trace.append(_new(Record, (now, now + self._hit, self.actor, op, self.actor, "", "", -1, 0, bar,
-                                         observed, sem, -1, self.sm.rank, sb.label)))
+                                         observed, sem, -1, self._rank, sb.label)))
             return Sleep(self._hit, observed)
         ev = sb.completion(sb.completions, self._wake)
         if self.trace is not None:
@@ -449,7 +450,7 @@ class Warp:
         t0, op, bar, sem, sb = arg
         now = self.engine.now
         self.trace.append(_new(Record, (t0, now + self._wake, self.actor, op, self.actor, "", "", -1, 0, bar,
-                                 sb.completions - 1, sem, -1, self.sm.rank, sb.label)))
+                                 sb.completions - 1, sem, -1, self._rank, sb.label)))
 
     # -- bulk copies --------------------------------------------------------------------------------
     def cp_async_bulk(self, dst: int, nbytes: int, bar: int, *, label: str = "", cta: int | None = None) -> float:
@@ -460,7 +461,7 @@ class Warp:
         if nbytes % 16 or dst % 16 or nbytes <= 0:
             raise ValueError(f"cp.async.bulk of {nbytes} B to {dst:#x}: size must be a positive multiple of "
                              f"16 and the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
-        sm = self.sm if cta is None or cta == self.sm.rank else self.sm.peer(cta)
+        sm = self.sm if cta is None or cta == self._rank else self.sm.peer(cta)
         sm.smem.check_range(dst, nbytes)
         sb = sm.bars.get(bar) or sm.barrier(bar)
         eng = self.engine
@@ -500,7 +501,7 @@ class Warp:
         self.engine.at(done, self._store_done, op)
         if self.trace is not None:
             fields = [t0, done, self.actor, "cp.async.bulk.global.shared::cta.bulk_group", self._tma_lane,
-                      "async", "r", src, nbytes, -1, -1, "", -1, self.sm.rank, label or "bulk store"]
+                      "async", "r", src, nbytes, -1, -1, "", -1, self._rank, label or "bulk store"]
             self.gpu._late.append([self, fields, op])
         return self._tma_issue
 

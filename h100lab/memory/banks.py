@@ -24,8 +24,11 @@ Rules (hopper-spec-facts.md §2):
   when a lane of the phase is active); ``wavefronts = sum over phases``. The ideal is one per
   phase with an active lane; Nsight's "bank conflicts" are the excess.
 
-[model] where the measurements are silent (facts §14.3): a pair with one active and one inactive lane
-is *not* uniform; a phase without an active lane costs nothing.
+Inactive lanes [measured on an H200 with Nsight Compute, ``data/l01/bank_wavefronts.json``, check
+``h100lab.validation.l01.check_bank_wavefronts``]: an inactive lane matches any partner, so a pair
+with one active and one inactive lane does not break pair-uniformity (e.g. an 8-byte load of
+``8 * (t // 2)`` with the odd lanes off takes 1 wavefront, not 2); a phase without an active lane
+costs nothing; a warp without an active lane takes no wavefront.
 
 Addresses are byte offsets in the CTA's shared window (``.shared::cta``); accesses must be
 naturally aligned [PTX §5.4.5 "naturally aligned" vector accesses], or ``ValueError`` is raised.
@@ -128,8 +131,8 @@ def _rows_all(b: np.ndarray) -> np.ndarray:
 
 
 def _pair_uniform(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Per access: every lane equals lane t^1 (or every lane equals lane t^2); a pair of two
-    inactive lanes is uniform, a pair with one inactive lane is not."""
+    """Per access: every lane equals lane t^1 (or every lane equals lane t^2); a pair with an
+    inactive lane is uniform (an inactive lane matches anything: measured, module docstring)."""
     n = addr.shape[0]
     full = bool(active.all())
     if full and addr.dtype == np.int32 and addr.flags.c_contiguous:
@@ -143,7 +146,7 @@ def _pair_uniform(addr: np.ndarray, active: np.ndarray) -> np.ndarray:
         same = addr == addr[:, p]
         if not full:
             mp = active[:, p]
-            same = (same & active & mp) | ~(active | mp)
+            same |= ~(active & mp)
         out |= _rows_all(same)
     return out if full else out & active.any(axis=1)
 

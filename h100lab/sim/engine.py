@@ -4,12 +4,19 @@ one-shot events, and callbacks at a time.
 It follows simpy's shape (``Environment`` → :class:`Engine`, ``env.process(gen)``, ``yield
 env.timeout(d)`` → ``yield d``, ``yield event``) but keeps only what the machine model needs, because
 speed matters here: lesson 8 simulates whole-GEMM schedules of ~10^6 events and must stay under 2 s.
-Measured with ``benchmarks/bench_l03.py`` (CPU time, best of 3, on the project's shared 2-core
-machine): the bare producer/consumer handshake runs at 1.5–1.8 M steps/s on this engine and at
-0.65–0.95 M steps/s on simpy 4.1.2 (this engine is 1.6–1.8× faster in every paired run); the full
-lesson-3 model (mbarrier bytes, pipes) on top reaches 0.40–0.47 M events/s without trace and
-0.30–0.33 M with it — with simpy underneath, the engine's share alone would add ~0.5 µs per event and
-push 10^6 events from ~2.1–2.5 s to ~2.6–3.0 s. That measurement is why the model has its own engine.
+Measured with ``benchmarks/bench_l03.py`` (CPU time, best of several, on the project's shared 2-core
+machine): the bare producer/consumer handshake runs at 1.6–1.75 M steps/s on this engine and at
+0.85–0.98 M steps/s on simpy 4.1.2; the full lesson-3 model (mbarrier bytes, pipes) on top reaches
+0.65–0.75 M events/s without trace (10^6 events in 1.3–1.5 s) and 0.41–0.43 M with it. With simpy
+underneath, the engine's share alone would add ~0.5 µs per event (the difference of the bare
+handshakes) and push 10^6 events to ~1.8–2.0 s, at lesson 8's limit. That measurement is why the model
+has its own engine.
+
+What keeps it fast (and must keep the schedule exact): the queue is a heap of plain tuples
+``(time, sequence number, fn, arg)``; a process's wake-up is one closure over its generator's ``send``,
+the queue and the sequence counter, created once; and a process whose next wake-up is strictly earlier
+than everything queued continues at once instead of going through the heap — it is exactly the entry
+the run loop would pop next, so the order and the step count are unchanged.
 
 A process is a generator. It may yield
 

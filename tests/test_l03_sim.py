@@ -44,6 +44,41 @@ def test_engine_processes_events_and_sleep():
     assert eng.steps > 0
 
 
+def test_engine_direct_continuation_keeps_order_until_and_steps():
+    """A process whose next wake-up is the earliest continues without the heap; at a tie the entry queued
+    first still runs first, run(until) still stops it, and every wake-up still counts as one step."""
+    eng = Engine()
+    log = []
+
+    def a():
+        yield 5
+        log.append(("a", eng.now))
+        yield 0                      # ties with b at 5 ns: b was queued first and runs first
+        log.append(("a0", eng.now))
+        yield None
+        log.append(("a1", eng.now))
+
+    def b():
+        yield 5
+        log.append(("b", eng.now))
+
+    eng.process(a(), "a"), eng.process(b(), "b")
+    eng.run()
+    assert log == [("a", 5), ("b", 5), ("a0", 5), ("a1", 5)]
+    assert eng.steps == 6            # 2 starts + a's 3 wake-ups + b's 1
+
+    eng, seen = Engine(), []
+
+    def ticker():
+        for _ in range(5):
+            yield 10.0
+            seen.append(eng.now)
+
+    eng.process(ticker(), "t")
+    assert eng.run(until=25) == 25 and seen == [10, 20] and eng.now == 25
+    assert eng.run() == 50 and seen == [10, 20, 30, 40, 50] and eng.steps == 6
+
+
 def test_engine_all_of_timeout_at_and_until():
     eng = Engine()
     out = []

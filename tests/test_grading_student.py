@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import keyword
+import string
 import shutil
 import textwrap
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_markdown_region_becomes_a_prompt():
     assert stub_markdown("# BEGIN SOLUTION\ntext") == "# BEGIN SOLUTION\ntext"  # a heading, not a marker
 
 
-_names = (st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True, alphabet=st.characters(codec="ascii"))
+_names = (st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True, alphabet=string.ascii_lowercase + string.digits + "_")
           .filter(lambda n: not keyword.iskeyword(n)))
 
 

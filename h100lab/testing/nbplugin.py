@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 NOTEBOOK_DIRS = ("chapters", "solutions")
+KERNEL_START_ATTEMPTS = 3
 
 
 def _is_jupytext_md(path: Path) -> bool:
@@ -46,6 +47,18 @@ def _make_class():
 
     class _JupytextNbFile(IPyNbFile):
         """nbval's notebook collector, reading the notebook through jupytext."""
+
+        def setup(self):
+            # A kernel can die before its first reply when several start at once (jupyter_client
+            # picks its ports before the kernel binds them, so two starting kernels can collide):
+            # start again, a few times, rather than fail every cell of the notebook.
+            for attempt in range(KERNEL_START_ATTEMPTS):
+                try:
+                    return super().setup()
+                except RuntimeError as exc:
+                    if "Kernel died" not in str(exc) or attempt == KERNEL_START_ATTEMPTS - 1:
+                        raise
+                    warnings.warn(f"{self.fspath}: kernel start failed ({exc}); starting again")
 
         def collect(self):
             import jupytext

@@ -97,6 +97,34 @@ def _parses(code: str) -> bool:
     return True
 
 
+def _replace_regions(lines: list[str], begin: re.Pattern, end: re.Pattern, names: tuple[str, str, str],
+                     where: str, stub) -> list[str]:
+    """``lines`` with every region between a ``begin`` and an ``end`` marker line replaced by
+    ``stub(region_lines, marker_line_index)``; ``names`` = (begin marker, end marker, region noun) for
+    the :class:`GradingFormatError` raised on an unclosed, nested or stray marker."""
+    b_name, e_name, noun = names
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if end.fullmatch(stripped):
+            raise GradingFormatError(f"{where}, line {i + 1}: {e_name} without {b_name}")
+        if not begin.fullmatch(stripped):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not end.fullmatch(lines[j].strip()):
+            if begin.fullmatch(lines[j].strip()):
+                raise GradingFormatError(f"{where}, line {j + 1}: {b_name} inside another {noun}")
+            j += 1
+        if j == len(lines):
+            raise GradingFormatError(f"{where}, line {i + 1}: {b_name} without {e_name}")
+        out += stub(lines[i + 1: j], i)
+        i = j + 1
+    return out
+
+
 def stub_code(source: str, where: str = "code cell") -> str:
     """The student version of a code cell: every solution region replaced by its stub (rules above).
 
@@ -104,26 +132,13 @@ def stub_code(source: str, where: str = "code cell") -> str:
     whose stub would leave the cell invalid Python (a region must hold whole statements).
     """
     lines = source.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        stripped = lines[i].strip()
-        if END_CODE.fullmatch(stripped):
-            raise GradingFormatError(f"{where}, line {i + 1}: END SOLUTION without BEGIN SOLUTION")
-        if not BEGIN_CODE.fullmatch(stripped):
-            out.append(lines[i])
-            i += 1
-            continue
+
+    def stub(region: list[str], i: int) -> list[str]:
         indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-        j = i + 1
-        while j < len(lines) and not END_CODE.fullmatch(lines[j].strip()):
-            if BEGIN_CODE.fullmatch(lines[j].strip()):
-                raise GradingFormatError(f"{where}, line {j + 1}: BEGIN SOLUTION inside another solution region")
-            j += 1
-        if j == len(lines):
-            raise GradingFormatError(f"{where}, line {i + 1}: BEGIN SOLUTION without END SOLUTION")
-        out += _stub_region(lines[i + 1: j], indent, f"{where}, line {i + 1}")
-        i = j + 1
+        return _stub_region(region, indent, f"{where}, line {i + 1}")
+
+    out = _replace_regions(lines, BEGIN_CODE, END_CODE, ("BEGIN SOLUTION", "END SOLUTION", "solution region"),
+                           where, stub)
     result = "\n".join(out)
     if _parses(source) and not _parses(result):
         raise GradingFormatError(f"{where}: the student version is not valid Python; a solution region must "
@@ -134,26 +149,9 @@ def stub_code(source: str, where: str = "code cell") -> str:
 def stub_markdown(source: str, where: str = "markdown cell") -> str:
     """The student version of a markdown cell: each ``<!-- BEGIN/END SOLUTION -->`` block becomes
     ``**Your answer:**``."""
-    lines = source.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        stripped = lines[i].strip()
-        if END_MD.fullmatch(stripped):
-            raise GradingFormatError(f"{where}, line {i + 1}: <!-- END SOLUTION --> without <!-- BEGIN SOLUTION -->")
-        if not BEGIN_MD.fullmatch(stripped):
-            out.append(lines[i])
-            i += 1
-            continue
-        j = i + 1
-        while j < len(lines) and not END_MD.fullmatch(lines[j].strip()):
-            if BEGIN_MD.fullmatch(lines[j].strip()):
-                raise GradingFormatError(f"{where}, line {j + 1}: <!-- BEGIN SOLUTION --> inside another solution block")
-            j += 1
-        if j == len(lines):
-            raise GradingFormatError(f"{where}, line {i + 1}: <!-- BEGIN SOLUTION --> without <!-- END SOLUTION -->")
-        out.append(PROSE_STUB)
-        i = j + 1
+    out = _replace_regions(source.split("\n"), BEGIN_MD, END_MD,
+                           ("<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->", "solution block"), where,
+                           lambda region, i: [PROSE_STUB])
     return "\n".join(out)
 
 

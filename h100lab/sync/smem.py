@@ -39,10 +39,12 @@ class SharedMemory:
 
     __slots__ = ("size", "cta_rank", "bytes", "array", "_objects")
 
-    def __init__(self, size: int = SMEM_MAX_PER_BLOCK, *, cta_rank: int = 0):
-        if not 0 < size <= SMEM_MAX_PER_BLOCK:
+    def __init__(self, size: int = SMEM_MAX_PER_BLOCK, *, cta_rank: int = 0, limit: int = SMEM_MAX_PER_BLOCK):
+        # ``limit``: the emulator's CTA window also holds the 1 KB the system reserves per block (CPG §20.8.3),
+        # so it passes SMEM_MAX_PER_BLOCK + 1024 and keeps addresses equal to the hardware's offsets.
+        if not 0 < size <= limit:
             raise SharedMemoryError(
-                f"shared memory of {size} B: a CTA may use 1 … {SMEM_MAX_PER_BLOCK} B on sm_90 (CPG §20.8.3)")
+                f"shared memory of {size} B: a CTA may use 1 … {limit} B on sm_90 (CPG §20.8.3)")
         self.size = int(size)
         self.cta_rank = int(cta_rank)
         self.bytes = bytearray(self.size)

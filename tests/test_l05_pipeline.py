@@ -44,6 +44,65 @@ def test_tensor_ops_check_alignment():
         gpu.run()
 
 
+@pytest.mark.parametrize("x,ok", [(0, True), (8, True), (4, False), (1, False), (-8, True), (-4, False)])
+def test_simulated_tensor_load_applies_the_16_byte_granule_rule(x, ok):
+    # one rule, one place: the simulator's load faults exactly where h100lab.tma.load (and the H200) fault
+    tm = tmap()
+    g = __import__("numpy").zeros((256, 64), dtype=__import__("numpy").uint16)
+    try:
+        tma.load(tm, g, [x, 0])
+        ref = None
+    except tma.TmaFault as exc:
+        ref = exc.error
+    assert (ref is None) == ok
+    gpu = GPU(num_sms=1)
+
+    def prog(w):
+        yield w.init(0, 1)
+        yield w.arrive_expect_tx(0, tm.tx_bytes)
+        yield P.tensor_load(w, tm, [x, 0], 1024, 0)
+        yield w.wait(0, 0)
+
+    gpu.sms[0].spawn("p", prog)
+    if ok:
+        gpu.run()
+    else:
+        with pytest.raises(Exception, match="16-byte granule") as e:
+            gpu.run()
+        assert isinstance(e.value.__cause__, tma.TmaFault)
+        assert e.value.__cause__.error == ref == "CUDA_ERROR_ILLEGAL_INSTRUCTION"
+
+
+def test_simulated_tensor_store_and_async_forms_check_at_issue():
+    from h100lab.sync.smem import SharedMemory
+    tm = tmap()
+    gpu = GPU(num_sms=1)
+
+    def prog(w):
+        yield P.tensor_store(w, tm, [4, 0], 1024)
+
+    gpu.sms[0].spawn("p", prog)
+    with pytest.raises(Exception, match="granule") as e:
+        gpu.run()
+    assert isinstance(e.value.__cause__, tma.TmaFault)
+    gpu = GPU(num_sms=1)
+
+    def neg(w):
+        yield P.tensor_store(w, tm, [0, -64], 1024)
+
+    gpu.sms[0].spawn("p", neg)
+    with pytest.raises(Exception, match="negative"):
+        gpu.run()
+    # the asynchronous form of h100lab.tma faults when it is issued, not when its deferred copy runs
+    s = SharedMemory(64 * 1024)
+    from h100lab.sync.mbarrier import MBarrier
+    MBarrier(s, 0).init(1)
+    g = tma.GlobalMemory.holding(__import__("numpy").zeros(256 * 128, __import__("numpy").uint8))
+    tm2 = tma.encode_tiled("BFLOAT16", 2, g.base, [64, 256], [128], [64, 64], [1, 1], swizzle="128B")
+    with pytest.raises(tma.TmaFault, match="granule"):
+        tma.tensor_load(tm2, g, [2, 0], s, 1024, 0, deferred=True)
+
+
 def test_copy_stream_more_stages_never_slower_on_one_sm():
     bws = [P.simulate_copy_stream(16384, s, ctas=1, tiles_per_cta=16).bandwidth_gbps for s in (1, 2, 4)]
     assert bws[0] < bws[1] <= bws[2] * 1.0001

@@ -34,7 +34,7 @@ import numpy as np
 from .descriptor import TensorMap
 from .enums import promotion_bytes
 from .l2 import CachePolicy, L2Cache
-from .tensor import (TmaFault, _apply as _reduce_apply, global_segments, load as _tensor_load, reduce as _tensor_reduce,
+from .tensor import (TmaFault, check_tensor_copy, _apply as _reduce_apply, global_segments, load as _tensor_load, reduce as _tensor_reduce,
                      store as _tensor_store)
 
 __all__ = ["GlobalMemory", "BulkCopyError", "BulkHazard", "AsyncOp", "BulkGroups", "bulk_copy_global_to_shared",
@@ -359,8 +359,7 @@ def tensor_load(tensor_map: TensorMap, gmem, coords: Sequence[int], smem, dst: i
     L2 model the rows are requested at the map's ``l2Promotion`` granularity.
     """
     g = _tensor_gmem(tensor_map, gmem)
-    if dst % 128:
-        _tensor_load(tensor_map, g, coords, smem=smem, dst=dst)  # raises the fault
+    check_tensor_copy(tensor_map, coords, dst, "load")          # the hardware's faults, at issue
     bar = _mbar(smem, mbar)
     smem.check_range(dst, tensor_map.smem_bytes)
     hbm = _l2_read(l2, global_segments(tensor_map, coords), promotion_bytes(tensor_map.l2_promotion), policy)
@@ -385,8 +384,7 @@ def tensor_load_multicast(tensor_map: TensorMap, gmem, coords: Sequence[int], cl
     """
     g = _tensor_gmem(tensor_map, gmem)
     ranks = mask_ranks(cta_mask, len(cluster))
-    if dst % 128:
-        _tensor_load(tensor_map, g, coords, dst=dst)
+    check_tensor_copy(tensor_map, coords, dst, "load")
     bars = [_mbar(cluster[r], mbar) for r in ranks]
     for r in ranks:
         cluster[r].check_range(dst, tensor_map.smem_bytes)
@@ -406,11 +404,7 @@ def tensor_store(tensor_map: TensorMap, smem, src: int, gmem, coords: Sequence[i
                  l2: L2Cache | None = None, policy: CachePolicy | None = None) -> AsyncOp:
     """``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, coords], [src]``; completes via ``groups``."""
     g = _tensor_gmem(tensor_map, gmem)
-    if any(int(c) < 0 for c in coords):
-        _tensor_store(tensor_map, smem, coords, g, src=src)      # raises, naming the rule
-    if src % 128:
-        raise TmaFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"tensor store source at shared address {src} is not "
-                       "128-byte aligned (CPG §10.29.2 Table 10)")
+    check_tensor_copy(tensor_map, coords, src, "store")          # negative corner, granule, alignment
     n = tensor_map.smem_bytes
     op = AsyncOp(f"cp.async.bulk.tensor.{tensor_map.rank}d.global.shared::cta.tile", tensor_map.tx_bytes, ())
 
@@ -436,6 +430,7 @@ def tensor_reduce(tensor_map: TensorMap, smem, src: int, gmem, coords: Sequence[
     from .tensor import reduce_type
 
     reduce_type(op, tensor_map.dtype)
+    check_tensor_copy(tensor_map, coords, src, "reduce")
     g = _tensor_gmem(tensor_map, gmem)
     n = tensor_map.smem_bytes
     aop = AsyncOp(f"cp.reduce.async.bulk.tensor.{tensor_map.rank}d.global.shared::cta.{op}.tile",

@@ -32,7 +32,7 @@ from .bulk import mask_ranks
 from .descriptor import TensorMap
 from .enums import promotion_bytes
 from .l2 import CachePolicy, L2Cache
-from .tensor import TmaFault, global_segments
+from .tensor import check_tensor_copy, global_segments
 
 __all__ = ["tensor_load", "tensor_load_multicast", "tensor_store", "bulk_load", "bulk_store", "CopyStreamResult",
            "simulate_copy_stream", "MulticastResult", "simulate_multicast", "copy_stream_layout"]
@@ -99,10 +99,9 @@ def _tensor_copy(w: Warp, tm: TensorMap, coords: Sequence[int], dst: int, bar: i
                  labels: list[str], l2: L2Cache | None, policy: CachePolicy | None) -> float:
     """One tensor read by the issuing SM's TMA pipe and HBM share, landing at ``dst`` with a complete-tx of
     ``tx_bytes`` on ``bar`` in every SM of ``sms``. The destination must be 128-byte aligned (the hardware
-    faults otherwise, CPG §10.29.2 Table 10)."""
-    if dst % 128:
-        raise TmaFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"tensor copy destination {dst:#x} is not 128-byte aligned "
-                       "(CPG §10.29.2 Table 10)")
+    faults otherwise, CPG §10.29.2 Table 10), and the box must start on a 16-byte granule of dimension 0:
+    :func:`h100lab.tma.tensor.check_tensor_copy`, the rule every tensor copy of the package applies."""
+    check_tensor_copy(tm, coords, dst, "load")
     for sm in sms:
         sm.smem.check_range(dst, tm.smem_bytes)
         sm.bars.get(bar) or sm.barrier(bar)
@@ -118,8 +117,7 @@ def _tensor_copy(w: Warp, tm: TensorMap, coords: Sequence[int], dst: int, bar: i
 def tensor_store(w: Warp, tensor_map: TensorMap, coords: Sequence[int], src: int, *, label: str = "") -> float:
     """``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``: the simulator's bulk store of the box's
     ``tx_bytes`` from ``src`` (tracked by the warp's bulk groups) [PTX §9.7.9.27.1.2]."""
-    if src % 128:
-        raise TmaFault("CUDA_ERROR_MISALIGNED_ADDRESS", f"tensor store source {src:#x} is not 128-byte aligned")
+    check_tensor_copy(tensor_map, coords, src, "store")
     return w.cp_async_bulk_store(src, tensor_map.tx_bytes, label=label or f"store {tuple(coords)}")
 
 

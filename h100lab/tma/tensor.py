@@ -40,7 +40,7 @@ import numpy as np
 
 from .descriptor import TensorMap
 
-__all__ = ["TmaFault", "COORD_GRANULE", "BoxMap", "box_map", "load", "store", "reduce", "load_im2col", "im2col_pixels",
+__all__ = ["TmaFault", "COORD_GRANULE", "check_tensor_copy", "BoxMap", "box_map", "load", "store", "reduce", "load_im2col", "im2col_pixels",
            "smem_address", "OOB_NAN", "REDUCE_TYPES", "write_mask", "tf32_round", "TF32_NAN", "reduce_type", "global_segments", "fill_bytes",
            "column_addresses"]
 
@@ -92,6 +92,39 @@ def _check_start(tm: TensorMap, c0: int, what: str) -> None:
                        f"{what}: tensorCoords[0] = {c0} starts the box {off} B into dimension 0, not on a "
                        f"{COORD_GRANULE}-byte granule; the TMA unit raises an illegal instruction (measured on an "
                        "H200; PTX states no such rule)")
+
+
+def check_tensor_copy(tensor_map: TensorMap, coords: Sequence[int], smem_addr: int | None, kind: str) -> tuple[int, ...]:
+    """The issue-time rules of one tile-mode tensor copy, in one place: every function that issues or
+    performs ``cp.async.bulk.tensor`` (:func:`load`, :func:`store`, :func:`reduce`, the asynchronous
+    forms of :mod:`h100lab.tma.bulk` and the simulator's :mod:`h100lab.tma.pipeline`) calls this.
+
+    ``kind`` is ``"load"``, ``"store"`` or ``"reduce"``; ``smem_addr`` the shared-memory destination (load)
+    or source (store, reduction), or ``None`` to skip that rule. Checks, in the order the hardware
+    reports them:
+
+    * ``coords`` has ``rank`` entries that fit ``.s32`` (PTX §9.7.9.27.1.2);
+    * a store's or reduction's corner is not negative (CPG §10.29.2 "Negative indices and out of bounds");
+    * the box starts on a 16-byte granule of dimension 0 (measured on an H200: ``TmaFault``
+      ``CUDA_ERROR_ILLEGAL_INSTRUCTION`` otherwise, :data:`COORD_GRANULE`);
+    * the shared-memory address is 128-byte aligned (``TmaFault`` ``CUDA_ERROR_MISALIGNED_ADDRESS``; CPG
+      §10.29.2 Table 10; measured on an H200).
+
+    Returns the coordinates as a tuple of ints.
+    """
+    if kind not in ("load", "store", "reduce"):
+        raise ValueError(f"kind {kind!r}: one of 'load', 'store', 'reduce'")
+    tm = tensor_map
+    c = _coords(tm, coords)
+    what = {"load": "the tensor load", "store": "the tensor store", "reduce": "the tensor reduction"}[kind]
+    if kind != "load" and any(v < 0 for v in c):
+        raise ValueError(f"{kind} box corner {c} has a negative coordinate: a tensor {kind}'s top-left corner "
+                         "cannot be negative when writing to global memory (CPG §10.29.2)")
+    _check_start(tm, c[0], what)
+    if smem_addr is not None:
+        _smem(None, int(smem_addr), tm.smem_bytes,
+              "the tensor copy's destination" if kind == "load" else f"{what}'s source")
+    return c
 
 
 _TF32_TYPES = ("CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ")
@@ -288,8 +321,7 @@ def load(tensor_map: TensorMap, gmem: np.ndarray, coords: Sequence[int], *, smem
     tm = tensor_map
     if tm.mode != "tile":
         raise ValueError("load is for tiled tensor maps; an im2col map is read with load_im2col")
-    c = _coords(tm, coords)
-    _check_start(tm, c[0], "the tensor load")
+    c = check_tensor_copy(tm, coords, dst, "load")
     out = _smem(smem, dst, tm.smem_bytes, "the tensor copy's destination")
     img = out[dst:dst + tm.smem_bytes] if out is not None else np.zeros(tm.smem_bytes, dtype=np.uint8)
     gb = _gbytes(tm, gmem)
@@ -364,13 +396,9 @@ def store(tensor_map: TensorMap, smem: np.ndarray, coords: Sequence[int], gmem: 
     memory the top-left corner cannot have negative indices]. Returns the number of bytes written.
     """
     tm = tensor_map
-    c = _coords(tm, coords)
-    if any(v < 0 for v in c):
-        raise ValueError(f"store box corner {c} has a negative coordinate: a tensor store's top-left corner "
-                         "cannot be negative (CPG §10.29.2)")
     if not gmem.flags.writeable:
         raise ValueError("gmem must be writeable for a store")
-    _check_start(tm, c[0], "the tensor store")
+    c = check_tensor_copy(tm, coords, src, "store")
     sarr = _smem(smem, src, tm.smem_bytes, "the tensor store's source")
     bm = box_map(tm, c, src)
     size = tm.elem_size
@@ -505,11 +533,7 @@ def reduce(tensor_map: TensorMap, smem: np.ndarray, coords: Sequence[int], gmem:
     """
     tm = tensor_map
     t = reduce_type(op, tm.dtype)
-    c = _coords(tm, coords)
-    if any(v < 0 for v in c):
-        raise ValueError(f"reduction box corner {c} has a negative coordinate (CPG §10.29.2: no negative corner "
-                         "when writing to global memory)")
-    _check_start(tm, c[0], "the tensor reduction")
+    c = check_tensor_copy(tm, coords, src, "reduce")
     if op in ("and", "or", "xor") and tm.dtype == "CU_TENSOR_MAP_DATA_TYPE_INT64":
         raise TmaFault("CUDA_ERROR_ILLEGAL_INSTRUCTION",
                        f"cp.reduce.async.bulk.tensor .{op} on a CU_TENSOR_MAP_DATA_TYPE_INT64 map: the TMA unit raises "

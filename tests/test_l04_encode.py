@@ -221,3 +221,30 @@ def test_interleaved_box_inner_extent_is_a_multiple_of_16_bytes(inner_el, ok, il
             assert vv.ok is ok, (sw, vv.rule)
             if not ok:
                 assert "multiple of 16" in vv.rule and "every interleave" in vv.rule
+
+
+@pytest.mark.parametrize("param,value", [("dtype", 16), ("swizzle", 7), ("l2_promotion", 4), ("oob_fill", 2),
+                                         ("interleave", 3), ("dtype", -1), ("swizzle", 1 << 20)])
+def test_enum_integers_without_an_enumerator_are_refused_like_the_driver(param, value):
+    # C passes any int as an enum; cuTensorMapEncodeTiled answers CUDA_ERROR_INVALID_VALUE for one it has no
+    # name for (issue: a plain ValueError before)
+    with pytest.raises(tma.TensorMapError) as e:
+        tma.encode_tiled(**(BASE | {param: value}))
+    assert e.value.result == "CUDA_ERROR_INVALID_VALUE" and str(value) in e.value.rule
+    ver = tma.verdict(**(BASE | {param: value}))
+    assert not ver.ok and ver.result == "CUDA_ERROR_INVALID_VALUE"
+    im = dict(IM2COL, **{param: value})
+    assert tma.verdict_im2col(**im).result == "CUDA_ERROR_INVALID_VALUE"
+
+
+def test_enum_integers_with_an_enumerator_and_unknown_names():
+    assert tma.verdict(**(BASE | dict(dtype=1, swizzle=3, l2_promotion=3, oob_fill=0, interleave=0))).ok
+    # known values the sm_90 driver refuses keep their own rule
+    assert "sub-byte" in tma.verdict(**(BASE | dict(dtype=13))).rule
+    assert "not supported on compute capability 9.0" in tma.verdict(**(BASE | dict(swizzle=4))).rule
+    # a name that is not an enumerator cannot be passed to C at all: a Python error, not the driver's verdict
+    with pytest.raises(ValueError) as e:
+        tma.encode_tiled(**(BASE | dict(swizzle="SWIZZLE_7")))
+    assert not isinstance(e.value, tma.TensorMapError)
+    with pytest.raises(ValueError, match="32-bit"):
+        tma.verdict(**(BASE | dict(swizzle=1 << 40)))

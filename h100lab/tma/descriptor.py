@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..memory.swizzle import Swizzle, span_bytes, swizzle_of
-from .enums import DATA_TYPES, SWIZZLES_NOT_SM90, DataType, data_type, enum_name, interleave_bytes
+from .enums import (DATA_TYPES, SWIZZLES_NOT_SM90, DataType, UnknownEnumValue, data_type, enum_name,
+                    interleave_bytes)
 
 __all__ = ["TensorMap", "TensorMapError", "DocumentationWarning", "Verdict", "encode_tiled", "encode_im2col",
            "verdict", "verdict_im2col", "MAX_RANK", "MAX_BOX", "MAX_ELEMENT_STRIDE", "MAX_GLOBAL_DIM",
@@ -301,20 +302,29 @@ def _common_checks(dt: DataType, rank: int, global_address: int, global_dim, glo
 
 
 def _normalise(dtype, interleave, swizzle, l2_promotion, oob_fill):
-    dt = data_type(dtype)
-    il = enum_name("CU_TENSOR_MAP_INTERLEAVE_", interleave, "interleave")
-    sw = enum_name("CU_TENSOR_MAP_SWIZZLE_", swizzle, "swizzle")
-    l2 = enum_name("CU_TENSOR_MAP_L2_PROMOTION_", l2_promotion, "l2Promotion")
-    oob = enum_name("CU_TENSOR_MAP_FLOAT_OOB_FILL_", oob_fill, "oobFill")
+    """The five enum parameters by their driver names. An unknown *name* is a Python-level mistake
+    (``ValueError``: the C function cannot be called with it). An *integer* the enum has no enumerator for
+    (a data type 16, a swizzle 7, an L2 promotion 4, an OOB fill 2, an interleave 3) can be passed to the C
+    function, and the driver refuses it with ``CUDA_ERROR_INVALID_VALUE`` [DRV cuTensorMapEncodeTiled:
+    every parameter must be one of its enum's values]: raised here as :class:`_Refused`."""
+    try:
+        dt = data_type(dtype)
+        il = enum_name("CU_TENSOR_MAP_INTERLEAVE_", interleave, "interleave")
+        sw = enum_name("CU_TENSOR_MAP_SWIZZLE_", swizzle, "swizzle")
+        l2 = enum_name("CU_TENSOR_MAP_L2_PROMOTION_", l2_promotion, "l2Promotion")
+        oob = enum_name("CU_TENSOR_MAP_FLOAT_OOB_FILL_", oob_fill, "oobFill")
+    except UnknownEnumValue as e:
+        raise _Refused(f"{e.param} = {e.value} is not a value of its enum (valid: {e.valid}); the driver refuses an "
+                       "enum integer it has no enumerator for") from None
     return dt, il, sw, l2, oob
 
 
 def _tiled(dtype, rank, global_address, global_dim, global_strides, box_dim, element_strides, interleave,
            swizzle, l2_promotion, oob_fill) -> tuple[TensorMap | None, Verdict]:
-    dt, il, sw, l2, oob = _normalise(dtype, interleave, swizzle, l2_promotion, oob_fill)
     rank = int(rank)
     docw: list[str] = []
     try:
+        dt, il, sw, l2, oob = _normalise(dtype, interleave, swizzle, l2_promotion, oob_fill)
         if not 1 <= rank <= MAX_RANK:
             raise _Refused(f"tensorRank = {rank} is outside 1 .. 5 (tensorRank must be non-zero and at most 5)")
         if il != "CU_TENSOR_MAP_INTERLEAVE_NONE" and rank < 3:
@@ -354,7 +364,8 @@ def verdict(dtype, rank, global_address, global_dim, global_strides, box_dim, el
     """What ``cuTensorMapEncodeTiled`` returns for these parameters, as data (never raises on a refusal).
 
     Same parameters as :func:`encode_tiled`. Python-level mistakes (a list of the wrong length, an
-    unknown enum name) still raise ``ValueError``: the C function cannot even be called with them.
+    unknown enum name) still raise ``ValueError``: the C function cannot even be called with them. An enum
+    given as an integer the driver has no enumerator for is a refusal (``CUDA_ERROR_INVALID_VALUE``), as in C.
     """
     return _tiled(dtype, rank, global_address, global_dim, global_strides, box_dim, element_strides,
                   interleave, swizzle, l2_promotion, oob_fill)[1]
@@ -370,7 +381,9 @@ def encode_tiled(dtype, rank, global_address, global_dim, global_strides, box_di
     name ``"BFLOAT16"``), ``global_dim`` / ``box_dim`` / ``element_strides`` ``rank`` entries innermost
     first, ``global_strides`` ``rank - 1`` byte strides (dimension 0's stride is the element size;
     ``None`` stands for a NULL pointer, which the driver refuses even for rank 1 — measured on an
-    H200), enums by name. Returns the :class:`TensorMap`; raises :class:`TensorMapError` (``.result ==
+    H200), enums by name or value (an integer with no enumerator — a data type 16, a swizzle 7, an L2
+    promotion 4, an OOB fill 2 — is refused as the driver refuses it). Returns the :class:`TensorMap`;
+    raises :class:`TensorMapError` (``.result ==
     "CUDA_ERROR_INVALID_VALUE"``, message naming the rule) exactly when the driver refuses; emits a
     :class:`DocumentationWarning` for each documented rule the driver lets through.
     """
@@ -386,10 +399,10 @@ def encode_tiled(dtype, rank, global_address, global_dim, global_strides, box_di
 def _im2col(dtype, rank, global_address, global_dim, global_strides, pixel_box_lower_corner,
             pixel_box_upper_corner, channels_per_pixel, pixels_per_column, element_strides, interleave, swizzle,
             l2_promotion, oob_fill) -> tuple[TensorMap | None, Verdict]:
-    dt, il, sw, l2, oob = _normalise(dtype, interleave, swizzle, l2_promotion, oob_fill)
     rank = int(rank)
     docw: list[str] = []
     try:
+        dt, il, sw, l2, oob = _normalise(dtype, interleave, swizzle, l2_promotion, oob_fill)
         if rank not in (3, 4, 5):
             raise _Refused(f"tensorRank = {rank}: an im2col tensor map needs tensorRank 3, 4 or 5 "
                            "(cuTensorMapEncodeIm2col)")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DataType", "DATA_TYPES", "INTERLEAVES", "SWIZZLES", "SWIZZLES_NOT_SM90", "L2_PROMOTIONS",
+__all__ = ["DataType", "UnknownEnumValue", "C_ENUM_RANGE", "DATA_TYPES", "INTERLEAVES", "SWIZZLES", "SWIZZLES_NOT_SM90", "L2_PROMOTIONS",
            "OOB_FILLS", "data_type", "interleave_bytes", "promotion_bytes", "enum_name", "numpy_dtype"]
 
 
@@ -84,19 +84,37 @@ _TABLES = {
 }
 
 
+class UnknownEnumValue(ValueError):
+    """An integer the C enum has no enumerator for. The C function can be called with it (an enum
+    parameter is an ``int``) and the driver answers ``CUDA_ERROR_INVALID_VALUE``; the encoders of
+    :mod:`h100lab.tma.descriptor` turn this into that refusal. ``.param``, ``.value``, ``.valid``."""
+
+    def __init__(self, what: str, value: int, prefix: str, valid: list[int]):
+        super().__init__(f"{what} = {value} is not a {prefix.rstrip('_')} value (valid: {valid})")
+        self.param, self.value, self.valid = what, value, valid
+
+
+#: an enum parameter of a C function is an ``int``; Python integers outside these bounds cannot be passed
+C_ENUM_RANGE = (-(1 << 31), (1 << 32) - 1)
+
+
 def enum_name(prefix: str, value: "str | int", what: str) -> str:
     """Normalise an enum given by full name, short name (``"128B"``) or value to the driver's full name.
 
     ``prefix`` is the common prefix (``"CU_TENSOR_MAP_SWIZZLE_"``); ``what`` names the parameter in
-    the error message. An unknown name raises ``ValueError`` naming the allowed values.
+    the error message. An unknown name raises ``ValueError`` naming the allowed values; an integer the
+    enum has no enumerator for raises :class:`UnknownEnumValue` (a ``ValueError``), which the encoders
+    report as the driver's refusal; an integer no C ``int`` can hold is a plain ``ValueError``.
     """
     table = _TABLES[prefix]
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        for k, v in table.items():
-            if v == int(value):
+        v = int(value)
+        if not C_ENUM_RANGE[0] <= v <= C_ENUM_RANGE[1]:
+            raise ValueError(f"{what} = {v} does not fit the C enum parameter (a 32-bit int)")
+        for k, tv in table.items():
+            if tv == v:
                 return k
-        raise ValueError(f"{what} = {int(value)} is not a {prefix.rstrip('_')} value "
-                         f"(valid: {sorted(table.values())})")
+        raise UnknownEnumValue(what, v, prefix, sorted(table.values()))
     if isinstance(value, str):
         name = value if value.startswith(prefix) else prefix + value.upper()
         if name in table:

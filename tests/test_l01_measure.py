@@ -11,7 +11,8 @@ H200_PROPS = {"name": "NVIDIA H200", "major": 9, "minor": 0, "multiProcessorCoun
               "reservedSharedMemPerBlock": 1024, "regsPerMultiprocessor": 65536, "regsPerBlock": 65536,
               "maxThreadsPerMultiProcessor": 2048, "maxBlocksPerMultiProcessor": 32, "maxThreadsPerBlock": 1024,
               "warpSize": 32, "l2CacheSize": 62914560, "memoryBusWidth": 6016, "memoryClockRate": 3201000,
-              "clockRate": 1980000, "totalGlobalMem": 143771 * 2**20, "totalConstMem": 65536}
+              "clockRate": 1980000, "totalGlobalMem": 150109880320, "totalConstMem": 65536,
+              "persistingL2CacheMaxSize": 39321600, "accessPolicyMaxWindowSize": 134217728}
 
 
 def _compiler():

@@ -18,7 +18,8 @@ H200_PROPS = {"name": "NVIDIA H200", "major": 9, "minor": 0, "multiProcessorCoun
               "reservedSharedMemPerBlock": 1024, "regsPerMultiprocessor": 65536, "regsPerBlock": 65536,
               "maxThreadsPerMultiProcessor": 2048, "maxBlocksPerMultiProcessor": 32, "maxThreadsPerBlock": 1024,
               "warpSize": 32, "l2CacheSize": 62914560, "memoryBusWidth": 6016, "memoryClockRate": 3201000,
-              "clockRate": 1980000, "totalGlobalMem": 143771 * 2**20, "totalConstMem": 65536,
+              "clockRate": 1980000, "totalGlobalMem": 150109880320, "totalConstMem": 65536,
+              "persistingL2CacheMaxSize": 39321600, "accessPolicyMaxWindowSize": 134217728,
               "maxThreadsDim": (1024, 1024, 64)}
 
 
@@ -88,6 +89,21 @@ def test_from_properties_h200_matches_table():
     assert all(r["equal"] for r in rows), [r for r in rows if not r["equal"]]
     assert s.hbm_bandwidth == pytest.approx(4.8154e12, rel=1e-3)
     assert "[HW] cudaDeviceProp.l2CacheSize" in s.source("l2_bytes")
+
+
+def test_h200_memory_is_the_drivers_total_global_mem():
+    # the spec's source note says totalGlobalMem: the number must be what the H200 reported
+    # (data/l01/device_properties), not 143,771 MiB
+    assert H200_SXM.hbm_bytes == 150_109_880_320 and "totalGlobalMem" in H200_SXM.source("hbm_bytes")
+    assert H200_SXM.persisting_l2_max_bytes == 39_321_600
+    assert H200_SXM.access_policy_max_window_bytes == 128 << 20
+    assert H100_SXM.persisting_l2_max_bytes is None          # not measured on an H100
+    from h100lab import data
+    if data.available("l01/device_properties"):
+        props = data.load("l01/device_properties").records[0]
+        assert props["totalGlobalMem"] == H200_SXM.hbm_bytes
+        assert props["persistingL2CacheMaxSize"] == H200_SXM.persisting_l2_max_bytes
+        assert props["accessPolicyMaxWindowSize"] == H200_SXM.access_policy_max_window_bytes
 
 
 def test_from_properties_changed_device_recomputes_peaks():

@@ -92,6 +92,9 @@ class DeviceSpec:
     max_cluster_size_portable: int = 8
     max_cluster_size_nonportable: int = 16
     constant_bytes: int = 65536
+    # --- L2 residency control [RT cudaDeviceProp; CPG §"L2 cache set-aside for persisting accesses"] ------
+    persisting_l2_max_bytes: int | None = None      # cudaDeviceProp.persistingL2CacheMaxSize (None: not measured)
+    access_policy_max_window_bytes: int | None = None  # cudaDeviceProp.accessPolicyMaxWindowSize (None: not measured)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):

@@ -29,6 +29,8 @@ PROPERTY_FIELDS: dict[str, tuple[str, float]] = {
     "sharedMemPerBlock": ("smem_per_block_default", 1),
     "reservedSharedMemPerBlock": ("smem_reserved_per_block", 1),
     "totalConstMem": ("constant_bytes", 1),
+    "persistingL2CacheMaxSize": ("persisting_l2_max_bytes", 1),
+    "accessPolicyMaxWindowSize": ("access_policy_max_window_bytes", 1),
 }
 
 
@@ -101,7 +103,8 @@ def from_device(device: int = 0) -> DeviceSpec:
 _COMPARED = ("sm_count", "l2_bytes", "hbm_bytes", "memory_bus_bits", "memory_clock_mhz", "boost_clock_mhz",
              "hbm_bandwidth", "warp_size", "max_threads_per_block", "max_threads_per_sm", "max_warps_per_sm",
              "max_blocks_per_sm", "regs_per_sm", "regs_per_block", "smem_per_sm", "smem_per_block_optin",
-             "smem_per_block_default", "smem_reserved_per_block", "constant_bytes", "compute_capability")
+             "smem_per_block_default", "smem_reserved_per_block", "constant_bytes", "compute_capability",
+             "persisting_l2_max_bytes", "access_policy_max_window_bytes")
 
 
 def compare(a: DeviceSpec, b: DeviceSpec, fields: tuple[str, ...] = _COMPARED,

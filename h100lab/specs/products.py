@@ -129,7 +129,7 @@ H100_PCIE = _make(
 
 H200_SXM = _make(
     "H200 SXM", sm=132, tpc=66, gpc=8, tensor_mhz=1830, boost_mhz=1980,
-    mem_mhz=3201, l2=60 * MiB, hbm=143771 * MiB, bus_bits=6016, bw=4.8e12, nvlink=900e9, tdp=700,
+    mem_mhz=3201, l2=60 * MiB, hbm=150_109_880_320, bus_bits=6016, bw=4.8e12, nvlink=900e9, tdp=700,
     sources={
         "sm_count": "[HW] multiProcessorCount = 132",
         "tpc_count": "[DS, secondary] same GH100 configuration as H100 SXM5",
@@ -138,7 +138,12 @@ H200_SXM = _make(
         "boost_clock_mhz": "[HW] max SM clock 1980 MHz (nvidia-smi, cudaDevAttrClockRate)",
         "memory_clock_mhz": "[HW] 3201 MHz",
         "l2_bytes": "[HW] l2CacheSize = 62,914,560 B (60 MiB)",
-        "hbm_bytes": "[HW] totalGlobalMem 143,771 MiB (marketed as 141 GB HBM3e)",
+        "hbm_bytes": "[HW] cudaDeviceProp.totalGlobalMem = 150,109,880,320 B (139.8 GiB; marketed as 141 GB "
+                     "HBM3e), data/l01/device_properties",
+        "persisting_l2_max_bytes": "[HW] cudaDeviceProp.persistingL2CacheMaxSize = 39,321,600 B (37.5 MiB), "
+                                   "data/l01/device_properties",
+        "access_policy_max_window_bytes": "[HW] cudaDeviceProp.accessPolicyMaxWindowSize = 134,217,728 B (128 MiB), "
+                                          "data/l01/device_properties",
         "memory_bus_bits": "[HW] memoryBusWidth = 6016 bit",
         "hbm_bandwidth": "[DS, secondary] 4.8 TB/s; [HW] 2 x 3.201 GHz x 752 B = 4.81 TB/s",
         "nvlink_bandwidth": "[DS, secondary] 900 GB/s",
@@ -149,7 +154,8 @@ H200_SXM = _make(
                          "and they are counted here with the 8-SM GPC (its 4 missing TPCs; an H100's driver table "
                          "shows that GPC with 16 SMs: accel-sim/gpu-app-collection PR #87, secondary). "
                          "Cluster capacity uses the domains: h100lab.cluster.gpc.H200_CGA",
-    }).replace(gpc_sm_counts=(18, 18, 16, 16, 16, 16, 16, 16))
+    }).replace(gpc_sm_counts=(18, 18, 16, 16, 16, 16, 16, 16), persisting_l2_max_bytes=39_321_600,
+               access_policy_max_window_bytes=134_217_728)
 
 #: The three products, in the order the book compares them.
 ALL = (H100_SXM, H100_PCIE, H200_SXM)

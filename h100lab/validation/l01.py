@@ -13,13 +13,14 @@ from ..occupancy import occupancy
 from ..specs import H200_SXM, compare, from_properties, get
 from . import CheckResult, silicon_check
 
-__all__ = ["check_device", "check_occupancy", "check_bank_latency", "check_bank_wavefronts", "model_wavefronts",
+__all__ = ["check_device", "device_rows", "check_occupancy", "check_bank_latency", "check_bank_wavefronts", "model_wavefronts",
            "bank_wavefront_table", "bank_wavefront_report", "BANK_WAVEFRONT_SHOWN", "model_blocks", "run_on", "reference_spec", "hardware_report"]
 
 _SPEC_FIELDS = ("sm_count", "l2_bytes", "memory_bus_bits", "memory_clock_mhz", "boost_clock_mhz", "warp_size",
                 "max_threads_per_block", "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
                 "regs_per_sm", "regs_per_block", "smem_per_sm", "smem_per_block_optin", "smem_per_block_default",
-                "smem_reserved_per_block", "constant_bytes", "compute_capability")
+                "smem_reserved_per_block", "constant_bytes", "compute_capability", "hbm_bytes",
+                "persisting_l2_max_bytes", "access_policy_max_window_bytes")
 
 
 def reference_spec(props: dict[str, Any]):
@@ -30,13 +31,22 @@ def reference_spec(props: dict[str, Any]):
     return get("H100_PCIE") if "PCIE" in name else get("H100_SXM")
 
 
+def device_rows(props: dict[str, Any], ref=None) -> list[dict[str, Any]]:
+    """The comparison rows of one device: every field of the spec table the reference product states
+    (a field the reference leaves ``None``, not measured for that product, is skipped) and the HBM bandwidth
+    within 1 %."""
+    ref = ref or reference_spec(props)
+    dev = from_properties(props, ref)
+    fields = tuple(f for f in _SPEC_FIELDS if getattr(ref, f) is not None)
+    return compare(dev, ref, fields) + compare(dev, ref, ("hbm_bandwidth",), rtol=0.01)
+
+
 def check_device(records: Sequence[dict[str, Any]]) -> CheckResult:
-    """Every ``cudaDeviceProp`` number the spec table states equals the spec's (HBM bandwidth within 1 %)."""
+    """Every ``cudaDeviceProp`` number the spec table states equals the spec's (HBM bandwidth within 1 %);
+    ``totalGlobalMem``, ``persistingL2CacheMaxSize`` and ``accessPolicyMaxWindowSize`` included."""
     bad, cases = [], 0
     for props in records:
-        ref = reference_spec(props)
-        dev = from_properties(props)
-        rows = compare(dev, ref, _SPEC_FIELDS) + compare(dev, ref, ("hbm_bandwidth",), rtol=0.01)
+        rows = device_rows(props)
         cases += len(rows)
         bad += [dict(r, device=props.get("name")) for r in rows if not r["equal"]]
     return CheckResult(cases, len(bad), bad[:5], note=f"compared with {reference_spec(records[0]).name}"
@@ -234,8 +244,7 @@ def hardware_report(live: bool | None = None, occupancy_cases: Sequence[dict] | 
         where = dss[0].describe()
         source = "dataset"
     ref = reference_spec(dev[0])
-    rows = compare(from_properties(dev[0]), ref, _SPEC_FIELDS) + compare(from_properties(dev[0]), ref,
-                                                                         ("hbm_bandwidth",), rtol=0.01)
+    rows = device_rows(dev[0], ref)
     return {"source": source, "where": where, "reference": ref.name, "device_rows": rows,
             "device": check_device(dev), "occupancy": check_occupancy(occ), "occupancy_records": occ,
             "banks": check_bank_latency(banks), "bank_records": banks, "command": command}

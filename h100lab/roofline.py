@@ -6,6 +6,14 @@ The roofline model [Williams, Waterman, Patterson, CACM 52(4), 2009]: a kernel t
 ``peak / bandwidth`` is the intensity above which the compute peak, not memory, is the limit.
 Peaks and bandwidths are the device spec's ([WP][DS], see :mod:`h100lab.specs`); dtype names are
 those of :data:`h100lab.specs.DTYPES` plus ``"fp32"`` (SIMT) and ``"fp64_simt"``.
+
+The datasheet roofs are *ceilings no kernel reaches*, not what is attainable: the H200's 4.8 TB/s is
+the HBM3e pin rate, and the 989 TFLOP/s BF16 peak assumes the tensor clock held under full load.
+:func:`measured_ceilings` reads what this project measured on an H200 (``data/l05/ceilings``, written by
+``python -m h100lab.measure.timing_sweep``): the best cuBLAS GEMM per dtype (through PyTorch), the best
+read stream (``ld.global.v4`` or TMA) and the best copy (``cuMemcpyDtoDAsync``, a vectorised copy kernel,
+the TMA copy stream), each counted as bytes read + bytes written per second. :func:`measured_roofs`
+turns them into :class:`Roof` objects to draw beside the datasheet ones.
 """
 from __future__ import annotations
 
@@ -16,7 +24,8 @@ import numpy as np
 from .specs import ALL, DTYPES, SPARSE_DTYPES, H100_SXM, DeviceSpec
 
 __all__ = ["ROOF_DTYPES", "DTYPE_BYTES", "peak_flops", "bandwidth", "ridge_point", "attainable", "bound",
-           "arithmetic_intensity", "gemm_intensity", "Roof", "roofs", "RooflineError"]
+           "arithmetic_intensity", "gemm_intensity", "Roof", "roofs", "RooflineError", "MeasuredCeilings",
+           "measured_ceilings", "measured_roofs", "CEILINGS_DATASET"]
 
 #: every dtype a roofline can be drawn for
 ROOF_DTYPES = DTYPES + ("fp32", "fp64_simt")
@@ -124,3 +133,83 @@ class Roof:
 def roofs(dtypes=("bf16", "fp8"), specs=ALL, sparse: bool = False) -> list[Roof]:
     """Rooflines for every (device, dtype) pair, devices in ``specs`` order."""
     return [Roof(s.name, d, sparse, peak_flops(s, d, sparse), s.hbm_bandwidth) for s in specs for d in dtypes]
+
+
+#: the dataset the measured ceilings come from (``python -m h100lab.measure.timing_sweep``)
+CEILINGS_DATASET = "l05/ceilings"
+
+#: record kinds of ``data/l05/ceilings`` that are copies (bytes read + written) and read-only streams
+_COPY_KINDS = ("memcpy", "device_copy", "tma_copy", "tma_copy_stream")
+_READ_KINDS = ("read_stream", "tma_read")
+
+
+@dataclass(frozen=True)
+class MeasuredCeilings:
+    """What one GPU reached, from a dataset: the best GEMM throughput per dtype (FLOP/s, cuBLAS), the best
+    read-only stream and the best copy (bytes read + written per second), each with the record that set it."""
+
+    gpu: str
+    where: str
+    gemm_flops: dict
+    read_bandwidth: float | None
+    copy_bandwidth: float | None
+    memcpy_bandwidth: float | None
+    best: dict
+
+    def fraction_of(self, spec: DeviceSpec, dtype: str = "bf16") -> dict:
+        """Measured / datasheet: ``{"compute": ..., "read": ..., "copy": ...}`` (None where not measured)."""
+        g = self.gemm_flops.get(dtype)
+        return {"compute": g / peak_flops(spec, dtype) if g else None,
+                "read": self.read_bandwidth / spec.hbm_bandwidth if self.read_bandwidth else None,
+                "copy": self.copy_bandwidth / spec.hbm_bandwidth if self.copy_bandwidth else None}
+
+
+def measured_ceilings(records=None, *, gpu: str = "", where: str = "") -> MeasuredCeilings | None:
+    """The measured ceilings of ``records`` (default: the committed ``data/l05/ceilings``; ``None`` when that
+    dataset does not exist). Records: ``{"kind": "gemm", "dtype", "tflops"}`` and memory records
+    ``{"kind", "gbps"}`` with ``gbps`` = bytes read + written per ns (1 GB/s = 1 B/ns); records with
+    ``"correct": False`` are ignored."""
+    if records is None:
+        from . import data
+
+        if not data.available(CEILINGS_DATASET):
+            return None
+        ds = data.load(CEILINGS_DATASET)
+        records, gpu, where = ds.records, ds.meta.get("gpu", ""), ds.describe()
+    ok = [r for r in records if r.get("correct", True)]
+    gemm: dict = {}
+    best: dict = {}
+    for r in ok:
+        if r.get("kind") == "gemm" and r.get("tflops"):
+            d = r["dtype"]
+            if r["tflops"] * 1e12 > gemm.get(d, 0.0):
+                gemm[d] = r["tflops"] * 1e12
+                best[f"gemm_{d}"] = r
+
+    def top(kinds):
+        rows = [r for r in ok if r.get("kind") in kinds and r.get("gbps")]
+        if not rows:
+            return None, None
+        b = max(rows, key=lambda r: r["gbps"])
+        return b["gbps"] * 1e9, b
+
+    read, best["read"] = top(_READ_KINDS)
+    copy, best["copy"] = top(_COPY_KINDS)
+    memcpy, best["memcpy"] = top(("memcpy",))
+    if not gemm and read is None and copy is None:
+        raise RooflineError("the ceilings dataset holds no GEMM and no memory-stream record")
+    return MeasuredCeilings(gpu, where, gemm, read, copy, memcpy, best)
+
+
+def measured_roofs(ceilings: MeasuredCeilings, dtypes=("bf16",)) -> list[Roof]:
+    """Rooflines from measured ceilings: for each measured GEMM dtype one roof with the read-stream ceiling
+    (``"<gpu> measured read"``) and one with the copy ceiling (``"<gpu> measured copy"``)."""
+    out = []
+    for d in dtypes:
+        peak = ceilings.gemm_flops.get(d)
+        if peak is None:
+            continue
+        for what, bw in (("read", ceilings.read_bandwidth), ("copy", ceilings.copy_bandwidth)):
+            if bw:
+                out.append(Roof(f"{ceilings.gpu or 'GPU'} measured {what}", d, False, peak, bw))
+    return out

@@ -67,3 +67,42 @@ def test_roofs():
     assert [x.device for x in r][:2] == ["H100 SXM5", "H100 SXM5"] and len(r) == 6
     assert r[0].ridge == pytest.approx(rl.ridge_point(H100_SXM, "bf16"))
     assert r[0].attainable(1.0) == pytest.approx(H100_SXM.hbm_bandwidth)
+
+
+CEIL_RECORDS = [dict(kind="gemm", dtype="bf16", m=8192, n=8192, k=8192, tflops=700.0),
+                dict(kind="gemm", dtype="bf16", m=4096, n=4096, k=4096, tflops=650.0),
+                dict(kind="memcpy", bytes=1 << 30, gbps=4100.0), dict(kind="device_copy", gbps=3900.0),
+                dict(kind="tma_copy_stream", gbps=4150.0, correct=False),      # a wrong copy never counts
+                dict(kind="read_stream", gbps=4300.0), dict(kind="tma_read", gbps=4350.0)]
+
+
+def test_measured_ceilings_from_records():
+    c = rl.measured_ceilings(CEIL_RECORDS, gpu="NVIDIA H200")
+    assert c.gemm_flops == {"bf16": 700e12} and c.best["gemm_bf16"]["m"] == 8192
+    assert c.read_bandwidth == 4350e9 and c.copy_bandwidth == 4100e9 and c.memcpy_bandwidth == 4100e9
+    f = c.fraction_of(H200_SXM)
+    assert f["compute"] == pytest.approx(700 / 989.4, rel=1e-3) and f["copy"] < 1 and f["read"] < 1
+    r = rl.measured_roofs(c, ("bf16", "fp8"))
+    assert [x.device for x in r] == ["NVIDIA H200 measured read", "NVIDIA H200 measured copy"]
+    assert all(x.peak == 700e12 for x in r) and r[0].ridge < rl.ridge_point(H200_SXM, "bf16") * 1.2
+    with pytest.raises(rl.RooflineError, match="no GEMM"):
+        rl.measured_ceilings([dict(kind="other")])
+
+
+def test_measured_ceilings_read_the_dataset(tmp_path, monkeypatch):
+    from h100lab import data
+    monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
+    assert rl.measured_ceilings() is None
+    meta = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "driver": "580", "cuda": "13.0", "date": "2026-01-01",
+            "command": "python -m h100lab.measure.timing_sweep"}
+    data.write(rl.CEILINGS_DATASET, CEIL_RECORDS, meta)
+    c = rl.measured_ceilings()
+    assert c.gpu == "NVIDIA H200" and "timing_sweep" in c.where and c.copy_bandwidth == 4100e9
+    import matplotlib
+    matplotlib.use("Agg")
+    from h100lab.viz.roofline import draw_rooflines
+    fig = draw_rooflines(("bf16",))
+    labels = [ln.get_label() for ln in fig.axes[0].lines]
+    assert any("measured copy" in s for s in labels) and any("(datasheet)" in s for s in labels)
+    fig2 = draw_rooflines(("bf16",), measured=None)
+    assert not any("measured" in ln.get_label() for ln in fig2.axes[0].lines)

@@ -9,12 +9,18 @@ __all__ = ["draw_rooflines", "draw_hierarchy", "draw_chip"]
 _STYLES = ("-", "--", ":", "-.")
 
 
-def draw_rooflines(dtypes=("bf16", "fp8"), specs=None, sparse: bool = False, points=None, title: str | None = None):
-    """Log-log rooflines: attainable TFLOP/s against arithmetic intensity, one colour per device, one
-    line style per dtype, the ridge point of each marked. ``points`` = ``[(name, intensity)]`` marks kernels."""
+def draw_rooflines(dtypes=("bf16", "fp8"), specs=None, sparse: bool = False, points=None, title: str | None = None,
+                   measured="auto"):
+    """Log-log rooflines: datasheet ceilings (TFLOP/s against arithmetic intensity), one colour per device, one
+    line style per dtype, the ridge point of each marked. ``points`` = ``[(name, intensity)]`` marks kernels.
+
+    ``measured``: a :class:`~h100lab.roofline.MeasuredCeilings` (or ``"auto"``: the committed
+    ``data/l05/ceilings`` when it exists, ``None``: none) draws what the H200 reached beside the datasheet
+    lines — the best cuBLAS GEMM with the measured read-stream and copy bandwidths, in black — so the
+    datasheet peaks are not mistaken for attainable throughput."""
     import numpy as np
 
-    from ..roofline import roofs
+    from ..roofline import measured_ceilings, measured_roofs, roofs
     from ..specs import ALL
 
     specs = specs or ALL
@@ -24,8 +30,13 @@ def draw_rooflines(dtypes=("bf16", "fp8"), specs=None, sparse: bool = False, poi
     for r in roofs(dtypes, specs, sparse):
         c = PALETTE[devices.index(r.device)]
         ls = _STYLES[list(dtypes).index(r.dtype) % len(_STYLES)]
-        ax.plot(x, r.attainable(x) / 1e12, color=c, linestyle=ls, label=f"{r.device} {r.dtype}")
+        ax.plot(x, r.attainable(x) / 1e12, color=c, linestyle=ls, label=f"{r.device} {r.dtype} (datasheet)")
         ax.plot([r.ridge], [r.peak / 1e12], "o", color=c, markersize=4)
+    ceil = measured_ceilings() if measured == "auto" else measured
+    if ceil is not None and not sparse:
+        for k, r in enumerate(measured_roofs(ceil, dtypes)):
+            ax.plot(x, r.attainable(x) / 1e12, color="#222222", linestyle=_STYLES[k % len(_STYLES)], linewidth=1.2,
+                    label=f"{r.device} {r.dtype} (cuBLAS)")
     for name, inten in points or ():
         ax.axvline(inten, color="#555555", linestyle=":", linewidth=1)
         ax.text(inten * 1.08, 0.6, name, fontsize=8, rotation=90, va="bottom")
@@ -33,7 +44,8 @@ def draw_rooflines(dtypes=("bf16", "fp8"), specs=None, sparse: bool = False, poi
     ax.set_yscale("log")
     ax.legend(fontsize=8, ncol=2)
     label(ax, "arithmetic intensity (FLOP/byte)", "attainable throughput (TFLOP/s)",
-          title or f"Rooflines ({'2:4 sparse' if sparse else 'dense'} tensor-core peaks, HBM bandwidth)")
+          title or f"Rooflines ({'2:4 sparse' if sparse else 'dense'} tensor-core peaks, HBM bandwidth"
+                   f"{'; measured ceilings in black' if ceil is not None and not sparse else ''})")
     return fig
 
 

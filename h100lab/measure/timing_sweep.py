@@ -1,0 +1,1104 @@
+"""The timing model's measurements on an H200, in one run: ``python -m h100lab.measure.timing_sweep``.
+
+``PYTHONPATH=. python3 -m h100lab.measure.timing_sweep --out data [--quick] [--steps a,b,...] [--budget-s S]``
+runs these steps in this order (``--steps`` picks some) and writes one dataset per step with ``h100lab.data``
+(metadata: GPU, driver, CUDA, date, the exact command, plus the step's constants and ``complete``):
+
+``cvt``      → ``l01/cvt_bits``: the bits ``l01_cvt_probe.cu`` produces for every op of :data:`CVT_OPS` (FP8
+               conversions with and without ``.relu``, FP8 → f16x2 decoding, f32 → f16 / bf16 / tf32 in every
+               rounding mode, f16 / bf16 → f32) on :func:`cvt_inputs` — for the emulator's ALU.
+``encode``   → ``l04/encode_enum_values``: ``cuTensorMapEncodeTiled`` called through ``ctypes`` with enum
+               *integers* (the C API takes any ``int``), those with and without an enumerator (:func:`enum_cases`).
+``latency``  → ``l03/tma_latency``: single TMA loads (bulk and 2-D tensor) cold (DRAM) and warm (L2) against
+               bytes, back-to-back issue from one thread, ``try_wait`` / ``test_wait`` on a completed phase,
+               ``mbarrier.arrive``, and the wake-up of a waiting warp (``l03_tma_latency.cu``).
+``sync``     → ``l03/sync_cost``: ``bar.sync`` against threads, ``barrier.cluster`` round trips (``.release`` /
+               ``.relaxed``, with and without a preceding store) against cluster size and threads, DSMEM dependent
+               loads and streaming against local shared memory (``l03_sync_cost.cu``).
+``stream``   → ``l03/stream_sweep``: the TMA + mbarrier streaming pipeline ``l03_stream.cu`` for stages
+               {1,2,3,4,6,8} × tiles {1,…,64} KiB × CTAs/SM {1,2,4} × {load, consume, copy}, on the whole GPU
+               (``scope = "gpu"``) and on one CTA reading DRAM (``"cta"``) or L2 (``"cta_warm"``); every case
+               that fits in shared memory (:func:`stream_cases`), data checked.
+``ceilings`` → ``l05/ceilings``: at ≥ 1 GiB, ``cuMemcpyDtoDAsync``, ``ld.global.v4`` read streams
+               (``l05_read_stream.cu``), the vectorised copy kernel, the TMA read stream and TMA copy stream
+               (``l03_stream.cu`` modes 0 and 2, cache-hint variants), the book's tensor copy (``l05_tma_copy.cu``),
+               and cuBLAS GEMMs through PyTorch — the roofline's measured ceilings
+               (:func:`h100lab.roofline.measured_ceilings`) and the copy kernel's performance goal.
+
+Conventions: the source buffer's 32-bit word *i* holds *i* (``fill_index``), so a checksum or a copied word
+can be checked against its address; "cold" sources are read once per run (a cursor walks the 2 GiB
+buffer, far more than the 60 MiB L2); bandwidths count bytes read + bytes written per ns (1 B/ns = 1 GB/s);
+kernel times are CUDA events (median of the timed launches); per-CTA times come from ``%globaltimer`` and
+``clock64`` stamps in the kernels. Every CUDA call's result is checked (``h100lab.cuda``); clocks are
+never touched; every wait in the kernels is bounded (a timeout sets an error bit, recorded as ``ok = False``).
+Each step writes its dataset when it ends; when the ``--budget-s`` wall-clock budget runs out the current step
+stops early and writes what it has with ``complete = False`` in the metadata, and the later steps are skipped.
+
+All the logic that is not a CUDA call (case lists, sizes, expected checksums, summaries, the order of the
+kernels' parameters) is plain Python driven through a small backend object (:class:`CudaBackend`), so
+``tests/test_timing_sweep.py`` runs every step on a fake backend. Expected wall time on an H200: about
+3 minutes (:func:`estimate_seconds`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .l04 import pack
+
+__all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT_OPS", "cvt_inputs", "enum_cases",
+           "stream_smem", "stream_fits", "stream_cases", "plan_tiles", "stream_tile_ids", "expected_stream_sums",
+           "summarize_stream", "latency_cases", "sync_cases", "read_configs", "Budget", "CudaBackend", "Runner",
+           "estimate_seconds", "DATASETS", "main"]
+
+STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings")
+DATASETS = {"cvt": "l01/cvt_bits", "encode": "l04/encode_enum_values", "latency": "l03/tma_latency",
+            "sync": "l03/sync_cost", "stream": "l03/stream_sweep", "ceilings": "l05/ceilings"}
+
+BUF_BYTES = 2 << 30          # source and destination buffers of the streams: 2 GiB each (34 × the L2)
+QUICK_BUF_BYTES = 256 << 20
+TIMEOUT_NS = 2_000_000_000   # every bounded wait in the kernels gives up after 2 s
+STAGES = (1, 2, 3, 4, 6, 8)
+TILE_KIB = (1, 2, 4, 8, 16, 32, 64)
+CTAS_PER_SM = (1, 2, 4)
+MODES = ("load", "consume", "copy")
+MODE_CODE = {"load": 0, "consume": 1, "copy": 2}
+STREAM_THREADS = 96          # warp 0 producer, warps 1-2 consumers (l03_stream.cu)
+STREAM_HEADER = 1024         # full/empty barriers before the tiles
+NSTATS = 16                  # stats words per CTA (l03_stream.cu)
+SMEM_PER_SM = 233_472        # sharedMemPerMultiprocessor of the H200
+SMEM_OPTIN = 232_448         # sharedMemPerBlockOptin
+SMEM_RESERVED = 1024         # reservedSharedMemPerBlock
+GIB = 1 << 30
+
+
+# ------------------------------------------------------------------------------------------------
+# the wall-clock budget
+
+@dataclass
+class Budget:
+    """A wall-clock budget: ``left()`` seconds remain; ``over()`` once spent. ``clock`` is injectable (tests)."""
+
+    seconds: float
+    clock: Callable[[], float] = time.monotonic
+    start: float = field(default=0.0)
+
+    def __post_init__(self):
+        self.start = self.clock()
+
+    def elapsed(self) -> float:
+        return self.clock() - self.start
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def over(self) -> bool:
+        return self.left() <= 0
+
+
+# ------------------------------------------------------------------------------------------------
+# step "cvt": conversion bits
+
+#: (op code, PTX instruction, operand kind) — the case labels of ``l01_cvt_probe.cu``. Kinds: ``f32x2_b16`` (two
+#: f32 operands a, b → 16 bits), ``b32_b16`` (an f16x2 → 16 bits), ``b16_b32`` (16 bits → f16x2),
+#: ``f32_b16``, ``f32x2_b32``, ``b16_f32``, ``f32_b32``. Codes ≥ ``CVT_CORE`` need a newer PTX ISA.
+CVT_OPS = [
+    (0, "cvt.rn.satfinite.e4m3x2.f32", "f32x2_b16"), (1, "cvt.rn.satfinite.relu.e4m3x2.f32", "f32x2_b16"),
+    (2, "cvt.rn.satfinite.e5m2x2.f32", "f32x2_b16"), (3, "cvt.rn.satfinite.relu.e5m2x2.f32", "f32x2_b16"),
+    (4, "cvt.rn.satfinite.e4m3x2.f16x2", "b32_b16"), (5, "cvt.rn.satfinite.relu.e4m3x2.f16x2", "b32_b16"),
+    (6, "cvt.rn.satfinite.e5m2x2.f16x2", "b32_b16"), (7, "cvt.rn.satfinite.relu.e5m2x2.f16x2", "b32_b16"),
+    (8, "cvt.rn.f16x2.e4m3x2", "b16_b32"), (9, "cvt.rn.relu.f16x2.e4m3x2", "b16_b32"),
+    (10, "cvt.rn.f16x2.e5m2x2", "b16_b32"), (11, "cvt.rn.relu.f16x2.e5m2x2", "b16_b32"),
+    (12, "cvt.rn.f16.f32", "f32_b16"), (13, "cvt.rn.relu.f16.f32", "f32_b16"), (14, "cvt.rz.f16.f32", "f32_b16"),
+    (15, "cvt.rm.f16.f32", "f32_b16"), (16, "cvt.rp.f16.f32", "f32_b16"), (17, "cvt.rn.bf16.f32", "f32_b16"),
+    (18, "cvt.rn.relu.bf16.f32", "f32_b16"), (19, "cvt.rz.bf16.f32", "f32_b16"),
+    (20, "cvt.rn.f16x2.f32", "f32x2_b32"), (21, "cvt.rn.relu.f16x2.f32", "f32x2_b32"),
+    (22, "cvt.rn.bf16x2.f32", "f32x2_b32"), (23, "cvt.rn.relu.bf16x2.f32", "f32x2_b32"),
+    (24, "cvt.f32.f16", "b16_f32"), (25, "cvt.f32.bf16", "b16_f32"), (26, "cvt.rna.tf32.f32", "f32_b32"),
+    (27, "cvt.rn.satfinite.f16.f32", "f32_b16"), (28, "cvt.rn.relu.satfinite.f16.f32", "f32_b16"),
+    (29, "cvt.rn.satfinite.bf16.f32", "f32_b16"), (30, "cvt.rn.satfinite.f16x2.f32", "f32x2_b32"),
+    (31, "cvt.rn.satfinite.bf16x2.f32", "f32x2_b32"), (32, "cvt.rna.satfinite.tf32.f32", "f32_b32"),
+    (33, "cvt.rn.tf32.f32", "f32_b32"),
+]
+CVT_CORE = 27
+
+_F32_SPECIAL = [
+    0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x7F800000, 0xFF800000,            # ±0, ±1, ±inf
+    0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FBFFFFF, 0x7FFFFFFF, 0xFFFFFFFF,  # NaNs: quiet, signalling
+    0x7FC00001, 0x7FE00000, 0x7FC02000, 0x7F802000, 0x7F801000, 0x7FD55555, 0xFFAAAAAA,  # NaN payloads
+    0x7F840000, 0x7FA00000, 0x7F900000, 0xFF880000,
+    0x00000001, 0x807FFFFF, 0x007FFFFF, 0x00800000,                                      # f32 subnormals, min normal
+    0x43E00000, 0x43E08000, 0x43E80000, 0x43F00000, 0x43FA0000, 0x49742400, 0x7F7FFFFF,  # 448, 449, 464, 480, 500, 1e6, max
+    0xC3FA0000, 0x47600000, 0x477FEF00, 0x47700000, 0x47800000,                          # -500, 57344, 61423, 61440, 65536
+    0x477FE000, 0x477FEFFF, 0x477FF000, 0x477FF001, 0x477FFFFF,                          # 65504 and the f16 overflow tie
+    0x3B000000, 0x3A800000, 0x3AC00000, 0x37800000, 0x37000000, 0x3701B4A0,              # 2^-9, 2^-10, 1.5·2^-10, 2^-16, 2^-17
+    0x33800000, 0x33000000, 0x33400000, 0x32800000, 0x387FC000, 0x38800000,              # f16 subnormal ties, min normal
+    0x3F801000, 0x3F803000, 0x3F808000, 0x3F818000, 0x3F800001, 0x3F807FFF,              # f16 / bf16 rounding ties
+    0xBF808000, 0xBF818000, 0x3F80A000, 0x3F812000,
+]
+
+
+def cvt_inputs(seed: int = 11) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The operands ``(a, b)`` (uint32 arrays) of each operand kind.
+
+    ``f32``: :data:`_F32_SPECIAL` (zeros, infinities, NaNs with many payloads, FP8 / f16 / bf16 limits, rounding
+    ties, subnormals), every FP8-representable magnitude ± a little, and 4,096 seeded random bit patterns plus
+    4,096 seeded random values of many magnitudes; ``b`` is ``a`` rotated by one (so the two halves of a pair
+    differ). ``b32`` (an f16x2): every 16-bit pattern in the low half, a permutation of them in the high half.
+    ``b16``: every 16-bit pattern (every pair of FP8 codes, every f16 / bf16)."""
+    rng = np.random.default_rng(seed)
+    grid = []
+    for e in range(-20, 17):
+        for m in range(8):
+            v = np.float32((1 + m / 8) * 2.0 ** e)
+            for f in (1.0, 1 + 2 ** -6, 1 - 2 ** -6, 1 + 2 ** -4):
+                grid.append(np.float32(v * f).view(np.uint32))
+    grid = np.array(grid, np.uint32)
+    mags = (rng.standard_normal(4096) * 10.0 ** rng.integers(-8, 6, 4096)).astype(np.float32).view(np.uint32)
+    f32 = np.concatenate([np.array(_F32_SPECIAL, np.uint32), grid, grid | np.uint32(1 << 31),
+                          rng.integers(0, 1 << 32, 4096, dtype=np.uint64).astype(np.uint32), mags])
+    lo = np.arange(1 << 16, dtype=np.uint32)
+    hi = (lo * np.uint32(40503)) & np.uint32(0xFFFF)          # odd multiplier: a permutation of 0..65535
+    b32 = lo | (hi << np.uint32(16))
+    return {"f32": (f32, np.roll(f32, -1)), "b32": (b32, np.zeros_like(b32)), "b16": (lo, np.zeros_like(lo))}
+
+
+def _cvt_source(kind: str) -> str:
+    return {"f32x2_b16": "f32", "f32_b16": "f32", "f32x2_b32": "f32", "f32_b32": "f32", "b32_b16": "b32",
+            "b16_b32": "b16", "b16_f32": "b16"}[kind]
+
+
+# ------------------------------------------------------------------------------------------------
+# step "encode": enum integers through the C API
+
+#: the valid 2-D BF16 map every enum case starts from (256 × 128 elements, 512-byte rows, box 64 × 32)
+ENCODE_BASE = dict(dtype=9, rank=2, global_dim=[256, 128], global_strides=[512], box_dim=[64, 32],
+                   element_strides=[1, 1], interleave=0, swizzle=3, l2_promotion=2, oob_fill=0)
+
+
+def enum_cases() -> list[dict[str, Any]]:
+    """``cuTensorMapEncodeTiled`` parameter sets differing from :data:`ENCODE_BASE` in one enum *integer*: the
+    last values that have an enumerator and the first ones that do not (and a few far ones), plus the base
+    itself as the control (it must succeed, or the ``ctypes`` call is wrong)."""
+    rows = [("control", {})]
+    for param, values in (("dtype", (12, 13, 15, 16, 17, 255, -1)), ("interleave", (1, 2, 3, 7)),
+                          ("swizzle", (0, 3, 4, 6, 7, 8, 255)), ("l2_promotion", (0, 3, 4, 5)),
+                          ("oob_fill", (1, 2, 3, -1))):
+        for v in values:
+            rows.append((f"{param}_{v}", {param: v}))
+    out = []
+    for cid, change in rows:
+        c = dict(ENCODE_BASE, **change, id=cid)
+        il = change.get("interleave")
+        if "dtype" in change:                    # element sizes up to 8 B: no swizzle span to exceed, 2 KiB rows
+            c.update(swizzle=0, global_strides=[2048])
+        if il == 2:                              # INTERLEAVE_32B: rank 3, 32-byte strides and slices, SWIZZLE_32B
+            c.update(rank=3, global_dim=[16, 64, 16], global_strides=[32, 2048], box_dim=[16, 16, 2],
+                     element_strides=[1, 1, 1], swizzle=1)
+        elif il:                                 # INTERLEAVE_16B and the values with no enumerator: rank 3, no swizzle
+            c.update(rank=3, global_dim=[8, 64, 16], global_strides=[16, 1024], box_dim=[8, 16, 2],
+                     element_strides=[1, 1, 1], swizzle=0)
+        out.append(c)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# step "stream": the streaming pipeline
+
+def stream_smem(stages: int, tile_bytes: int) -> int:
+    """Dynamic shared memory of one ``stream`` CTA: 1 KiB of barriers, then the tiles."""
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages = {stages}: l03_stream.cu has barriers for 1 … 8 stages")
+    if tile_bytes <= 0 or tile_bytes % 16:
+        raise ValueError(f"tile of {tile_bytes} B: cp.async.bulk moves a positive multiple of 16 B (PTX §9.7.9.25.4.1)")
+    return STREAM_HEADER + stages * tile_bytes
+
+
+def stream_fits(stages: int, tile_bytes: int, ctas_per_sm: int, *, smem_per_sm: int = SMEM_PER_SM,
+                optin: int = SMEM_OPTIN, reserved: int = SMEM_RESERVED) -> bool:
+    """Whether ``ctas_per_sm`` such CTAs fit on one SM: each at most ``sharedMemPerBlockOptin`` and all of them,
+    each with the 1 KiB the system reserves per block, at most ``sharedMemPerMultiprocessor`` (CPG §20.8.3)."""
+    n = stream_smem(stages, tile_bytes)
+    return n <= optin and ctas_per_sm * (n + reserved) <= smem_per_sm
+
+
+def stream_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """Every streaming case: ``{mode, scope, stages, tile_bytes, ctas_per_sm}``. The whole GPU (``gpu``) for every
+    mode × stages × tile × CTAs/SM that fits; one CTA (``cta``: DRAM, ``cta_warm``: L2) for every mode × stages ×
+    tile that fits. ``quick``: a few of each."""
+    stages = (1, 4) if quick else STAGES
+    tiles = (4, 16, 64) if quick else TILE_KIB
+    per_sm = (1, 2) if quick else CTAS_PER_SM
+    out = []
+    for mode in MODES:
+        for scope in ("gpu", "cta", "cta_warm"):
+            for c in (per_sm if scope == "gpu" else (1,)):
+                for s in stages:
+                    for t in tiles:
+                        if stream_fits(s, t * 1024, c):
+                            out.append(dict(mode=mode, scope=scope, stages=s, tile_bytes=t * 1024, ctas_per_sm=c))
+    return out
+
+
+def plan_tiles(case: dict[str, Any], num_sms: int, buf_bytes: int = BUF_BYTES, *, target_ns: float = 400_000.0) -> int:
+    """Tiles per CTA for one launch: enough for about ``target_ns`` of kernel time by a rough period estimate
+    (1.5 µs of latency spread over the stages, 3.5 TB/s shared by the GPU's CTAs, 150 B/ns for one CTA), at least
+    4 rounds of the stages plus 32, at most 8192; a launch reads at most half the buffer (so consecutive launches
+    read fresh data), and a ``cta_warm`` launch at most 8 MiB (it must stay in L2)."""
+    tile, stages = case["tile_bytes"], case["stages"]
+    grid = num_sms * case["ctas_per_sm"] if case["scope"] == "gpu" else 1
+    if case["scope"] == "gpu":
+        est = max(1500.0 / stages, grid * tile / 3500.0 * (2 if case["mode"] == "copy" else 1), 50.0)
+    else:
+        est = max(1500.0 / stages, tile / 150.0, 50.0)
+    n = int(min(max(np.ceil(target_ns / est), 4 * stages + 32), 8192))
+    cap = (buf_bytes // 2) // (grid * tile)
+    if case["scope"] == "cta_warm":
+        cap = min(cap, (8 << 20) // tile)
+    return int(max(min(n, cap), 1))
+
+
+def stream_grid(case: dict[str, Any], num_sms: int) -> int:
+    return num_sms * case["ctas_per_sm"] if case["scope"] == "gpu" else 1
+
+
+def stream_tile_ids(base_tile: int, grid: int, tiles: int, buf_tiles: int) -> np.ndarray:
+    """Source tile of every (CTA, k): ``(base_tile + k · grid + cta) mod buf_tiles`` — ``l03_stream.cu``'s order."""
+    k = np.arange(tiles, dtype=np.int64)[None, :]
+    b = np.arange(grid, dtype=np.int64)[:, None]
+    return (base_tile + k * grid + b) % buf_tiles
+
+
+def expected_stream_sums(base_tile: int, grid: int, tiles: int, tile_bytes: int, buf_tiles: int) -> np.ndarray:
+    """The checksum each CTA's consumers must produce in mode 1: the sum of the 32-bit words of its tiles, each
+    word holding its own index (``fill_index``): a tile ``g`` of ``W`` words sums to ``W·g·W + W(W−1)/2``."""
+    w = np.uint64(tile_bytes // 4)
+    g = stream_tile_ids(base_tile, grid, tiles, buf_tiles).astype(np.uint64)
+    per = w * (g * w) + w * (w - np.uint64(1)) // np.uint64(2)
+    return per.sum(axis=1, dtype=np.uint64)
+
+
+def summarize_stream(stats: np.ndarray, tiles: int) -> dict[str, float]:
+    """Medians of the kernel's per-CTA stamps (``stats``: launches × CTAs × :data:`NSTATS` words, see
+    ``l03_stream.cu``) in ns: time per tile (``%globaltimer`` span / tiles; median over every CTA of every launch,
+    and the median over launches of the slowest CTA), the consumer's busy / waiting time, the producer's waiting
+    and issue time per tile, the first tile's latency (producer's issue → consumer's wait returned), the store
+    read-wait per tile and the final drain, the clock rate (clock64 cycles / ns) and the spread of CTA start times."""
+    s = np.asarray(stats, dtype=np.float64).reshape(-1, stats.shape[-2] if stats.ndim == 3 else 1, NSTATS)
+    span = s[..., 1] - s[..., 0]
+    cyc = s[..., 3] - s[..., 2]
+    if np.any(span <= 0) or np.any(cyc <= 0):
+        raise ValueError("stream statistics are empty: the kernel did not record its stamps")
+    ghz = cyc / span
+    per = lambda k: float(np.median(s[..., k] / ghz / tiles))
+    first = (s[..., 9] - s[..., 8]) / ghz
+    start_spread = np.median(s[..., 0].max(axis=1) - s[..., 0].min(axis=1))
+    return {"ns_per_tile": float(np.median(span / tiles)),
+            "ns_per_tile_max": float(np.median((span / tiles).max(axis=1))),
+            "span_ns": float(np.median(span)),
+            "consumer_busy_ns": per(4), "consumer_wait_ns": per(5), "producer_wait_ns": per(6),
+            "issue_ns": per(7), "first_tile_ns": float(np.median(first)), "store_wait_ns": per(10),
+            "drain_ns": float(np.median(s[..., 11] / ghz)), "clock_ghz": float(np.median(ghz)),
+            "start_spread_ns": float(start_spread)}
+
+
+# ------------------------------------------------------------------------------------------------
+# steps "latency" and "sync": case lists
+
+LAT_BULK_BYTES = (16, 64, 256, 1024, 4096, 16384, 32768, 65536, 131072)
+LAT_TENSOR_BYTES = (16, 64, 256, 1024, 4096, 16384, 65536)
+COLD_STRIDE = (1 << 20) + 256      # bytes between the sources of consecutive cold loads
+ROW_BYTES = 1024                   # the 2-D tensor map over the buffer: uint32, 256 per row
+
+
+def tensor_box(nbytes: int) -> tuple[int, int]:
+    """The 2-D uint32 box of ``nbytes``: ``(nbytes/4, 1)`` up to one 1 KiB row, then ``(256, nbytes/1024)``."""
+    if nbytes < 16 or nbytes % 16 or (nbytes > ROW_BYTES and nbytes % ROW_BYTES) or nbytes > 256 * ROW_BYTES:
+        raise ValueError(f"{nbytes} B is not a box of whole 16-byte granules / 1 KiB rows (at most 256 rows)")
+    return (nbytes // 4, 1) if nbytes <= ROW_BYTES else (256, nbytes // ROW_BYTES)
+
+
+def latency_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """The cases of step ``latency``: ``{kind: "bulk" | "tensor", bytes, iters}``, ``{kind: "issue", bytes, count,
+    cold, iters}`` (count × bytes ≤ 128 KiB) and ``{kind: "mbarrier", iters}``."""
+    it = 16 if quick else 64
+    out = [dict(kind="bulk", bytes=b, iters=it) for b in (LAT_BULK_BYTES[::3] if quick else LAT_BULK_BYTES)]
+    out += [dict(kind="tensor", bytes=b, iters=it) for b in (LAT_TENSOR_BYTES[::3] if quick else LAT_TENSOR_BYTES)]
+    for b in ((256, 4096) if quick else (16, 256, 1024, 4096, 16384)):
+        for n in ((1, 8) if quick else (1, 2, 4, 8, 16, 32)):
+            if n * b <= 128 * 1024:
+                for cold in (True, False):
+                    out.append(dict(kind="issue", bytes=b, count=n, cold=cold, iters=it // 2))
+    out.append(dict(kind="mbarrier", iters=1024 if quick else 8192))
+    return out
+
+
+def sync_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """The cases of step ``sync``: ``bar_sync`` (threads), ``cluster_barrier`` (cluster, threads, sem, store),
+    ``dsmem_chase`` (cluster, target rank, remote), ``dsmem_stream`` (cluster, threads, remote, clusters)."""
+    out = [dict(kind="bar_sync", threads=t, iters=4096) for t in ((32, 256, 1024) if quick else
+                                                                  (32, 64, 128, 256, 512, 1024))]
+    for n in ((1, 2, 8) if quick else (1, 2, 4, 8, 16)):
+        for t in ((32, 256) if quick else (32, 128, 256, 512, 1024)):
+            for sem in ("release", "relaxed"):
+                for store in (0, 1):
+                    out.append(dict(kind="cluster_barrier", cluster=n, threads=t, sem=sem, store=store, iters=2048))
+    for n in ((2, 8) if quick else (2, 4, 8, 16)):
+        out.append(dict(kind="dsmem_chase", cluster=n, target=0, remote=0, iters=4096))
+        for tgt in sorted({0, 1, n - 1}):
+            out.append(dict(kind="dsmem_chase", cluster=n, target=tgt, remote=1, iters=4096))
+    for n in ((2,) if quick else (2, 4, 8)):
+        for t in ((256, 1024) if quick else (256, 512, 1024)):
+            for remote in (0, 1):
+                for many in (False, True):
+                    out.append(dict(kind="dsmem_stream", cluster=n, threads=t, remote=remote, all_sms=many,
+                                    vecs=4096, iters=64))
+    return out
+
+
+#: (blocks per SM, threads per block) of the ld.global.v4 read streams and the vectorised copy kernel
+READ_SHAPES = ((1, 1024), (2, 512), (4, 256), (8, 128), (2, 1024), (4, 512), (8, 256), (16, 128))
+COPY_SHAPES = ((4, 256), (8, 256), (4, 512), (16, 128), (2, 1024))
+
+
+def read_configs(quick: bool = False) -> list[dict[str, Any]]:
+    """ld.global.v4 read streams: variant (plain / nc / pf) × loads in flight (2, 4, 8) × :data:`READ_SHAPES`."""
+    out = []
+    for v in ("plain", "nc", "pf"):
+        for u in ((4,) if quick else (2, 4, 8)):
+            for bps, thr in (READ_SHAPES[:3] if quick else READ_SHAPES):
+                out.append(dict(variant=v, unroll=u, blocks_per_sm=bps, threads=thr))
+    return out
+
+
+#: TMA stream configurations tried at 1 GiB when the sweep has not run: (tile KiB, stages, CTAs/SM)
+DEFAULT_TMA_CONFIGS = ((16, 4, 2), (32, 3, 2), (64, 3, 1), (8, 8, 2), (16, 6, 2))
+#: flags of l03_stream.cu tried on the best copy configurations: bit 0 evict_first loads, 1 stores, 2 store lag
+COPY_FLAGS = (0, 1, 2, 3, 4, 7)
+#: the book's tensor copy (l05_tma_copy.cu): (box_x, box_y, stages, CTAs per SM)
+TENSOR_COPY_CONFIGS = ((256, 64, 3, 1), (128, 64, 3, 2), (64, 64, 4, 2), (256, 32, 4, 1))
+GEMM_SIZES = (4096, 8192, 16384)
+
+
+def estimate_seconds(quick: bool = False, num_sms: int = 132) -> dict[str, float]:
+    """A rough wall-time estimate per step on an H200 (launch overheads, kernel times, compilation)."""
+    n_stream = len(stream_cases(quick))
+    n_lat = len(latency_cases(quick))
+    n_sync = len(sync_cases(quick))
+    return {"cvt": 3.0, "encode": 1.0, "latency": 2.0 + 0.02 * n_lat, "sync": 2.0 + 0.02 * n_sync,
+            "stream": 3.0 + n_stream * 0.012, "ceilings": 25.0 + len(read_configs(quick)) * 0.01}
+
+
+# ------------------------------------------------------------------------------------------------
+# the GPU backend
+
+class CudaBackend:
+    """The calls the steps make, on ``h100lab.cuda`` (cuda.bindings.driver underneath; every result checked).
+    Tests substitute a fake with the same methods."""
+
+    def __init__(self):
+        from .. import cuda
+
+        self.cuda = cuda
+        self._progs: dict = {}
+
+    # device and compilation
+    def properties(self) -> dict[str, Any]:
+        return self.cuda.device_properties(0)
+
+    def metadata(self, command: str) -> dict[str, Any]:
+        return self.cuda.run_metadata(command)
+
+    def function(self, kernel: str, name: str, options: Sequence[str] = ()):
+        key = (kernel, tuple(options))
+        if key not in self._progs:
+            self._progs[key] = self.cuda.compile_kernel(kernel, options=options)
+        return self._progs[key].function(name)
+
+    # memory
+    def alloc(self, nbytes: int):
+        return self.cuda.empty(int(nbytes), np.uint8)
+
+    def zeros(self, n: int, dtype):
+        return self.cuda.zeros(int(n), dtype)
+
+    def to_device(self, a: np.ndarray):
+        return self.cuda.to_device(a)
+
+    def to_host(self, arr) -> np.ndarray:
+        return arr.to_host()
+
+    def memset32(self, arr, value: int, words: int | None = None) -> None:
+        from ..cuda import device
+
+        d = device._ready()
+        n = arr.nbytes // 4 if words is None else int(words)
+        device.check(d.cuMemsetD32(arr.ptr, int(value) & 0xFFFFFFFF, n), "cuMemsetD32")
+
+    @staticmethod
+    def ptr(arr, offset: int = 0) -> np.uint64:
+        """A pointer parameter: the allocation's address plus ``offset`` bytes."""
+        return np.uint64(arr.ptr + int(offset))
+
+    # kernels
+    def launch(self, kernel, grid, block, *args, shared_mem: int = 0, cluster=None) -> None:
+        self.cuda.launch(kernel, grid, block, *args, shared_mem=shared_mem, cluster=cluster)
+
+    def sync(self) -> None:
+        self.cuda.synchronize()
+
+    def timed(self, calls: Sequence[Callable[[], None]]) -> list[float]:
+        """Run ``calls`` in order on the default stream, each between two CUDA events; milliseconds of each."""
+        from ..cuda import device
+
+        d = device._ready()
+        ev = [device.check(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
+              for _ in range(2 * len(calls))]
+        try:
+            for i, fn in enumerate(calls):
+                device.check(d.cuEventRecord(ev[2 * i], 0), "cuEventRecord")
+                fn()
+                device.check(d.cuEventRecord(ev[2 * i + 1], 0), "cuEventRecord")
+            if ev:
+                device.check(d.cuEventSynchronize(ev[-1]), "cuEventSynchronize")
+            return [float(device.check(d.cuEventElapsedTime(ev[2 * i], ev[2 * i + 1]), "cuEventElapsedTime"))
+                    for i in range(len(calls))]
+        finally:
+            for e in ev:
+                device.check(d.cuEventDestroy(e), "cuEventDestroy")
+
+    def memcpy_dtod(self, dst, src, nbytes: int) -> None:
+        from ..cuda import device
+
+        d = device._ready()
+        device.check(d.cuMemcpyDtoDAsync(dst.ptr, src.ptr, int(nbytes), 0), "cuMemcpyDtoDAsync")
+
+    def encode_tiled(self, *args, **kw):
+        return self.cuda.encode_tiled(*args, **kw)
+
+    def encode_raw(self, c: dict[str, Any], address: int) -> str:
+        """``cuTensorMapEncodeTiled`` through ``ctypes`` with the enum parameters as plain C ints (cuda.bindings
+        accepts only its enum classes); returns the driver's result name (``cuGetErrorName``)."""
+        import ctypes as C
+
+        lib = C.CDLL("libcuda.so.1")
+        f = lib.cuTensorMapEncodeTiled
+        f.restype = C.c_int
+        f.argtypes = [C.c_void_p, C.c_int, C.c_uint32, C.c_void_p, C.POINTER(C.c_uint64), C.POINTER(C.c_uint64),
+                      C.POINTER(C.c_uint32), C.POINTER(C.c_uint32), C.c_int, C.c_int, C.c_int, C.c_int]
+        raw = (C.c_uint8 * 256)()
+        out = (C.addressof(raw) + 63) // 64 * 64       # the CUtensorMap is 64-byte aligned
+        r = c["rank"]
+        gdim = (C.c_uint64 * r)(*c["global_dim"])
+        gstr = (C.c_uint64 * max(r - 1, 1))(*(c["global_strides"] or [0]))
+        box = (C.c_uint32 * r)(*c["box_dim"])
+        es = (C.c_uint32 * r)(*c["element_strides"])
+        rc = f(out, int(c["dtype"]), r, C.c_void_p(address), gdim, gstr, box, es, int(c["interleave"]),
+               int(c["swizzle"]), int(c["l2_promotion"]), int(c["oob_fill"]))
+        if rc == 0:
+            return "CUDA_SUCCESS"
+        name = C.c_char_p()
+        lib.cuGetErrorName.restype = C.c_int
+        if lib.cuGetErrorName(rc, C.byref(name)) != 0 or not name.value:
+            return f"CUresult {rc}"
+        return name.value.decode()
+
+    def gemm(self, dtype: str, m: int, n: int, k: int, repeats: int = 10, warmup: int = 3) -> dict[str, Any]:
+        """A cuBLAS GEMM through PyTorch (``torch.matmul``; FP8: ``torch._scaled_mm``), timed with CUDA events;
+        the smallest size of each dtype is checked against an FP32 product."""
+        import torch
+
+        dev = torch.device("cuda")
+        g = torch.Generator(device=dev).manual_seed(5)
+        if dtype in ("bf16", "fp16"):
+            t = torch.bfloat16 if dtype == "bf16" else torch.float16
+            a = torch.randn(m, k, device=dev, dtype=t, generator=g)
+            b = torch.randn(k, n, device=dev, dtype=t, generator=g)
+            fn = lambda: torch.matmul(a, b)
+            ref = lambda: (a.float() @ b.float())
+        elif dtype == "fp8":
+            a = torch.randn(m, k, device=dev, generator=g).to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, device=dev, generator=g).to(torch.float8_e4m3fn).t()
+            one = torch.tensor(1.0, device=dev)
+            fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            ref = lambda: (a.float() @ b.float())
+        else:
+            raise ValueError(f"GEMM dtype {dtype!r}: bf16, fp16 or fp8")
+        out = fn()
+        torch.cuda.synchronize()
+        err = None
+        if m <= 4096:
+            r = ref()
+            err = float(((out.float() - r).norm() / r.norm()).item())
+        for _ in range(warmup):
+            fn()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+        for e0, e1 in ev:
+            e0.record()
+            fn()
+            e1.record()
+        torch.cuda.synchronize()
+        ms = [e0.elapsed_time(e1) for e0, e1 in ev]
+        return {"samples_ms": ms, "rel_error": err, "torch": torch.__version__, "torch_cuda": torch.version.cuda}
+
+    def release_gemm_memory(self) -> None:
+        try:
+            import torch
+
+            torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+
+# ------------------------------------------------------------------------------------------------
+# the run
+
+def _med(xs) -> float:
+    return float(np.median(np.asarray(xs, dtype=np.float64)))
+
+
+class Runner:
+    """Runs the steps on ``gpu`` (a :class:`CudaBackend` or a fake), printing progress to ``log``."""
+
+    def __init__(self, gpu, *, quick: bool = False, budget: Budget | None = None, log=None, repeats: int | None = None,
+                 buf_bytes: int | None = None):
+        self.gpu = gpu
+        self.quick = quick
+        self.budget = budget or Budget(450.0)
+        self.log = log or sys.stdout
+        self.repeats = repeats if repeats is not None else (2 if quick else 5)
+        props = gpu.properties()
+        self.num_sms = int(props.get("multiProcessorCount", 132))
+        self.smem_per_sm = int(props.get("sharedMemPerMultiprocessor", SMEM_PER_SM))
+        self.optin = int(props.get("sharedMemPerBlockOptin", SMEM_OPTIN))
+        self.buf_bytes = int(buf_bytes) if buf_bytes else (QUICK_BUF_BYTES if quick else BUF_BYTES)
+        self.cursor = 0                     # bytes of the buffer read so far (cold sources walk it)
+        self._bufs: dict = {}
+        self._clock: float | None = None
+        self.complete: dict[str, bool] = {}
+
+    def say(self, msg: str) -> None:
+        print(f"[{self.budget.elapsed():6.1f} s] {msg}", file=self.log, flush=True)
+
+    # shared buffers -------------------------------------------------------------------------------
+    def buffers(self):
+        """(src, dst): ``buf_bytes`` each; src's word i holds i."""
+        if "src" not in self._bufs:
+            src, dst = self.gpu.alloc(self.buf_bytes), self.gpu.alloc(self.buf_bytes)
+            fill = self.gpu.function("l03_stream", "fill_index")
+            self.gpu.launch(fill, self.num_sms * 8, 256, src, np.int64(self.buf_bytes // 4))
+            self.gpu.sync()
+            self._bufs.update(src=src, dst=dst)
+        return self._bufs["src"], self._bufs["dst"]
+
+    def take(self, nbytes: int) -> int:
+        """The buffer offset of ``nbytes`` never read before in this run (wrapping after ``buf_bytes``)."""
+        off = self.cursor % self.buf_bytes
+        if off + nbytes > self.buf_bytes:
+            off = 0
+            self.cursor += self.buf_bytes - self.cursor % self.buf_bytes
+        self.cursor += nbytes
+        return off
+
+    def clock_ghz(self) -> float:
+        """The SM clock (cycles per ns) from ``bar_sync_cost`` on one warp: clock64 cycles / %globaltimer ns."""
+        if self._clock is None:
+            k = self.gpu.function("l03_sync_cost", "bar_sync_cost")
+            out = self.gpu.zeros(2, np.uint64)
+            self.gpu.launch(k, 1, 32, np.int32(200_000), out)
+            self.gpu.sync()
+            o = self.gpu.to_host(out).astype(np.float64)
+            self._clock = float(o[0] / o[1]) if o[1] > 0 else float("nan")
+        return self._clock
+
+    # step cvt ------------------------------------------------------------------------------------
+    def step_cvt(self) -> list[dict[str, Any]]:
+        from ..cuda.errors import CompileError
+
+        opts: tuple[str, ...] = ()
+        try:
+            k = self.gpu.function("l01_cvt_probe", "cvt_probe")
+        except CompileError as exc:
+            self.say(f"cvt: the full probe does not compile here ({str(exc).splitlines()[0]}); core ops only")
+            opts = ("-DH100LAB_CVT_CORE_ONLY",)
+            k = self.gpu.function("l01_cvt_probe", "cvt_probe", opts)
+        ins = cvt_inputs()
+        dev = {kind: (self.gpu.to_device(a), self.gpu.to_device(b), a, b) for kind, (a, b) in ins.items()}
+        recs = []
+        for code, op, kind in CVT_OPS:
+            if opts and code >= CVT_CORE:
+                continue
+            src = _cvt_source(kind)
+            da, db, a, b = dev[src]
+            n = a.size
+            out = self.gpu.zeros(n, np.uint32)
+            self.gpu.launch(k, -(-n // 256), 256, da, db, out, np.int32(n), np.int32(code))
+            self.gpu.sync()
+            res = self.gpu.to_host(out)
+            recs.append(dict(code=code, op=op, kind=kind, source=src, n=int(n), a=pack(a.view(np.uint8)),
+                             b=pack(b.view(np.uint8)) if kind.startswith("f32x2") else None,
+                             out=pack(res.astype(np.uint32).view(np.uint8)),
+                             untouched=int(np.count_nonzero(res == 0xDEADBEEF))))
+        self.say(f"cvt: {len(recs)} ops, {sum(r['n'] for r in recs)} conversions")
+        return recs
+
+    # step encode ---------------------------------------------------------------------------------
+    def step_encode(self) -> list[dict[str, Any]]:
+        buf = self.gpu.alloc(1 << 20)
+        addr = int(buf.ptr)
+        recs = []
+        for c in enum_cases():
+            recs.append(dict(c, result=self.gpu.encode_raw(c, addr)))
+        ctl = recs[0]["result"]
+        self.say(f"encode: {len(recs)} calls, control {ctl}, "
+                 f"{sum(r['result'] != 'CUDA_SUCCESS' for r in recs)} refused")
+        return recs
+
+    # step latency --------------------------------------------------------------------------------
+    def step_latency(self) -> list[dict[str, Any]]:
+        src, _ = self.buffers()
+        ghz = self.clock_ghz()
+        recs = []
+        err = self.gpu.zeros(1, np.uint32)
+        kb = self.gpu.function("l03_tma_latency", "tma_latency")
+        kt = self.gpu.function("l03_tma_latency", "tma_latency_tensor")
+        ki = self.gpu.function("l03_tma_latency", "tma_issue")
+        km = self.gpu.function("l03_tma_latency", "mbar_costs")
+        for k in (kb, kt, ki):
+            k.set_max_dynamic_shared_memory(200 * 1024)
+        rows = self.buf_bytes // ROW_BYTES
+        for c in latency_cases(self.quick):
+            if self.budget.over():
+                break
+            it = c["iters"]
+            if c["kind"] in ("bulk", "tensor"):
+                out = self.gpu.zeros(3 * it, np.uint64)
+                span = it * COLD_STRIDE
+                first = self.take(span)
+                if c["kind"] == "bulk":
+                    self.gpu.launch(kb, 1, 32, src, np.int64(self.buf_bytes), np.int64(first), np.int64(COLD_STRIDE),
+                                    np.int32(c["bytes"]), np.int32(it), np.int64(TIMEOUT_NS), out, err,
+                                    shared_mem=c["bytes"] + 1024)
+                else:
+                    bx, by = tensor_box(c["bytes"])
+                    tm = self.gpu.encode_tiled("UINT32", 2, src, [256, rows], [ROW_BYTES], [bx, by], [1, 1],
+                                               "NONE", "NONE", "NONE", "NONE")
+                    self.gpu.launch(kt, 1, 32, tm, np.int32(rows), np.int32(first // ROW_BYTES),
+                                    np.int32(COLD_STRIDE // ROW_BYTES + 1), np.int32(c["bytes"]), np.int32(it),
+                                    np.int64(TIMEOUT_NS), out, err, shared_mem=c["bytes"] + 2048)
+                self.gpu.sync()
+                o = self.gpu.to_host(out).astype(np.float64).reshape(it, 3)
+                recs.append(dict(c, cold_cycles=_stats(o[:, 0]), warm_cycles=_stats(o[:, 1]),
+                                 arrive_cycles=_stats(o[:, 2]), cold_ns=_med(o[:, 0]) / ghz,
+                                 warm_ns=_med(o[:, 1]) / ghz, arrive_ns=_med(o[:, 2]) / ghz, clock_ghz=ghz))
+            elif c["kind"] == "issue":
+                out = self.gpu.zeros(2 * it, np.uint64)
+                stride = COLD_STRIDE if c["cold"] else 0
+                first = self.take(it * COLD_STRIDE) if c["cold"] else self.take(c["bytes"] * c["count"])
+                self.gpu.launch(ki, 1, 32, src, np.int64(self.buf_bytes), np.int64(first), np.int64(stride),
+                                np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it), np.int64(TIMEOUT_NS), out,
+                                err, shared_mem=c["bytes"] * c["count"] + 1024)
+                self.gpu.sync()
+                o = self.gpu.to_host(out).astype(np.float64).reshape(it, 2)
+                body = o[1:] if not c["cold"] and it > 1 else o      # warm: the first iteration was cold
+                recs.append(dict(c, issue_cycles=_stats(body[:, 0]), total_cycles=_stats(body[:, 1]),
+                                 issue_ns_per_copy=_med(body[:, 0]) / ghz / c["count"],
+                                 total_ns=_med(body[:, 1]) / ghz, clock_ghz=ghz))
+            else:
+                out = self.gpu.zeros(8, np.uint64)
+                self.gpu.launch(km, 1, 64, np.int32(it), np.int64(TIMEOUT_NS), out, err)
+                self.gpu.sync()
+                o = self.gpu.to_host(out).astype(np.float64)
+                per = o / it
+                recs.append(dict(c, try_wait_hit_cycles=per[0], test_wait_hit_cycles=per[1], arrive_cycles=per[2],
+                                 ping_pong_cycles=per[3], wake_cycles=per[4], loop_cycles=per[5],
+                                 try_wait_hit_ns=per[0] / ghz, test_wait_hit_ns=per[1] / ghz, arrive_ns=per[2] / ghz,
+                                 ping_pong_ns=per[3] / ghz, wake_ns=per[4] / ghz, loop_ns=per[5] / ghz, clock_ghz=ghz))
+        e = int(self.gpu.to_host(err)[0])
+        for r in recs:
+            r["ok"] = e == 0
+        self.say(f"latency: {len(recs)} cases, clock {ghz:.3f} GHz, error bits {e}")
+        return recs
+
+    # step sync -----------------------------------------------------------------------------------
+    def step_sync(self) -> list[dict[str, Any]]:
+        from ..cuda.errors import CudaError
+
+        ghz = self.clock_ghz()
+        kbar = self.gpu.function("l03_sync_cost", "bar_sync_cost")
+        kcl = self.gpu.function("l03_sync_cost", "cluster_barrier_cost")
+        kch = self.gpu.function("l03_sync_cost", "dsmem_chase")
+        kst = self.gpu.function("l03_sync_cost", "dsmem_stream")
+        for k in (kcl, kch, kst):
+            k.allow_non_portable_cluster_size(True)
+        kst.set_max_dynamic_shared_memory(64 * 1024)          # dsmem_stream holds 4096 16-byte vectors
+        scratch = self.gpu.zeros(16 * 1024, np.uint32)
+        recs = []
+        for c in sync_cases(self.quick):
+            if self.budget.over():
+                break
+            it = c["iters"]
+            try:
+                if c["kind"] == "bar_sync":
+                    out = self.gpu.zeros(2, np.uint64)
+                    self.gpu.launch(kbar, 1, c["threads"], np.int32(it), out)
+                    self.gpu.sync()
+                    o = self.gpu.to_host(out).astype(np.float64)
+                    recs.append(dict(c, cycles=o[0] / it, ns=o[1] / it, clock_ghz=ghz, ok=True))
+                elif c["kind"] == "cluster_barrier":
+                    n = c["cluster"]
+                    out = self.gpu.zeros(2 * n, np.uint64)
+                    self.gpu.launch(kcl, n, c["threads"], np.int32(it), np.int32(c["sem"] == "relaxed"),
+                                    np.int32(c["store"]), scratch, out, cluster=n)
+                    self.gpu.sync()
+                    o = self.gpu.to_host(out).astype(np.float64).reshape(n, 2)
+                    recs.append(dict(c, cycles=_med(o[:, 0]) / it, ns=_med(o[:, 1]) / it,
+                                     cycles_max=float(o[:, 0].max()) / it, clock_ghz=ghz, ok=True))
+                elif c["kind"] == "dsmem_chase":
+                    n = c["cluster"]
+                    out = self.gpu.zeros(3, np.uint64)
+                    words = 4096
+                    self.gpu.launch(kch, n, 32, np.int32(words), np.int32(33), np.int32(it), np.int32(c["target"]),
+                                    np.int32(c["remote"]), out, shared_mem=4 * words, cluster=n)
+                    self.gpu.sync()
+                    o = self.gpu.to_host(out).astype(np.float64)
+                    want = (it * 33) % words
+                    recs.append(dict(c, cycles=o[0] / it, ns=o[0] / it / ghz, clock_ghz=ghz,
+                                     ok=bool(int(o[1]) == want and int(o[2]) == n)))
+                else:
+                    n, t = c["cluster"], c["threads"]
+                    clusters = max(1, self.num_sms // n) if c["all_sms"] else 1
+                    grid = n * clusters
+                    out = self.gpu.zeros(3 * grid, np.uint64)
+                    self.gpu.launch(kst, grid, t, np.int32(c["vecs"]), np.int32(it), np.int32(c["remote"]), out,
+                                    shared_mem=16 * c["vecs"], cluster=n)
+                    self.gpu.sync()
+                    o = self.gpu.to_host(out).astype(np.float64).reshape(grid, 3)
+                    per = c["vecs"] // t // 4 * 4
+                    nbytes = 16.0 * per * t * it
+                    recs.append(dict(c, grid=grid, bytes_per_cta=nbytes, ns=_med(o[:, 0]),
+                                     bytes_per_ns_per_sm=nbytes / _med(o[:, 0]),
+                                     bytes_per_clock=nbytes / _med(o[:, 1]), clock_ghz=ghz, ok=True))
+            except CudaError as exc:
+                recs.append(dict(c, ok=False, launch_error=f"{type(exc).__name__}: {exc}"))
+        self.say(f"sync: {len(recs)} cases, {sum(not r['ok'] for r in recs)} not run or wrong")
+        return recs
+
+    # step stream ---------------------------------------------------------------------------------
+    def _stream_run(self, kern, verify, c: dict[str, Any], tiles: int, *, flags: int = 0, repeats: int | None = None,
+                    check: bool = True) -> dict[str, Any]:
+        src, dst = self.buffers()
+        grid = stream_grid(c, self.num_sms)
+        tile = c["tile_bytes"]
+        buf_tiles = self.buf_bytes // tile
+        mode = MODE_CODE[c["mode"]]
+        smem = stream_smem(c["stages"], tile)
+        reps = self.repeats if repeats is None else repeats
+        nl = reps + 2
+        stats = self.gpu.zeros(nl * grid * NSTATS, np.uint64)
+        sums = self.gpu.zeros(grid, np.uint64)
+        err = self.gpu.zeros(1, np.uint32)
+        nbytes = grid * tiles * tile
+
+        def base() -> int:
+            if c["scope"] == "cta_warm":
+                return 0
+            return (self.take(nbytes) // tile) % buf_tiles
+
+        def call(i: int, b: int):
+            return lambda: self.gpu.launch(
+                kern, grid, STREAM_THREADS, src, dst, np.int64(buf_tiles), np.int64(b), np.int32(tile),
+                np.int32(c["stages"]), np.int32(tiles), np.int32(mode), np.int32(flags), np.int64(TIMEOUT_NS), sums,
+                self.gpu.ptr(stats, 8 * NSTATS * grid * i), err, shared_mem=smem)
+
+        ok, bad = True, None
+        b0 = base()
+        if check and mode == 2:
+            self.gpu.memset32(dst, 0xFFFFFFFF)
+        call(0, b0)()
+        self.gpu.sync()
+        if check and mode == 1:
+            ok = bool(np.array_equal(self.gpu.to_host(sums), expected_stream_sums(b0, grid, tiles, tile, buf_tiles)))
+        if check and mode == 2:
+            badc = self.gpu.zeros(1, np.uint64)
+            self.gpu.launch(verify, self.num_sms * 4, 256, dst, np.int64(b0 * tile // 4), np.int64(nbytes // 4),
+                            np.int64(self.buf_bytes // 4), badc)
+            self.gpu.sync()
+            bad = int(self.gpu.to_host(badc)[0])
+            ok = bad == 0
+        calls = [call(i + 1, base()) for i in range(reps + 1)]
+        ms = self.gpu.timed(calls)[1:]                         # the first is a warm-up
+        e = int(self.gpu.to_host(err)[0])
+        st = self.gpu.to_host(stats).reshape(nl, grid, NSTATS)[2:]
+        rec = dict(c, grid=grid, tiles_per_cta=tiles, bytes=nbytes, smem_bytes=smem, flags=flags, ok=ok and e == 0,
+                   error_bits=e, bad_words=bad, kernel_ms=_med(ms), kernel_ms_min=float(min(ms)), samples_ms=ms)
+        moved = nbytes * (2 if mode == 2 else 1)
+        rec["load_gbps"] = nbytes / (rec["kernel_ms"] * 1e6)
+        rec["moved_gbps"] = moved / (rec["kernel_ms"] * 1e6)
+        if e == 0:
+            rec.update(summarize_stream(st, tiles))
+        return rec
+
+    def step_stream(self) -> list[dict[str, Any]]:
+        kern = self.gpu.function("l03_stream", "stream")
+        verify = self.gpu.function("l03_stream", "verify_copy")
+        kern.set_max_dynamic_shared_memory(self.optin)
+        cases = [c for c in stream_cases(self.quick)
+                 if stream_fits(c["stages"], c["tile_bytes"], c["ctas_per_sm"], smem_per_sm=self.smem_per_sm,
+                                optin=self.optin)]
+        recs = []
+        reserve = estimate_seconds(self.quick, self.num_sms)["ceilings"] + 30.0   # keep time for step ceilings
+        for i, c in enumerate(cases):
+            if self.budget.over() or self.budget.left() < reserve:
+                self.say(f"stream: stopped after {i} of {len(cases)} cases to leave {reserve:.0f} s for the ceilings")
+                self.stream_truncated = True
+                break
+            tiles = plan_tiles(c, self.num_sms, self.buf_bytes)
+            recs.append(self._stream_run(kern, verify, c, tiles))
+            if (i + 1) % 50 == 0 or i + 1 == len(cases):
+                r = recs[-1]
+                self.say(f"stream: {i + 1}/{len(cases)} cases; last {r['mode']} {r['scope']} {r['stages']} × "
+                         f"{r['tile_bytes'] // 1024} KiB × {r['ctas_per_sm']}/SM: {r['moved_gbps']:.0f} GB/s")
+        self.stream_records = recs
+        bad = [r for r in recs if not r["ok"]]
+        self.say(f"stream: {len(recs)} cases, {len(bad)} failed checks")
+        return recs
+
+    # step ceilings -------------------------------------------------------------------------------
+    def _best_stream_configs(self, mode: str, n: int = 3) -> list[tuple[int, int, int]]:
+        recs = [r for r in getattr(self, "stream_records", []) if r["mode"] == mode and r["scope"] == "gpu" and r["ok"]]
+        recs.sort(key=lambda r: -r["moved_gbps"])
+        out = [(r["tile_bytes"] // 1024, r["stages"], r["ctas_per_sm"]) for r in recs[:n]]
+        for cfg in DEFAULT_TMA_CONFIGS:
+            if len(out) >= n:
+                break
+            if cfg not in out and stream_fits(cfg[1], cfg[0] * 1024, cfg[2], smem_per_sm=self.smem_per_sm,
+                                              optin=self.optin):
+                out.append(cfg)
+        return out
+
+    def step_ceilings(self) -> list[dict[str, Any]]:
+        src, dst = self.buffers()
+        recs: list[dict[str, Any]] = []
+        sizes = (GIB, 2 * GIB) if not self.quick else (self.buf_bytes // 2, self.buf_bytes)
+        reps = 10 if not self.quick else 3
+        # cuMemcpyDtoDAsync
+        for nb in sizes:
+            ms = self.gpu.timed([lambda nb=nb: self.gpu.memcpy_dtod(dst, src, nb) for _ in range(reps + 2)])[2:]
+            recs.append(dict(kind="memcpy", bytes=nb, moved_bytes=2 * nb, median_ms=_med(ms), min_ms=min(ms),
+                             gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, correct=True))
+        self.say(f"ceilings: memcpy {recs[-1]['gbps']:.0f} GB/s (read + written)")
+        # ld.global.v4 read streams
+        sink = self.gpu.zeros(4, np.uint32)
+        best_read = []
+        for cfg in read_configs(self.quick):
+            if self.budget.over():
+                break
+            k = self.gpu.function("l05_read_stream", f"read_v4_{cfg['variant']}_u{cfg['unroll']}")
+            grid = self.num_sms * cfg["blocks_per_sm"]
+            nb = sizes[0]
+            ms = self.gpu.timed([lambda k=k, grid=grid: self.gpu.launch(k, grid, cfg["threads"], src,
+                                                                         np.int64(nb // 16), sink)
+                                 for _ in range(self.repeats + 1)])[1:]
+            r = dict(kind="read_stream", **cfg, grid=grid, bytes=nb, moved_bytes=nb, median_ms=_med(ms),
+                     min_ms=min(ms), gbps=nb / (_med(ms) * 1e6), samples_ms=ms, correct=True)
+            recs.append(r)
+            best_read.append(r)
+        best_read.sort(key=lambda r: -r["gbps"])
+        for r in best_read[:3]:
+            k = self.gpu.function("l05_read_stream", f"read_v4_{r['variant']}_u{r['unroll']}")
+            nb = sizes[1]
+            ms = self.gpu.timed([lambda k=k, r=r: self.gpu.launch(k, r["grid"], r["threads"], src, np.int64(nb // 16),
+                                                                   sink) for _ in range(self.repeats + 1)])[1:]
+            recs.append(dict(r, bytes=nb, moved_bytes=nb, median_ms=_med(ms), min_ms=min(ms),
+                             gbps=nb / (_med(ms) * 1e6), samples_ms=ms))
+        if best_read:
+            self.say(f"ceilings: best ld.global.v4 read {best_read[0]['gbps']:.0f} GB/s")
+        # the vectorised copy kernel
+        kc = self.gpu.function("l05_tma_copy", "device_copy")
+        for bps, thr in COPY_SHAPES:
+            nb = sizes[0]
+            grid = self.num_sms * bps
+            ms = self.gpu.timed([lambda grid=grid, thr=thr: self.gpu.launch(kc, grid, thr, src, dst, np.int64(nb // 16))
+                                 for _ in range(self.repeats + 1)])[1:]
+            recs.append(dict(kind="device_copy", blocks_per_sm=bps, threads=thr, grid=grid, bytes=nb, moved_bytes=2 * nb,
+                             median_ms=_med(ms), min_ms=min(ms), gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms,
+                             correct=True))
+        # TMA read and copy streams at the target sizes
+        kern = self.gpu.function("l03_stream", "stream")
+        verify = self.gpu.function("l03_stream", "verify_copy")
+        kern.set_max_dynamic_shared_memory(self.optin)
+        for mode, kind, flag_set in (("load", "tma_read", (0, 1)), ("copy", "tma_copy_stream", COPY_FLAGS)):
+            best = None
+            for tkb, stages, per_sm in self._best_stream_configs(mode):
+                for flags in flag_set:
+                    if self.budget.over():
+                        break
+                    c = dict(mode=mode, scope="gpu", stages=stages, tile_bytes=tkb * 1024, ctas_per_sm=per_sm)
+                    grid = stream_grid(c, self.num_sms)
+                    tiles = max(1, sizes[0] // (grid * c["tile_bytes"]))
+                    r = self._stream_run(kern, verify, c, tiles, flags=flags)
+                    rec = dict(kind=kind, **{k: r[k] for k in ("stages", "tile_bytes", "ctas_per_sm", "grid",
+                                                                "tiles_per_cta", "flags", "kernel_ms", "kernel_ms_min",
+                                                                "samples_ms", "bad_words")},
+                               bytes=r["bytes"], moved_bytes=r["bytes"] * (2 if mode == "copy" else 1),
+                               median_ms=r["kernel_ms"], gbps=r["moved_gbps"], correct=r["ok"])
+                    recs.append(rec)
+                    if rec["correct"] and (best is None or rec["gbps"] > best[0]["gbps"]):
+                        best = (rec, c)
+            if best is not None and not self.budget.over():
+                rec, c = best
+                grid = stream_grid(c, self.num_sms)
+                tiles = max(1, sizes[1] // (grid * c["tile_bytes"]))         # the whole buffer
+                r = self._stream_run(kern, verify, c, tiles, flags=rec["flags"])
+                recs.append(dict(rec, tiles_per_cta=tiles, bytes=r["bytes"], moved_bytes=r["bytes"] * (
+                    2 if mode == "copy" else 1), median_ms=r["kernel_ms"], kernel_ms=r["kernel_ms"],
+                    kernel_ms_min=r["kernel_ms_min"], samples_ms=r["samples_ms"], gbps=r["moved_gbps"],
+                    correct=r["ok"], bad_words=r["bad_words"]))
+                self.say(f"ceilings: best {kind} {rec['gbps']:.0f} GB/s ({rec['tile_bytes'] // 1024} KiB × "
+                         f"{rec['stages']} stages × {rec['ctas_per_sm']}/SM, flags {rec['flags']})")
+        # the book's tensor copy kernel (l05_tma_copy.cu) on a 1 GiB FP32 tensor
+        kt = self.gpu.function("l05_tma_copy", "tma_copy")
+        kt.set_max_dynamic_shared_memory(self.optin - 64)
+        cols = 16384
+        nb = sizes[0]
+        rows_t = nb // (4 * cols)
+        badc = self.gpu.zeros(1, np.uint64)
+        for bx, by, stages, per_sm in TENSOR_COPY_CONFIGS:
+            if self.budget.over():
+                break
+            tile = bx * by * 4
+            pitch = -(-tile // 1024) * 1024
+            smem = stages * pitch + 1024
+            if per_sm * (smem + 64 + SMEM_RESERVED) > self.smem_per_sm or smem + 64 > self.optin:
+                continue
+            tin = self.gpu.encode_tiled("FLOAT32", 2, src, [cols, rows_t], [cols * 4], [bx, by], [1, 1], "NONE", "NONE",
+                                        "L2_256B", "NONE")
+            tout = self.gpu.encode_tiled("FLOAT32", 2, dst, [cols, rows_t], [cols * 4], [bx, by], [1, 1], "NONE",
+                                         "NONE", "L2_256B", "NONE")
+            tiles_x = cols // bx
+            n_tiles = tiles_x * (rows_t // by)
+            grid = self.num_sms * per_sm
+            args = (tin, tout, np.int32(bx), np.int32(by), np.int32(tiles_x), np.int32(n_tiles), np.int32(stages),
+                    np.int32(tile))
+            self.gpu.memset32(dst, 0xFFFFFFFF)
+            self.gpu.launch(kt, grid, 32, *args, shared_mem=smem)
+            self.gpu.sync()
+            self.gpu.memset32(badc, 0, 2)
+            self.gpu.launch(verify, self.num_sms * 4, 256, dst, np.int64(0), np.int64(nb // 4),
+                            np.int64(self.buf_bytes // 4), badc)
+            self.gpu.sync()
+            bad = int(self.gpu.to_host(badc)[0])
+            ms = self.gpu.timed([lambda grid=grid, args=args, smem=smem: self.gpu.launch(kt, grid, 32, *args,
+                                                                                          shared_mem=smem)
+                                 for _ in range(self.repeats + 1)])[1:]
+            recs.append(dict(kind="tma_copy", box_x=bx, box_y=by, tile_bytes=tile, stages=stages, ctas_per_sm=per_sm,
+                             grid=grid, bytes=nb, moved_bytes=2 * nb, median_ms=_med(ms), min_ms=min(ms),
+                             gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, correct=bad == 0, bad_words=bad))
+        self.say("ceilings: memory streams done; GEMMs next")
+        recs += self._gemms()
+        return recs
+
+    def _gemms(self) -> list[dict[str, Any]]:
+        out = []
+        try:
+            import torch  # noqa: F401
+        except Exception as exc:   # the GEMM ceiling is optional: no PyTorch, no record
+            self.say(f"ceilings: no PyTorch here ({type(exc).__name__}: {exc}); no cuBLAS ceiling")
+            return out
+        for dtype in ("bf16", "fp16", "fp8"):
+            for n in (GEMM_SIZES[:1] if self.quick else GEMM_SIZES):
+                if self.budget.over():
+                    return out
+                try:
+                    g = self.gpu.gemm(dtype, n, n, n, repeats=3 if self.quick else 10)
+                except Exception as exc:
+                    out.append(dict(kind="gemm", dtype=dtype, m=n, n=n, k=n, error=f"{type(exc).__name__}: {exc}",
+                                    correct=False))
+                    continue
+                ms = g.pop("samples_ms")
+                med = _med(ms)
+                err = g.get("rel_error")
+                out.append(dict(kind="gemm", dtype=dtype, m=n, n=n, k=n, median_ms=med, min_ms=min(ms), samples_ms=ms,
+                                tflops=2.0 * n ** 3 / (med * 1e-3) / 1e12, library="cuBLAS via torch",
+                                correct=err is None or err < (0.05 if dtype == "fp8" else 0.01), **g))
+            best = [r for r in out if r["dtype"] == dtype and r.get("tflops")]
+            if best:
+                self.say(f"ceilings: cuBLAS {dtype} {max(r['tflops'] for r in best):.0f} TFLOP/s")
+        self.gpu.release_gemm_memory()
+        return out
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    x = np.asarray(x, dtype=np.float64)
+    return {"median": float(np.median(x)), "p10": float(np.percentile(x, 10)), "p90": float(np.percentile(x, 90)),
+            "min": float(x.min()), "n": int(x.size)}
+
+
+def run(runner: Runner, steps: Sequence[str], meta: dict[str, Any]) -> dict[str, str]:
+    """Run ``steps`` in :data:`STEPS` order, writing each dataset when its step ends; returns step → outcome
+    ("written", "skipped: …", "failed: …"). A failing step is reported and the next ones still run."""
+    from .. import data
+
+    outcome = {}
+    for step in STEPS:
+        if step not in steps:
+            continue
+        if runner.budget.over():
+            outcome[step] = "skipped: the wall-clock budget is spent"
+            runner.say(f"{step}: skipped (budget spent)")
+            continue
+        runner.say(f"== step {step} → data/{DATASETS[step]}")
+        try:
+            recs = getattr(runner, f"step_{step}")()
+        except Exception as exc:
+            import traceback
+
+            traceback.print_exc(file=runner.log)
+            outcome[step] = f"failed: {type(exc).__name__}: {exc}"
+            runner.say(f"{step}: FAILED ({type(exc).__name__}: {exc})")
+            continue
+        complete = not runner.budget.over() and not (step == "stream" and getattr(runner, "stream_truncated", False))
+        m = dict(meta, step=step, complete=complete, buffer_bytes=runner.buf_bytes,
+                 timeout_ns=TIMEOUT_NS, repeats=runner.repeats, quick=runner.quick)
+        if runner._clock is not None:
+            m["clock_ghz"] = runner._clock
+        path = data.write(DATASETS[step], recs, m)
+        outcome[step] = "written"
+        runner.say(f"{step}: {len(recs)} records → {path}")
+    return outcome
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from . import begin
+
+    def extra(ap: argparse.ArgumentParser):
+        ap.add_argument("--steps", default=",".join(STEPS),
+                        help=f"comma-separated steps to run, in this order: {','.join(STEPS)} (default: all)")
+        ap.add_argument("--budget-s", type=float, default=450.0,
+                        help="wall-clock budget in seconds; past it the current step stops and writes what it has")
+
+    s = begin("timing_sweep", argv, __doc__.splitlines()[0], "fewer cases, smaller buffers (a smoke test)", extra)
+    if s is None:
+        return 2
+    steps = [x.strip() for x in s.args.steps.split(",") if x.strip()]
+    unknown = [x for x in steps if x not in STEPS]
+    if unknown:
+        print(f"unknown steps {unknown}; choose from {', '.join(STEPS)}", file=sys.stderr)
+        return 2
+    runner = Runner(CudaBackend(), quick=s.args.quick, budget=Budget(s.args.budget_s))
+    est = estimate_seconds(s.args.quick, runner.num_sms)
+    runner.say(f"timing sweep on {s.meta['gpu']}: steps {', '.join(steps)}; estimated "
+               f"{sum(est[x] for x in steps):.0f} s, budget {s.args.budget_s:.0f} s")
+    outcome = run(runner, steps, s.meta)
+    runner.say("done: " + "; ".join(f"{k} {v}" for k, v in outcome.items()))
+    return 0 if all(v == "written" for v in outcome.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

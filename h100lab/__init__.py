@@ -9,12 +9,21 @@ import importlib
 
 from ._version import __version__
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "backend"]
 
 _SUBMODULES = {
     "specs", "occupancy", "memory", "roofline", "cluster", "ptx", "sync", "sim", "tma", "tensorcore",
     "design", "multigpu", "viz", "widgets", "cuda", "grading", "book", "data", "validation", "measure",
+    "emu", "magic", "backends",
 }
+
+
+def backend(prefer: str | None = None):
+    """The GPU backend (``h100lab.cuda``) when a Hopper GPU is usable, else the emulator (``h100lab.emu``);
+    see :func:`h100lab.backend.backend`."""
+    from .backends import backend as _backend
+
+    return _backend(prefer)
 
 
 def __getattr__(name: str):

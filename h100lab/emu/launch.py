@@ -118,6 +118,9 @@ class Launch:
         self.mbar_inits: set = set()
         self._cc: dict = {}
         self._run_start = 0
+        if racecheck:
+            from .racecheck import RaceChecker
+            self._race = RaceChecker()
         self._check_config()
         self.param_buf = self._pack(args)
         self._param_cache: dict = {}
@@ -302,6 +305,7 @@ class Launch:
     def _run_group(self, group):
         warps = [w for cl in group for cta in cl.ctas for w in cta.warps]
         idle = 0
+        streak_timeouts = 0
         while True:
             live = [w for w in warps if not w.done]
             if not live:
@@ -320,7 +324,6 @@ class Launch:
                         continue
                     w.wait = None
                     w.timed = False
-                    w.blocked_on = None
                     f = w.on_wake
                     if f is not None:
                         w.on_wake = None
@@ -335,11 +338,14 @@ class Launch:
             self._complete_copies()
             if self.events != ev0 or had_copies or full_turns:
                 idle = 0
+                streak_timeouts = 0
                 continue
             idle += 1
             timed = [w for w in warps if not w.done and w.wait is not None and w.timed]
             if idle > self.max_idle_rounds or (not ran and not timed):
-                self._deadlock([w for w in warps if not w.done], spinning=bool(ran))
+                self._deadlock([w for w in warps if not w.done],
+                               spinning=bool(ran) and not timed and not streak_timeouts)
+            streak_timeouts += len(timed)
             for w in timed:      # the try_wait time limit expires
                 w.wait = None
                 w.timed = False
@@ -358,6 +364,7 @@ class Launch:
             while n < q:
                 cnt[pc] += 1
                 w.icount += 1
+                w.pc = pc
                 npc = code[pc](w)
                 n += 1
                 if npc < 0:
@@ -385,19 +392,22 @@ class Launch:
 
     def _deadlock(self, waiting, spinning):
         rep = []
+        from .lower import _where
         for w in waiting:
-            ins = self.fn.body[w.pc] if 0 <= w.pc < len(self.fn.body) else None
-            from .lower import _where
+            pc = w.wait_pc if w.wait_pc is not None else w.pc
+            ins = self.fn.body[pc] if 0 <= pc < len(self.fn.body) else None
             rep.append({"warp": w.label, "pc": w.pc, "instruction": ins.text if ins else "",
                         "ptx_line": ins.line if ins else 0, "source_line": ins.src[1] if ins and ins.src else None,
                         "waits_for": w.blocked_on or ("polling (test_wait / nanosleep loop)" if spinning else "?")})
-        head = ("deadlock: every warp that has not exited is waiting, and nothing in flight can release it"
+        head = ("deadlock: every warp that has not exited is waiting, and nothing in flight can release it "
+                f"(try_wait time-outs: {self.stats.timeouts})"
                 if not spinning else
                 f"livelock: for {self.max_idle_rounds} rounds no warp stored, arrived or copied anything; the "
                 "remaining warps only poll")
         lines = []
         for r, w in zip(rep, waiting):
-            ins = self.fn.body[w.pc] if 0 <= w.pc < len(self.fn.body) else None
+            pc = w.wait_pc if w.wait_pc is not None else w.pc
+            ins = self.fn.body[pc] if 0 <= pc < len(self.fn.body) else None
             lines.append(f"- {r['warp']}: {r['waits_for']}\n" + (_where(self.program.module, ins) if ins else ""))
         raise DeadlockError(head, "\n".join(lines), rep)
 
@@ -463,6 +473,9 @@ class Launch:
 
     def race_write(self, w, cta, idx):
         self._race.write(w, cta, idx)
+
+    def race_read(self, w, cta, idx):
+        self._race.read(w, cta, idx)
 
     # carry flag of add.cc / addc (PTX §9.7.1.x extended-precision arithmetic)
     def cc_of(self, w):

@@ -17,7 +17,6 @@ from typing import Callable
 
 import numpy as np
 
-from . import alu
 from .errors import EmuError, ExecutionError, UnsupportedInstruction
 from .operands import Layout, addr_getter, getter, setter
 from .ptx import Function, Instr, Module, Operand
@@ -168,7 +167,7 @@ def layout_of(module: Module, fn: Function) -> Layout:
             lay.shared[v.name] = lay.dynamic_offset
     loff = 0
     for v in fn.variables:
-        if v.space == "local":
+        if v.space in ("local", "param"):     # call-site .param variables live in the caller's frame
             loff = -(-loff // v.align) * v.align
             lay.local[v.name] = loff
             loff += v.size
@@ -244,6 +243,8 @@ def _lower(ins: Instr, ctx: Ctx, pc: int):
 # Arithmetic through alu.lookup
 
 def _alu_kernel(ins: Instr, ctx: Ctx):
+    from . import alu
+
     try:
         aop = alu.lookup(ins.opcode, ins.mods, ins.types)
     except alu.AluError as exc:

@@ -143,6 +143,8 @@ def load(w, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int, what:
         out = np.empty((addrs.size, nbytes), np.uint8)
         for cta, sel, off in _smem_target(w, addrs, nbytes, space, what):
             rows = _flat_bytes(cta.smem_u8, off, nbytes)
+            if launch.racecheck:
+                launch.race_read(w, cta, off.astype(np.intp)[:, None] + np.arange(nbytes))
             if sel is None:
                 out = rows
             else:
@@ -236,6 +238,8 @@ def _ld(ins, ctx: Ctx):
     space = space_of_instr(ins)
     n = _vec_count(ins)
     dst, src = ins.ops
+    if space == "param" and src.kind == "addr" and src.base.kind == "sym" and src.base.name in ctx.lay.local:
+        space = "local"      # a call-site parameter (PTX §7.1 "Function declarations and definitions")
     es = width(t) // 8
     nbytes = es * n
     ag = ctx.addr(src)
@@ -291,10 +295,12 @@ def _st(ins, ctx: Ctx):
     if t is None or len(ins.ops) != 2:
         raise ExecutionError(f"st needs a type and two operands: {ins.text}")
     space = space_of_instr(ins)
-    if space in ("param", "const"):
-        raise ExecutionError(f"st.{space}: kernel parameters and constants are read-only (PTX §9.7.9.9)")
     n = _vec_count(ins)
     dst, src = ins.ops
+    if space == "param" and dst.kind == "addr" and dst.base.kind == "sym" and dst.base.name in ctx.lay.local:
+        space = "local"      # st.param to a call-site parameter
+    if space in ("param", "const"):
+        raise ExecutionError(f"st.{space}: kernel parameters and constants are read-only (PTX §9.7.9.9)")
     es = width(t) // 8
     ag = ctx.addr(dst)
     srcs = list(src.items) if src.kind == "vec" else [src]
@@ -390,7 +396,7 @@ def _atom(ins, ctx: Ctx):
         try:
             for j, lane in enumerate(lanes):
                 aa = a[j:j + 1]
-                old = load(w, space, aa, lanes[j:j + 1], es, what).view(udt).view(dt)[0]
+                old = load(w, space, aa, lanes[j:j + 1], es, what).reshape(-1).view(udt).view(dt)[0]
                 new = _atom_apply(op, t, old, vals[0][lane], vals[1][lane] if len(vals) > 1 else None)
                 store(w, space, aa, lanes[j:j + 1], np.array([new], dt).view(np.uint8).reshape(1, es), what)
                 out[lane] = old

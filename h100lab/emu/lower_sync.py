@@ -101,6 +101,7 @@ def _bar(ins, ctx: Ctx, pc: int):
             return nxt
         w.wait = resume
         w.on_wake = after
+        w.wait_pc = pc
         return STOP
     return step
 
@@ -174,6 +175,7 @@ def _cluster_barrier(ins, ctx, pc):
         w.blocked_on = (f"barrier.cluster.wait (phase {ph}: {st['arrived']} of {st['expected']} threads of the "
                         "cluster arrived)")
         w.wait = lambda: st["phase"] > ph
+        w.wait_pc = pc
         w.on_wake = lambda w=w: launch.sync_acquire(w, ("cluster", cl.linear, ph))
         return STOP
     return step
@@ -356,7 +358,7 @@ def _mbarrier(ins, ctx: Ctx, pc: int):
                 # suspend until one of the barriers changes; the scheduler may wake us with a time-out
                 (k0, (_, cta, off)) = next((k, v) for k, v in bars.items() if not v[0])
                 word0 = cta.smem.load_u64(off)
-                w.pc = w.pc
+                w.pc = pc
                 st = decode(word0)
                 w.blocked_on = (f"mbarrier.try_wait{'.parity' if parity else ''} on the mbarrier at shared "
                                 f"0x{(cta.rank << 24) | off:x} (CTA rank {cta.rank}) waiting for "
@@ -364,8 +366,13 @@ def _mbarrier(ins, ctx: Ctx, pc: int):
                                 + f"; barrier state: {st}")
                 w.wait = lambda: cta.smem.load_u64(off) != word0
                 w.timed = True
+                w.wait_pc = pc
                 return STOP
             # a failed poll (test_wait, or try_wait after its time limit): False, and let others run
+            if not blocking:
+                (k0, (_, cta, off)) = next((k, v) for k, v in bars.items() if not v[0])
+                w.blocked_on = (f"polling mbarrier.test_wait on the mbarrier at shared 0x{(cta.rank << 24) | off:x}; "
+                                f"barrier state: {decode(cta.smem.load_u64(off))}")
             w.stall = 0
             pd(w, m, w.full and bool(m.all()), res)
             w.pc = nxt
@@ -584,6 +591,7 @@ def _nanosleep(ins, ctx, pc):
     def step(w):
         w.pc = nxt
         w.spin = True
+        w.blocked_on = "a nanosleep polling loop"
         return STOP
     return step
 
@@ -613,16 +621,21 @@ def printf_step(ins, ctx, pc):
     rets, args = ins.ops[1].items, ins.ops[2].items
     if len(args) != 2:
         raise ExecutionError("vprintf takes (format, argument buffer)")
-    ga = [ctx.get(a, "b64") for a in args]
-    sr = ctx.set(rets[0], "b32") if rets else None
+    offs = []
+    for a in args:
+        if a.kind != "sym" or a.name not in ctx.lay.local:
+            raise ExecutionError("vprintf's arguments are call-site .param variables")
+        offs.append(ctx.lay.local[a.name])
+    ret_off = ctx.lay.local.get(rets[0].name) if rets and rets[0].kind == "sym" else None
 
     def step(w):
-        from .lower_mem import load
         launch = w.cta.launch
-        fa, ba = ga[0](w), ga[1](w)
+        loc = w.local
         for ln in np.flatnonzero(w.mask):
-            launch.printf(w, int(ln), int(fa[ln]), int(ba[ln]))
-        if sr is not None:
-            sr(w, w.mask, w.full, np.zeros(WARP, np.uint32))
+            fa = int(loc[ln, offs[0]:offs[0] + 8].view(np.uint64)[0])
+            ba = int(loc[ln, offs[1]:offs[1] + 8].view(np.uint64)[0])
+            launch.printf(w, int(ln), fa, ba)
+        if ret_off is not None:
+            loc[w.mask, ret_off:ret_off + 4] = 0
         return nxt
     return step

@@ -283,7 +283,7 @@ class _Parser:
                 yield "close", "}", line
                 i += 1
                 continue
-            if text.startswith((".loc", ".file", ".section", ".version", ".target", ".address_size"), i) or (
+            if re.match(r"\.(loc|file|section|version|target|address_size)\s", text[i:i + 16]) or (
                     text.startswith(".", i) and re.match(r"\.(maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank|"
                                                          r"reqnctapercluster|explicitcluster|noreturn|pragma_abi)\b",
                                                          text[i:i + 24])):
@@ -551,7 +551,7 @@ class _Parser:
                         scopes[-1][nm] = uname
                         fn.regs[uname] = ty
                 continue
-            if text.startswith((".shared", ".local", ".global", ".const", ".extern")):
+            if text.startswith((".shared", ".local", ".global", ".const", ".extern", ".param")):
                 v = self.variable(text, ln)
                 (fn.variables if depth >= 1 else self.mod.variables).append(v)
                 continue

@@ -35,7 +35,7 @@ class Warp:
 
     __slots__ = ("cta", "wid", "R", "pc", "pcs", "alive", "mask", "full", "other", "done", "wait", "status",
                  "sregs", "local", "code", "fn", "icount", "bulk_groups", "spin", "label", "vc", "pending_rcv",
-                 "stall", "lanes_valid", "blocked_on", "on_wake", "timed")
+                 "stall", "lanes_valid", "blocked_on", "on_wake", "timed", "wait_pc")
 
     def __init__(self, cta: "Cta", wid: int, nlanes: int, regs: list, code: list, fn, local_bytes: int):
         self.cta = cta
@@ -55,6 +55,7 @@ class Warp:
         self.blocked_on = None     # text describing what it waits for (deadlock reports)
         self.on_wake = None        # called once when ``wait`` lets the warp go on
         self.timed = False         # the wait is a try_wait, which may time out
+        self.wait_pc = None        # the instruction of the last wait (deadlock reports)
         self.status = "ready"
         self.local = np.zeros((WARP, max(local_bytes, 16)), np.uint8) if local_bytes else None
         self.icount = 0

@@ -1,0 +1,146 @@
+"""The emulator (h100lab.emu) runs the book's kernels with their measurement scripts' launch configurations
+and reproduces the functional content of the committed silicon datasets in data/ exactly: outputs, images,
+checksums, special registers, verdicts, faults. Timings are not compared (the emulator's clock orders events,
+it does not time them); bandwidth/latency kernels run at reduced sizes with their data checked.
+
+The measurement modules' own GPU functions are run with ``h100lab.cuda`` swapped for ``h100lab.emu`` (their
+``from .. import cuda`` reads the package attribute), so the case lists, launches and record builders are the
+scripts' own."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import h100lab
+from h100lab import data
+
+emu = pytest.importorskip("h100lab.emu")
+if not emu.available():  # pragma: no cover - NVRTC is a dependency
+    pytest.skip(f"NVRTC unavailable: {emu.unavailable_reason()}", allow_module_level=True)
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture
+def on_emu(monkeypatch):
+    """Run the measurement scripts' GPU functions on the emulator."""
+    emu.reset()
+    monkeypatch.setattr(h100lab, "cuda", emu)
+    yield emu
+    emu.reset()
+
+
+def records(name):
+    assert data.available(name), f"committed dataset data/{name}.json is missing"
+    return data.load(name).records
+
+
+def drop(recs, *keys):
+    return [{k: v for k, v in r.items() if k not in keys} for r in recs]
+
+
+# ---- smoke_* ----------------------------------------------------------------------------------------
+
+def test_smoke_vector_add():
+    n = 10_003
+    a, b = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
+    k = emu.compile_kernel("smoke_vector_add").function("vector_add")
+    dc = emu.empty(n, np.float32)
+    emu.launch(k, (n + 255) // 256, 256, emu.to_device(a), emu.to_device(b), dc, np.int32(n))
+    np.testing.assert_array_equal(dc.to_host(), a + b)
+
+
+@pytest.mark.parametrize("grid,cluster", [((8, 1, 1), None), ((16, 1, 1), (4, 1, 1)), ((4, 4, 2), (2, 2, 2))])
+def test_smoke_ids(grid, cluster):
+    k = emu.compile_kernel("smoke_ids").function("read_ids")
+    nb = int(np.prod(grid))
+    out = emu.zeros(12 * nb, np.uint32)
+    emu.launch(k, grid, 32, out, cluster=cluster)
+    r = out.to_host().reshape(nb, 12)
+    gx, gy, _ = grid
+    b = np.arange(nb)
+    ctaid = np.stack([b % gx, (b // gx) % gy, b // (gx * gy)], axis=1)
+    assert (r[:, 0] < r[:, 1]).all()
+    np.testing.assert_array_equal(r[:, 2:5], ctaid)
+    c = np.array(cluster or (1, 1, 1))
+    cl = ctaid % c
+    np.testing.assert_array_equal(r[:, 6:9], cl)
+    np.testing.assert_array_equal(r[:, 5], ctaid[:, 0] // c[0])
+    np.testing.assert_array_equal(r[:, 9], cl[:, 0] + c[0] * (cl[:, 1] + c[1] * cl[:, 2]))
+    assert (r[:, 10] == c.prod()).all() and (r[:, 11] == (cluster is not None)).all()
+
+
+@pytest.mark.parametrize("size", [4, 16])
+def test_smoke_cluster_ring(size):
+    k = emu.compile(emu.compile_kernel("smoke_cluster_ring").source, name=f"ring{size}.cu").function("cluster_ring")
+    k.allow_non_portable_cluster_size(True)
+    out = emu.zeros(32, np.uint32)
+    emu.launch(k, 32, 32 if size == 16 else 128, out, cluster=size)
+    b = np.arange(32)
+    rank = b % size
+    np.testing.assert_array_equal(out.to_host(), 1000 * (b - rank + (rank + 1) % size) + (rank + 1) % size)
+
+
+def test_smoke_dynamic_smem_at_the_opt_in_limit():
+    k = emu.compile_kernel("smoke_dynamic_smem").function("reverse_through_smem")
+    nbytes = 232448 - k.layout.static_shared
+    n = nbytes // 4
+    x = RNG.integers(0, 2**32, n, dtype=np.uint32)
+    din, dout = emu.to_device(x), emu.zeros(n, np.uint32)
+    k.set_max_dynamic_shared_memory(nbytes)
+    emu.launch(k, 1, 256, din, dout, np.int32(n), shared_mem=nbytes)
+    np.testing.assert_array_equal(dout.to_host(), x[::-1])
+
+
+@pytest.mark.parametrize("swizzle,x0,y0", [("CU_TENSOR_MAP_SWIZZLE_NONE", 32, 16), ("CU_TENSOR_MAP_SWIZZLE_128B", 0, 8)])
+def test_smoke_tma_load(swizzle, x0, y0):
+    x = np.arange(64 * 128, dtype=np.uint16).reshape(64, 128)
+    g = emu.to_device(x)
+    box = (64, 8)
+    tmap = emu.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_UINT16", 2, g, [128, 64], [256], list(box), [1, 1],
+                            "CU_TENSOR_MAP_INTERLEAVE_NONE", swizzle, "CU_TENSOR_MAP_L2_PROMOTION_NONE",
+                            "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")
+    nbytes = box[0] * box[1] * 2
+    out = emu.zeros(nbytes, np.uint8)
+    emu.launch(emu.compile_kernel("smoke_tma_load").function("tma_load_2d"), 1, 128, tmap, np.int32(x0),
+               np.int32(y0), out, np.int32(nbytes))
+    tile = out.to_host().view(np.uint16).reshape(8, 64)
+    want = x[y0:y0 + 8, x0:x0 + 64]
+    if swizzle.endswith("NONE"):
+        np.testing.assert_array_equal(tile, want)
+    else:
+        got, w = tile.reshape(8, 8, 8), want.reshape(8, 8, 8)
+        for r in range(8):
+            for c in range(8):
+                np.testing.assert_array_equal(got[r, c ^ r], w[r, c])
+
+
+# ---- lesson 2 -------------------------------------------------------------------------------------------
+
+def test_l02_spaces(on_emu):
+    from h100lab.measure import l02
+
+    got = l02.measure_spaces()
+    want = records("l02/spaces")
+    addr = ("shared_generic", "peer_generic", "local_generic")
+    assert drop(got, *addr) == drop(want, *addr)
+
+
+def test_l02_cluster_sregs(on_emu):
+    from h100lab.measure import l02
+
+    got = l02.measure_sregs()
+    assert drop(got, "smid") == drop(records("l02/cluster_sregs"), "smid")
+
+
+def test_l02_dsmem_ring(on_emu):
+    from h100lab.measure import l02
+
+    got = l02.measure_ring()
+    assert got == records("l02/dsmem_ring")
+
+
+def test_l02_pack(on_emu):
+    from h100lab.measure import l02
+
+    assert l02.measure_pack() == records("l02/pack")

@@ -6,10 +6,13 @@
         date, or has no source.
 
     python -m h100lab.grading grade SUBMISSIONS_DIR --set NN [--out DIR] [--timeout S] [--jobs N]
+                                   [--sandbox auto|on|off] [--max-output MB] [--memory MB]
                                    [--solutions DIR] [--answers-module MODULE_OR_FILE ...]
         Grade every submission of exercise set NN (SUBMISSIONS_DIR/<student>.ipynb|.md or
-        SUBMISSIONS_DIR/<student>/NN-*.ipynb|.md), each in its own kernel with a per-cell time limit, and
-        write DIR/gradebook-NN.csv and DIR/gradebook-NN.json (default DIR: ./gradebook).
+        SUBMISSIONS_DIR/<student>/NN-*.ipynb|.md), each in its own kernel with a per-cell time limit, an
+        output limit and a memory limit, sandboxed where Linux namespaces allow it, and write
+        DIR/gradebook-NN.csv and DIR/gradebook-NN.json (default DIR: ./gradebook), last and atomically.
+        Exit status 0; 1 when the submissions folder changed while it was graded; 2 on bad arguments.
 """
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ def _student(args) -> int:
 
 
 def _grade(args) -> int:
-    from .grader import grade
+    from .grader import Limits, grade
 
     try:
         lesson = int(args.set)
@@ -58,10 +61,12 @@ def _grade(args) -> int:
         print(f"error: --set takes a lesson number such as 01, got {args.set!r}", file=sys.stderr)
         return 2
     try:
+        limits = Limits(max_output=round(args.max_output * 1e6), memory=round(args.memory * 1e6))
         book = grade(args.submissions, lesson, out_dir=args.out, timeout=args.timeout,
                      solutions_dir=args.solutions, answers_modules=args.answers_module, jobs=args.jobs,
-                     progress=lambda s: print(f"grading {s} ...", file=sys.stderr, flush=True))
-    except (GradingFormatError, FileNotFoundError, KeyError, ValueError) as exc:
+                     progress=lambda s: print(f"grading {s} ...", file=sys.stderr, flush=True),
+                     isolation=args.sandbox, limits=limits, warn=lambda m: print(m, file=sys.stderr, flush=True))
+    except (GradingFormatError, FileNotFoundError, KeyError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     marks = {"correct": "+", "wrong": "x", "no answer": ".", "error": "E", "timeout": "T", "missing": "-"}
@@ -73,9 +78,10 @@ def _grade(args) -> int:
     for student, t in book.totals().items():
         print(f"{student:{width}}  {t['points']:>3}/{t['max_points']:<3} {by_student[student]}")
     print("(+ correct, x wrong, . no answer, E error, T timeout, - graded cell missing)")
+    print(f"kernels: {book.isolation}")
     if book.csv_path:
         print(f"wrote {book.csv_path} and {book.json_path}")
-    return 0
+    return 1 if book.submissions_changed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--out", default="gradebook", help="gradebook folder (default: ./gradebook)")
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per cell (default 60)")
     g.add_argument("--jobs", type=int, default=1, help="notebooks graded at a time (default 1)")
+    g.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto",
+                   help="run each kernel in a namespace sandbox: auto (where possible, else warn), on (or "
+                        "refuse to grade), off (default auto)")
+    g.add_argument("--max-output", type=float, default=100.0, metavar="MB",
+                   help="output a notebook may print before its kernel is stopped (default 100 MB)")
+    g.add_argument("--memory", type=float, default=4000.0, metavar="MB",
+                   help="address space of each kernel, 0 for no limit (default 4000 MB)")
     g.add_argument("--solutions", default=None, help="folder of the solutions files (default: ./solutions)")
     g.add_argument("--answers-module", action="append", default=[], metavar="MODULE_OR_FILE",
                    help="extra module registering exercises (a dotted name or a .py file); repeatable")

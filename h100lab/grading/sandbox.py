@@ -131,24 +131,22 @@ def kernel_command(spec_file: str, kernel_args: list[str], isolation: "Isolation
 
 def exposed_paths() -> list[str]:
     """What a kernel must be able to read wherever it lies: the interpreter, its libraries, ``sys.path``
-    of the grader and the ``h100lab`` package (an editable install lives outside ``sys.path``)."""
+    of the grader, the ``h100lab`` package (an editable install lives outside ``sys.path``) and its
+    datasets (``data/`` beside it, ``$H100LAB_DATA``). Sorted, so a folder comes before what is in it."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
+             package, os.path.join(os.path.dirname(package), "data"), os.environ.get("H100LAB_DATA", "")]
     paths += [p for p in sys.path if p and os.path.isabs(p)]
-    out = []
+    out = set()
     for p in paths:
+        if not p or not os.path.isabs(p):
+            continue
         p = os.path.realpath(p)
         if os.path.isfile(p):  # a zip on sys.path
             p = os.path.dirname(p)
         if os.path.isdir(p) and p != "/":
-            out.append(p)
-    return _outermost(out)
-
-
-def _outermost(paths) -> list[str]:
-    """The paths not inside another of them, sorted."""
-    uniq = sorted(set(paths))
-    return [p for p in uniq if not any(q != p and _inside(p, q) for q in uniq)]
+            out.add(p)
+    return sorted(out)
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -390,10 +388,12 @@ def _enter(sb: dict, fallback: bool = False) -> None:
 
 def _init(child: int) -> None:
     """PID 1 of the sandbox: reap orphans; exit with the kernel's status when it ends (the namespace, and
-    every process left in it, ends with us)."""
+    every process left in it, ends with us). The grader is not visible from here, so ipykernel's own
+    parent poller cannot work; instead, when stdin is the pipe jupyter-client gives every kernel, its end
+    of file (the grader is gone) ends the sandbox."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the grader's interrupt is for the kernel
 
-    def stop(signum, frame):
+    def stop(signum, frame=None):
         try:
             os.kill(child, signal.SIGKILL)
         except OSError:
@@ -402,6 +402,22 @@ def _init(child: int) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGHUP, stop)
+    try:
+        watch = stat.S_ISFIFO(os.fstat(0).st_mode)
+    except OSError:
+        watch = False
+    if watch:
+        import threading
+
+        def orphaned():
+            try:
+                while os.read(0, 4096):
+                    pass
+            except OSError:
+                pass
+            stop(signal.SIGHUP)
+
+        threading.Thread(target=orphaned, daemon=True).start()
     while True:
         try:
             pid, status = os.wait()
@@ -494,6 +510,9 @@ def main(argv: list[str]) -> int:
         if child:
             _init(child)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        # ipykernel exits when its parent is not JPY_PARENT_PID (the grader's pid, meaningless here);
+        # its parent is this sandbox's init, which never goes away while it runs ("1": no poller).
+        os.environ["JPY_PARENT_PID"] = "1"
     if spec.get("probe"):
         _probe_checks(sb)
         return 0

@@ -8,6 +8,8 @@ The measurement modules' own GPU functions are run with ``h100lab.cuda`` swapped
 scripts' own."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -27,6 +29,19 @@ def on_emu(monkeypatch):
     emu.reset()
     monkeypatch.setattr(h100lab, "cuda", emu)
     yield emu
+    emu.reset()
+
+
+@pytest.fixture
+def on_emu_timed(monkeypatch):
+    """The emulator plus a ``time_kernel`` that times nothing (timings are not compared): for scripts that
+    check a launch, then time it."""
+    emu.reset()
+    shim = types.SimpleNamespace(**{n: getattr(emu, n) for n in emu.__all__})
+    shim.time_kernel = lambda *a, **k: types.SimpleNamespace(median_ms=float("nan"), min_ms=float("nan"),
+                                                             samples_ms=[])
+    monkeypatch.setattr(h100lab, "cuda", shim)
+    yield shim
     emu.reset()
 
 
@@ -124,6 +139,9 @@ def test_l02_spaces(on_emu):
     want = records("l02/spaces")
     addr = ("shared_generic", "peer_generic", "local_generic")
     assert drop(got, *addr) == drop(want, *addr)
+    for g, w in zip(got, want):      # generic addresses: the window bases are the process's; offsets are not
+        assert g["peer_generic"] - g["shared_generic"] == w["peer_generic"] - w["shared_generic"]
+        assert g["shared_generic"] & 0xFFFFFF == w["shared_generic"] & 0xFFFFFF
 
 
 def test_l02_cluster_sregs(on_emu):
@@ -144,3 +162,33 @@ def test_l02_pack(on_emu):
     from h100lab.measure import l02
 
     assert l02.measure_pack() == records("l02/pack")
+
+
+def test_l02_axpy():
+    n = 5000
+    a = np.float32(1.75)
+    x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
+    dy = emu.to_device(y)
+    emu.launch(emu.compile_kernel("l02_axpy").function("axpy"), (n + 255) // 256, 256, a, emu.to_device(x), dy,
+               np.int32(n))
+    assert "fma.rn.f32" in emu.compile_kernel("l02_axpy").ptx
+    want = (np.float64(a) * x.astype(np.float64) + y).astype(np.float32)     # one rounding, as fma
+    np.testing.assert_array_equal(dy.to_host(), want)
+
+
+# ---- lesson 3 -------------------------------------------------------------------------------------------
+
+def test_l03_bulk_pipeline_checksums(on_emu_timed, monkeypatch):
+    """Every case of data/l03/bulk_pipeline through ``l03.measure`` (its checksum against ``expected_sums``),
+    at reduced iterations, a 1 MiB source and, for the full-GPU group, 2 tiles per CTA."""
+    from h100lab.measure import l03
+
+    monkeypatch.setattr(l03, "SRC_BYTES", 1 << 20)
+    want = records("l03/bulk_pipeline")
+    assert len(want) == len(l03.cases())
+    keys = ("group", "stages", "tile_bytes", "work", "ctas", "consumers", "smem_bytes", "ok")
+    for c, w in zip(l03.cases(), want):
+        small = dict(c, iters=min(c["iters"], 16) if c["ctas"] == 1 else 2)
+        got = l03.measure([small])[0]
+        assert got["ok"], f"checksum mismatch: {small}"
+        assert {k: got[k] for k in keys} == {k: w[k] for k in keys}

@@ -15,6 +15,10 @@ Comparison (:func:`compare`): NumPy arrays and scalars, tuples and dataclass-fre
 turned into plain Python values first; numbers compare exactly unless ``rtol``/``atol`` are given
 (``math.isclose``); ``bool`` never equals ``int``; NaN equals NaN; ``unordered=True`` compares two
 lists as multisets; ``equal=`` replaces all of this with the exercise's own predicate.
+
+``budget=`` (seconds) runs the comparison under a time budget (:mod:`h100lab.grading.budget`): for an
+``equal=`` that runs what the student wrote (a kernel on the emulator) in the grader's own process; an
+answer whose check runs out of time fails with status "timeout".
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ class Exercise:
     atol: float = 0.0
     unordered: bool = False
     equal: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
+    budget: float | None = None  # seconds the comparison may take (None: no limit)
 
     @property
     def lesson(self) -> int:
@@ -72,7 +77,8 @@ def _origin(fn: Callable) -> tuple[str, str, int]:
 
 
 def exercise(ex_id: str, *, points: int = 1, hint: str = "", rtol: float = 0.0, atol: float = 0.0,
-             unordered: bool = False, equal: Callable[[Any, Any], bool] | None = None):
+             unordered: bool = False, equal: Callable[[Any, Any], bool] | None = None,
+             budget: float | None = None):
     """Register the decorated zero-argument function as the reference answer of exercise ``ex_id``.
 
     Re-importing the same module (same function, same place) re-registers silently; a second, different
@@ -83,13 +89,15 @@ def exercise(ex_id: str, *, points: int = 1, hint: str = "", rtol: float = 0.0, 
         raise ValueError(f"exercise {ex_id!r}: points must be a non-negative int, got {points!r}")
     if rtol < 0 or atol < 0:
         raise ValueError(f"exercise {ex_id!r}: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
+    if budget is not None and not budget > 0:
+        raise ValueError(f"exercise {ex_id!r}: a time budget must be > 0 seconds, got {budget!r}")
 
     def deco(fn: Callable[[], Any]) -> Callable[[], Any]:
         old = _REGISTRY.get(ex_id)
         if old is not None and _origin(old.reference) != _origin(fn):
             m, q, line = _origin(old.reference)
             raise ValueError(f"exercise {ex_id!r} is registered twice (first by {m}.{q}, line {line})")
-        _REGISTRY[ex_id] = Exercise(ex_id, fn, points, hint, rtol, atol, unordered, equal)
+        _REGISTRY[ex_id] = Exercise(ex_id, fn, points, hint, rtol, atol, unordered, equal, budget)
         return fn
 
     return deco

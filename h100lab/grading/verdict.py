@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .budget import BudgetExceeded, run_with_budget
 from .registry import NO_ANSWER, Exercise, _plain, compare
 
 __all__ = ["Verdict", "judge", "failure", "short_repr",
@@ -104,12 +105,19 @@ def judge(ex: Exercise, value: Any, expected: Any) -> Verdict:
 
     ``...`` (:data:`~h100lab.grading.registry.NO_ANSWER`) is the untouched stub: never correct. A wrong
     answer's message names the exercise's hint and, where the kind or size of the answer is off, what
-    was expected ("Expected 4 items, got 3.") — never the reference value itself.
+    was expected ("Expected 4 items, got 3.") — never the reference value itself. An exercise with a
+    ``budget`` is compared under that time budget; running out of it is a "timeout".
     """
     if value is NO_ANSWER:
         return failure(ex, NO_ANSWER_YET, f"exercise {ex.id}: no answer yet: replace `...` with your answer.")
     try:
-        ok = compare(ex, value, expected)
+        if ex.budget is None:
+            ok = compare(ex, value, expected)
+        else:  # a check that runs the student's work in this process (h100lab.grading.budget)
+            ok = run_with_budget(compare, ex, value, expected, seconds=ex.budget)
+    except BudgetExceeded:
+        return failure(ex, TIMEOUT, f"exercise {ex.id}: checking your answer took longer than its budget of "
+                                    f"{ex.budget:g} s")
     except Exception as exc:  # an answer the exercise's own `equal=` cannot handle
         ok = False
         detail = f" (comparing raised {type(exc).__name__}: {short_repr(str(exc), 80)})"

@@ -192,3 +192,45 @@ def test_l03_bulk_pipeline_checksums(on_emu_timed, monkeypatch):
         got = l03.measure([small])[0]
         assert got["ok"], f"checksum mismatch: {small}"
         assert {k: got[k] for k in keys} == {k: w[k] for k in keys}
+
+
+# ---- lesson 5 -------------------------------------------------------------------------------------------
+
+def test_l05_bulk_every_record(on_emu):
+    """All 64 records of data/l05/bulk (round trips, multicast images and barrier status, bulk reductions)
+    byte for byte, from the script's own ``measure_bulk``."""
+    from h100lab.measure import l05
+
+    got, want = l05.measure_bulk(), records("l05/bulk")
+    assert len(got) == len(want) == 64
+    bad = [g["id"] for g, w in zip(got, want) if g != w]
+    assert not bad, f"records differing from silicon: {bad}"
+
+
+def test_l05_tma_copy_data(on_emu_timed, monkeypatch):
+    """Every TMA copy configuration of data/l05/copy_bandwidth through ``measure_copy`` on a 512 x 2048 FP32
+    tensor (4 MiB, up to 2 tiles per CTA) instead of 512 MiB: the copy must be exact, as on silicon."""
+    from h100lab.measure import l05
+
+    on_emu_timed.device_properties = lambda *a: {"multiProcessorCount": 132, "sharedMemPerBlockOptin": 232448}
+    monkeypatch.setattr(l05, "COPY_ROWS", 512)
+    monkeypatch.setattr(l05, "COPY_COLS", 2048)
+    monkeypatch.setattr(l05, "_time_memcpy", lambda *a, **k: [float("nan")])
+    want = [r for r in records("l05/copy_bandwidth") if r["kind"] == "tma_copy"]
+    got = [r for r in l05.measure_copy(l05.copy_configs()) if r["kind"] == "tma_copy"]
+    keys = ("box_x", "box_y", "tile_bytes", "stages", "ctas_per_sm", "grid", "correct")
+    assert len(got) == len(want) and all(w["correct"] for w in want)
+    assert [{k: g[k] for k in keys} for g in got] == [{k: w[k] for k in keys} for w in want]
+
+
+@pytest.mark.parametrize("blocks_per_sm,threads", [(4, 256), (8, 256), (4, 512), (16, 128)])
+def test_l05_device_copy_data(blocks_per_sm, threads):
+    """The device copy kernel of data/l05/copy_bandwidth with its launch shapes, on 1 MiB."""
+    want = [r for r in records("l05/copy_bandwidth") if r["kind"] == "device_copy"
+            and (r["blocks_per_sm"], r["threads"]) == (blocks_per_sm, threads)]
+    assert len(want) == 1 and want[0]["grid"] == 132 * blocks_per_sm
+    host = RNG.integers(0, 2**32, 1 << 18, dtype=np.uint32)
+    src, dst = emu.to_device(host), emu.empty(host.shape, np.uint32)
+    k = emu.compile_kernel("l05_tma_copy").function("device_copy")
+    emu.launch(k, want[0]["grid"], threads, src, dst, np.int64(host.nbytes // 16))
+    np.testing.assert_array_equal(dst.to_host(), host)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import re
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -335,14 +334,15 @@ class FakeGpu:
                         c["element_strides"], c["interleave"], c["swizzle"], c["l2_promotion"], c["oob_fill"])
         return v.result
 
-    def gemm(self, dtype, m, n, k, repeats=10, warmup=3):
-        if dtype == "fp8":
-            raise RuntimeError("no fp8 GEMM in this fake")
-        return {"samples_ms": [2.0 * m * n * k / 700e12 * 1e3] * repeats, "rel_error": 1e-3, "torch": "fake",
-                "torch_cuda": "13.0"}
-
-    def release_gemm_memory(self):
-        pass
+    def gemms(self, jobs, repeats=10, timeout_s=240.0):
+        out = {"jobs": [], "error": None, "torch": "fake", "torch_cuda": "13.0", "env": {}}
+        for dtype, n in jobs:
+            if dtype == "fp8":
+                out["jobs"].append({"dtype": dtype, "n": n, "error": "RuntimeError: no fp8 GEMM in this fake"})
+            else:
+                out["jobs"].append({"dtype": dtype, "n": n, "samples_ms": [2.0 * n ** 3 / 700e12 * 1e3] * repeats,
+                                    "rel_error": 1e-3})
+        return out
 
     # kernel bodies --------------------------------------------------------------------------------
     def _k_fill_index(self, grid, block, p, n):
@@ -444,8 +444,7 @@ META = {"gpu": "Fake H200", "compute_capability": "9.0", "driver": "580", "cuda"
 
 
 @needs_nvrtc
-def test_every_step_on_the_fake_gpu(datadir, monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))     # importable: the GEMMs go through gpu.gemm
+def test_every_step_on_the_fake_gpu(datadir):
     gpu = FakeGpu()
     log = io.StringIO()
     r = ts.Runner(gpu, quick=True, log=log, buf_bytes=8 << 20)
@@ -486,7 +485,9 @@ def test_every_step_on_the_fake_gpu(datadir, monkeypatch):
     kinds = {x["kind"] for x in ce}
     assert {"memcpy", "read_stream", "device_copy", "tma_read", "tma_copy_stream", "tma_copy", "gemm"} <= kinds
     assert all(x["correct"] for x in ce if x["kind"] != "gemm" or x["dtype"] != "fp8")
-    assert any(x["kind"] == "gemm" and not x["correct"] and "fp8" in x["error"] for x in ce if x["dtype" if x["kind"] == "gemm" else "kind"] == "fp8")
+    fp8 = [x for x in ce if x["kind"] == "gemm" and x["dtype"] == "fp8"]
+    assert fp8 and all(not x["correct"] and "fp8" in x["error"] for x in fp8)
+    assert all(x["torch"] == "fake" for x in ce if x["kind"] == "gemm")
     from h100lab.roofline import measured_ceilings
     c = measured_ceilings()
     assert c.gemm_flops["bf16"] == pytest.approx(700e12) and c.copy_bandwidth > 0 and c.read_bandwidth > 0
@@ -571,3 +572,90 @@ def test_gpu_quick_steps(tmp_path, monkeypatch):
     assert out == {"encode": "written", "latency": "written", "sync": "written"}
     en = data.load("l04/encode_enum_values").records
     assert en[0]["result"] == "CUDA_SUCCESS"
+
+
+FAKE_TORCH = """
+import numpy as np
+__version__ = "0.0-fake"
+class version:
+    cuda = "13.0"
+bfloat16, float16, float8_e4m3fn = "bf16", "fp16", "fp8"
+def device(name):
+    return name
+class Generator:
+    def __init__(self, device=None):
+        self.rng = np.random.default_rng(0)
+    def manual_seed(self, s):
+        self.rng = np.random.default_rng(s)
+        return self
+class T:
+    def __init__(self, a):
+        self.a = np.asarray(a, dtype=np.float64)
+    def to(self, dtype):
+        return T(np.round(self.a * 8) / 8 if dtype == "fp8" else self.a)
+    def t(self):
+        return T(self.a.T)
+    def float(self):
+        return self
+    def __matmul__(self, o):
+        return T(self.a @ o.a)
+    def __sub__(self, o):
+        return T(self.a - o.a)
+    def __truediv__(self, o):
+        return T(self.a / o.a)
+    def norm(self):
+        return T(np.linalg.norm(self.a))
+    def item(self):
+        return float(self.a)
+def randn(*shape, device=None, dtype=None, generator=None):
+    return T(generator.rng.standard_normal(shape))
+def tensor(x, device=None):
+    return T(x)
+def matmul(a, b):
+    return a @ b
+def _scaled_mm(a, b, scale_a=None, scale_b=None, out_dtype=None):
+    return a @ b
+class cuda:
+    @staticmethod
+    def synchronize():
+        pass
+    @staticmethod
+    def empty_cache():
+        pass
+    class Event:
+        n = 0
+        def __init__(self, enable_timing=False):
+            pass
+        def record(self):
+            cuda.Event.n += 1
+            self.t = cuda.Event.n
+        def elapsed_time(self, other):
+            return 0.5 * (other.t - self.t)
+"""
+
+
+def test_gemm_child_process_with_a_fake_torch(tmp_path, monkeypatch):
+    # the child script (what failed on the H200 in-process) runs against a NumPy stand-in for torch
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    out = ts.CudaBackend.gemms(None, [("bf16", 8), ("fp8", 8), ("bf16", 16), ("int4", 8)], repeats=3)
+    assert out["error"] is None and out["torch"] == "0.0-fake" and out["env"] == {}
+    jobs = out["jobs"]
+    assert [j["n"] for j in jobs] == [8, 8, 16, 8]
+    assert jobs[0]["samples_ms"] == [0.5, 0.5, 0.5] and jobs[0]["rel_error"] == pytest.approx(0, abs=1e-12)
+    assert jobs[1]["rel_error"] is not None and jobs[2]["rel_error"] is None   # the smallest size of each dtype is checked
+    assert "ValueError" in jobs[3]["error"]
+
+
+def test_gemm_child_process_reports_an_import_failure(tmp_path, monkeypatch):
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(
+        "import os\nif os.environ.get('PYTORCH_JIT') != '0':\n    raise RuntimeError('TorchScript: could not get source')\n"
+        + FAKE_TORCH)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    out = ts.CudaBackend.gemms(None, [("fp16", 8)], repeats=2)
+    assert out["error"] is None and out["env"] == {"PYTORCH_JIT": "0"} and out["jobs"][0]["samples_ms"]
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    out = ts.CudaBackend.gemms(None, [("fp16", 8)], repeats=2)
+    assert "no torch here" in out["error"] and out["jobs"] == []

@@ -384,6 +384,59 @@ COPY_FLAGS = (0, 1, 2, 3, 4, 7)
 TENSOR_COPY_CONFIGS = ((256, 64, 3, 1), (128, 64, 3, 2), (64, 64, 4, 2), (256, 32, 4, 1))
 GEMM_SIZES = (4096, 8192, 16384)
 
+#: the child process of :meth:`CudaBackend.gemms` (argv: JSON list of [dtype, n], repeats); prints one line
+#: ``H100LAB_GEMM {json}``
+GEMM_SCRIPT = r"""
+import json, sys, traceback
+jobs, repeats = json.loads(sys.argv[1]), int(sys.argv[2])
+out = {"jobs": [], "error": None}
+try:
+    import torch
+    out["torch"], out["torch_cuda"] = torch.__version__, torch.version.cuda
+    dev = torch.device("cuda")
+    checked = set()
+    for dtype, n in jobs:
+        try:
+            g = torch.Generator(device=dev).manual_seed(5)
+            if dtype in ("bf16", "fp16"):
+                t = torch.bfloat16 if dtype == "bf16" else torch.float16
+                a = torch.randn(n, n, device=dev, dtype=t, generator=g)
+                b = torch.randn(n, n, device=dev, dtype=t, generator=g)
+                fn = lambda: torch.matmul(a, b)
+            elif dtype == "fp8":
+                a = torch.randn(n, n, device=dev, generator=g).to(torch.float8_e4m3fn)
+                b = torch.randn(n, n, device=dev, generator=g).to(torch.float8_e4m3fn).t()
+                one = torch.tensor(1.0, device=dev)
+                fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            else:
+                raise ValueError(dtype)
+            c = fn()
+            torch.cuda.synchronize()
+            err = None
+            if dtype not in checked:
+                checked.add(dtype)
+                r = a.float() @ b.float()
+                err = float(((c.float() - r).norm() / r.norm()).item())
+                del r
+            for _ in range(3):
+                fn()
+            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+            for e0, e1 in ev:
+                e0.record()
+                fn()
+                e1.record()
+            torch.cuda.synchronize()
+            out["jobs"].append({"dtype": dtype, "n": n, "samples_ms": [e0.elapsed_time(e1) for e0, e1 in ev],
+                                "rel_error": err})
+            del a, b, c
+            torch.cuda.empty_cache()
+        except Exception as exc:
+            out["jobs"].append({"dtype": dtype, "n": n, "error": f"{type(exc).__name__}: {exc}"})
+except Exception:
+    out["error"] = traceback.format_exc()[-2000:]
+print("H100LAB_GEMM " + json.dumps(out), flush=True)
+"""
+
 
 def estimate_seconds(quick: bool = False, num_sms: int = 132) -> dict[str, float]:
     """A rough wall-time estimate per step on an H200 (launch overheads, kernel times, compilation)."""
@@ -508,53 +561,33 @@ class CudaBackend:
             return f"CUresult {rc}"
         return name.value.decode()
 
-    def gemm(self, dtype: str, m: int, n: int, k: int, repeats: int = 10, warmup: int = 3) -> dict[str, Any]:
-        """A cuBLAS GEMM through PyTorch (``torch.matmul``; FP8: ``torch._scaled_mm``), timed with CUDA events;
-        the smallest size of each dtype is checked against an FP32 product."""
-        import torch
+    def gemms(self, jobs: Sequence[tuple[str, int]], repeats: int = 10, timeout_s: float = 240.0) -> dict[str, Any]:
+        """cuBLAS GEMMs through PyTorch in a child process (:data:`GEMM_SCRIPT`: ``torch.matmul``; FP8
+        ``torch._scaled_mm``), each ``(dtype, n)`` an n × n × n product timed with CUDA events, the smallest size
+        of each dtype checked against an FP32 product. A child process keeps PyTorch's state (and any failure to
+        import it) out of this one; when the import fails it is retried once with ``PYTORCH_JIT=0`` (TorchScript
+        off: a matmul does not need it). Returns ``{"jobs": [...], "error", "torch", "torch_cuda", "env"}``."""
+        import json
+        import os
+        import subprocess
 
-        dev = torch.device("cuda")
-        g = torch.Generator(device=dev).manual_seed(5)
-        if dtype in ("bf16", "fp16"):
-            t = torch.bfloat16 if dtype == "bf16" else torch.float16
-            a = torch.randn(m, k, device=dev, dtype=t, generator=g)
-            b = torch.randn(k, n, device=dev, dtype=t, generator=g)
-            fn = lambda: torch.matmul(a, b)
-            ref = lambda: (a.float() @ b.float())
-        elif dtype == "fp8":
-            a = torch.randn(m, k, device=dev, generator=g).to(torch.float8_e4m3fn)
-            b = torch.randn(n, k, device=dev, generator=g).to(torch.float8_e4m3fn).t()
-            one = torch.tensor(1.0, device=dev)
-            fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-            ref = lambda: (a.float() @ b.float())
-        else:
-            raise ValueError(f"GEMM dtype {dtype!r}: bf16, fp16 or fp8")
-        out = fn()
-        torch.cuda.synchronize()
-        err = None
-        if m <= 4096:
-            r = ref()
-            err = float(((out.float() - r).norm() / r.norm()).item())
-        for _ in range(warmup):
-            fn()
-        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
-        for e0, e1 in ev:
-            e0.record()
-            fn()
-            e1.record()
-        torch.cuda.synchronize()
-        ms = [e0.elapsed_time(e1) for e0, e1 in ev]
-        return {"samples_ms": ms, "rel_error": err, "torch": torch.__version__, "torch_cuda": torch.version.cuda}
-
-    def release_gemm_memory(self) -> None:
-        try:
-            import torch
-
-            torch.cuda.empty_cache()
-        except Exception:
-            pass
-
-
+        out: dict[str, Any] = {}
+        for env_extra in ({}, {"PYTORCH_JIT": "0"}):
+            env = {**os.environ, **env_extra}
+            try:
+                p = subprocess.run([sys.executable, "-c", GEMM_SCRIPT, json.dumps([list(j) for j in jobs]),
+                                    str(repeats)], capture_output=True, text=True, timeout=timeout_s, env=env)
+            except subprocess.TimeoutExpired:
+                return {"jobs": [], "error": f"the GEMM child process ran past {timeout_s:.0f} s", "env": env_extra}
+            line = next((ln for ln in p.stdout.splitlines()[::-1] if ln.startswith("H100LAB_GEMM ")), None)
+            if line is None:
+                out = {"jobs": [], "error": f"child exited {p.returncode}: {(p.stderr or p.stdout)[-1500:]}"}
+            else:
+                out = json.loads(line[len("H100LAB_GEMM "):])
+            out["env"] = env_extra
+            if not out.get("error"):
+                break
+        return out
 # ------------------------------------------------------------------------------------------------
 # the run
 
@@ -1005,32 +1038,31 @@ class Runner:
         return recs
 
     def _gemms(self) -> list[dict[str, Any]]:
+        jobs = [(d, n) for d in ("bf16", "fp16", "fp8") for n in (GEMM_SIZES[:1] if self.quick else GEMM_SIZES)]
+        res = self.gpu.gemms(jobs, repeats=3 if self.quick else 10,
+                             timeout_s=max(30.0, min(300.0, self.budget.left() - 5.0)))
         out = []
-        try:
-            import torch  # noqa: F401
-        except Exception as exc:   # the GEMM ceiling is optional: no PyTorch, no record
-            self.say(f"ceilings: no PyTorch here ({type(exc).__name__}: {exc}); no cuBLAS ceiling")
-            return out
+        common = {k: res.get(k) for k in ("torch", "torch_cuda") if res.get(k)}
+        if res.get("env"):
+            common["env"] = res["env"]
+        if res.get("error"):
+            self.say(f"ceilings: no cuBLAS ceiling, PyTorch failed: {res['error'].strip().splitlines()[-1]}")
+            return [dict(kind="gemm", dtype="none", correct=False, error=res["error"], **common)]
+        for j in res.get("jobs", []):
+            n, dtype = j["n"], j["dtype"]
+            if "error" in j:
+                out.append(dict(kind="gemm", dtype=dtype, m=n, n=n, k=n, error=j["error"], correct=False, **common))
+                continue
+            ms = j["samples_ms"]
+            med = _med(ms)
+            err = j.get("rel_error")
+            out.append(dict(kind="gemm", dtype=dtype, m=n, n=n, k=n, median_ms=med, min_ms=min(ms), samples_ms=ms,
+                            tflops=2.0 * n ** 3 / (med * 1e-3) / 1e12, library="cuBLAS via torch", rel_error=err,
+                            correct=err is None or err < (0.05 if dtype == "fp8" else 0.01), **common))
         for dtype in ("bf16", "fp16", "fp8"):
-            for n in (GEMM_SIZES[:1] if self.quick else GEMM_SIZES):
-                if self.budget.over():
-                    return out
-                try:
-                    g = self.gpu.gemm(dtype, n, n, n, repeats=3 if self.quick else 10)
-                except Exception as exc:
-                    out.append(dict(kind="gemm", dtype=dtype, m=n, n=n, k=n, error=f"{type(exc).__name__}: {exc}",
-                                    correct=False))
-                    continue
-                ms = g.pop("samples_ms")
-                med = _med(ms)
-                err = g.get("rel_error")
-                out.append(dict(kind="gemm", dtype=dtype, m=n, n=n, k=n, median_ms=med, min_ms=min(ms), samples_ms=ms,
-                                tflops=2.0 * n ** 3 / (med * 1e-3) / 1e12, library="cuBLAS via torch",
-                                correct=err is None or err < (0.05 if dtype == "fp8" else 0.01), **g))
             best = [r for r in out if r["dtype"] == dtype and r.get("tflops")]
             if best:
                 self.say(f"ceilings: cuBLAS {dtype} {max(r['tflops'] for r in best):.0f} TFLOP/s")
-        self.gpu.release_gemm_memory()
         return out
 
 

@@ -6,7 +6,8 @@ every run records a trace in the :mod:`h100lab.sync.trace` format (drawn by
 Modules: ``engine`` (clock, processes, events), ``resources`` (bandwidth pipes), ``timing`` (the
 table and its calibration), ``machine`` (GPU / SM / Warp and the instruction methods),
 ``pipeline`` (the producer/consumer pipeline of lesson 3 and its closed form), ``programs``
-(small producer/consumer programs with removable synchronisation, for the hazard lab).
+(small producer/consumer programs with removable synchronisation, for the hazard lab), ``stream`` (the TMA
+streaming pipeline of ``l03_stream.cu`` and its closed form, for memory model 2 of ``timing``).
 """
 from .engine import Deadlock, Engine, Event, Process, SimulationError
 from .machine import GPU, SM, SimBarrier, Warp

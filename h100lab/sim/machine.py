@@ -56,7 +56,7 @@ from ..sync.smem import SMEM_MAX_PER_BLOCK, SharedMemory
 from ..sync.trace import Record
 from .engine import Deadlock, Engine, Event, SimulationError, Sleep
 from .resources import Pipe, reserve_path
-from .timing import Timing, default_timing
+from .timing import Timing, default_timing, read_ceiling, write_cost
 
 __all__ = ["GPU", "SM", "Warp", "SimBarrier"]
 
@@ -129,7 +129,13 @@ class GPU:
     split into equal FIFO slices, one per CTA, among ``hbm_sharers`` CTAs (default ``num_sms``) — a
     static processor-sharing approximation, exact while all of them stream. ``hbm_sharers`` larger than
     ``num_sms`` simulates a few CTAs of a symmetric whole-GPU grid. ``ctas_per_sm`` consecutive CTAs
-    run on one physical SM and share its TMA unit, LSUs and tensor cores."""
+    run on one physical SM and share its TMA unit, LSUs and tensor cores.
+
+    Memory model 2 (``timing.memory_model == 2``, :mod:`h100lab.sim.timing` assumptions a-h): with
+    ``memory_shared`` one FIFO server (``self.hbm``) of rate ``hbm_read_bytes_per_ns × num_sms / hbm_sharers``
+    serves every simulated CTA (written bytes cost :func:`~h100lab.sim.timing.write_cost` each), otherwise equal
+    slices of that rate; each physical SM has a TMA op queue (``sm.tma_ops``, one copy per ``tma_op_ns``) and a
+    DSMEM pipe (``sm.dsmem``)."""
 
     def __init__(self, timing: Timing | None = None, *, num_sms: int = 1, trace: bool = True,
                  smem_bytes: int = SMEM_MAX_PER_BLOCK, cta_threads: int = 384, cluster_size: int = 1,
@@ -150,20 +156,32 @@ class GPU:
         self.num_sms = num_sms
         self._clusters: dict[int, ClusterBarrier] = {}
         self._cluster_events: dict[tuple[int, int], Event] = {}
+        self._cluster_done: dict[tuple[int, int], float] = {}     # model 2: when each phase's last arrival landed
+        t = self.timing
+        self.model2 = t.memory_model >= 2
+        self.write_cost = write_cost(t) if self.model2 else 1.0
+        self.hbm: Pipe | None = None
+        if self.model2 and t.memory_shared:
+            self.hbm = Pipe("hbm", read_ceiling(t) * num_sms / self.hbm_sharers)
         self.sms = [SM(self, i, smem_bytes, cta_threads) for i in range(num_sms)]
         for i, sm in enumerate(self.sms):
             if i % ctas_per_sm:
                 host = self.sms[i - i % ctas_per_sm]
                 sm.tma, sm.lsu, sm.tensor = host.tma, host.lsu, host.tensor
+                sm.tma_ops, sm.dsmem = host.tma_ops, host.dsmem
 
     def hbm_utilization(self, elapsed: float) -> float:
         """Fraction of the device memory bandwidth the simulated CTAs used over ``elapsed`` ns (0 … 1)."""
         if elapsed <= 0:
             return 0.0
+        if self.hbm is not None:
+            return self.hbm.busy / elapsed
         return sum(sm.hbm.busy for sm in self.sms) / (elapsed * self.num_sms)
 
     def hbm_bytes(self) -> float:
-        """Bytes the simulated CTAs moved through the memory (reads plus writes)."""
+        """Bytes the simulated CTAs moved through the memory (reads plus writes; model 2: read-byte units)."""
+        if self.hbm is not None:
+            return self.hbm.served
         return sum(sm.hbm.served for sm in self.sms)
 
     def run(self, until: float | None = None) -> float:
@@ -210,8 +228,16 @@ class SM:
         self.rank = index % gpu.cluster_size
         self.prefix = "" if gpu.num_sms == 1 else f"sm{index}."
         self.smem = SharedMemory(smem_bytes, cta_rank=self.rank)
-        self.hbm = Pipe(f"sm{index}.hbm", t.hbm_bytes_per_ns / gpu.hbm_sharers)
+        if not gpu.model2:
+            self.hbm = Pipe(f"sm{index}.hbm", t.hbm_bytes_per_ns / gpu.hbm_sharers)
+        elif gpu.hbm is not None:
+            self.hbm = gpu.hbm                                   # (b) one device-wide queue
+        else:
+            self.hbm = Pipe(f"sm{index}.hbm", read_ceiling(t) / gpu.hbm_sharers)
         self.tma = Pipe(f"sm{index // gpu.ctas_per_sm}.tma", t.tma_bytes_per_ns)
+        self.tma_ops = (Pipe(f"sm{index // gpu.ctas_per_sm}.tma_ops", 1.0 / t.tma_op_ns, "op")
+                        if gpu.model2 and t.tma_op_ns > 0 else None)
+        self.dsmem = Pipe(f"sm{index // gpu.ctas_per_sm}.dsmem", t.dsmem_bytes_per_ns)
         self.lsu = Pipe(f"sm{index}.lsu", t.smem_bytes_per_ns)
         self.tensor = Pipe(f"sm{index}.tensor", t.tensor_macs_per_ns, "MAC")
         self.named = NamedBarriers(cta_threads)
@@ -286,6 +312,7 @@ class Warp:
         self._issue, self._arrive_ns, self._hit = t.issue_ns, t.mbarrier_arrive_ns, t.wait_hit_ns
         self._wake, self._fence = t.wait_wake_ns, t.fence_ns
         self._smem_lat, self._tma_issue, self._tma_lat = t.smem_latency_ns, t.tma_issue_ns, t.tma_latency_ns
+        self._m2 = sm.gpu.model2
 
     def __repr__(self) -> str:
         return f"Warp({self.actor!r})"
@@ -386,16 +413,17 @@ class Warp:
         self._rec(now, now + self._issue, "mbarrier.inval", bar=bar, label=sb.label)
         return self._issue
 
-    def _arrive_like(self, bar, cta, op, fn, arg, sem="release", no_complete=False):
+    def _arrive_like(self, bar, cta, op, fn, arg, sem="release", no_complete=False, cost=None):
         sm = self.sm if cta is None or cta == self._rank else self.sm.peer(cta)
         sb = sm.bars.get(bar) or sm.barrier(bar)
         ph = sb.completions
         tok = sb.apply(fn, arg, True) if no_complete else sb.apply(fn, arg)
         now = self.engine.now
+        c = self._arrive_ns if cost is None else cost
         if self.trace is not None:
-            self.trace.append(_new(Record, (now, now + self._arrive_ns, self.actor, op, self.actor, "", "", -1, 0, bar,
+            self.trace.append(_new(Record, (now, now + c, self.actor, op, self.actor, "", "", -1, 0, bar,
                                      ph, sem, -1, sm.rank, sb.label)))
-        return Sleep(self._arrive_ns, tok if sm is self.sm else None)
+        return Sleep(c, tok if sm is self.sm else None)
 
     def arrive(self, bar: int, count: int = 1, *, sem: str = "release", no_complete: bool = False,
                cta: int | None = None) -> Sleep:
@@ -411,8 +439,10 @@ class Warp:
         return self._arrive_like(bar, cta, op, mb_ops.word_arrive_drop, count, sem, no_complete)
 
     def arrive_expect_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Sleep:
-        """``mbarrier.arrive.expect_tx [bar], nbytes`` (PTX §9.7.13.15.13)."""
-        return self._arrive_like(bar, cta, "mbarrier.arrive.expect_tx", mb_ops.word_arrive_expect_tx, nbytes)
+        """``mbarrier.arrive.expect_tx [bar], nbytes`` (PTX §9.7.13.15.13). Costs the warp
+        ``mbarrier_arrive_ns`` (model 2: ``mbarrier_expect_tx_ns``)."""
+        return self._arrive_like(bar, cta, "mbarrier.arrive.expect_tx", mb_ops.word_arrive_expect_tx, nbytes,
+                                 cost=self.t.mbarrier_expect_tx_ns if self._m2 else None)
 
     def expect_tx(self, bar: int, nbytes: int, *, cta: int | None = None) -> Sleep:
         """``mbarrier.expect_tx [bar], nbytes`` — relaxed (PTX §9.7.13.15.11)."""
@@ -453,11 +483,16 @@ class Warp:
                                  sb.completions - 1, sem, -1, self._rank, sb.label)))
 
     # -- bulk copies --------------------------------------------------------------------------------
-    def cp_async_bulk(self, dst: int, nbytes: int, bar: int, *, label: str = "", cta: int | None = None) -> float:
+    def cp_async_bulk(self, dst: int, nbytes: int, bar: int, *, label: str = "", cta: int | None = None,
+                      dram: bool = False) -> float:
         """``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], nbytes,
         [bar]`` (PTX §9.7.9.25.4.1): the TMA unit writes ``nbytes`` into shared memory at ``dst``
         (async proxy) and then performs complete-tx(nbytes) on the mbarrier ``bar``. The issuing warp
-        only spends the issue cost. Size and address must be multiples of 16."""
+        only spends the issue cost. Size and address must be multiples of 16.
+
+        Model 2 (:mod:`h100lab.sim.timing` c, d): the copy waits for its slot in the SM's TMA op queue, lands
+        ``tma_latency_ns + tma_latency_per_kb_ns × KiB`` after its transfer, plus ``dram_latency_ns`` when
+        ``dram`` (its source is not in L2). Model 1 ignores ``dram``."""
         if nbytes % 16 or dst % 16 or nbytes <= 0:
             raise ValueError(f"cp.async.bulk of {nbytes} B to {dst:#x}: size must be a positive multiple of "
                              f"16 and the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
@@ -467,9 +502,38 @@ class Warp:
         eng = self.engine
         t0 = eng.now
         me = self.sm                          # me.async_op(nbytes, ..., start=t0 + issue), inlined
+        if self._m2:
+            eng.at(self.load_done_v2(t0, nbytes, dram), self._bulk_done, (t0, sm, dst, nbytes, bar, sb,
+                                                                         label or sb.label))
+            return self._tma_issue
         _, fin = reserve_path((me.tma, me.hbm), t0 + self._tma_issue, nbytes)
         eng.at(fin + self._tma_lat, self._bulk_done, (t0, sm, dst, nbytes, bar, sb, label or sb.label))
         return self._tma_issue
+
+    def _tma_slot(self, t: float) -> float:
+        """Model 2 (d): when the SM's TMA unit starts on a copy handed over at ``t`` (its op queue)."""
+        ops = self.sm.tma_ops
+        if ops is None:
+            return t
+        return ops.reserve(t, 1.0)[1]
+
+    def load_done_v2(self, t0: float, nbytes: int, dram: bool, hbm_bytes: float | None = None) -> float:
+        """Model 2: reserve one global → shared copy of ``nbytes`` issued at ``t0`` (op queue, then the TMA unit
+        and the memory server cut-through; ``hbm_bytes`` read bytes, default ``nbytes``, 0 for an L2 hit) and
+        return when it lands (assumption c)."""
+        t = self.t
+        a = self._tma_slot(t0 + self._tma_issue)
+        me = self.sm
+        if hbm_bytes is None:
+            hbm_bytes = nbytes
+        if hbm_bytes:
+            _, f1 = me.tma.reserve(a, nbytes)
+            _, f2 = me.hbm.reserve(a, hbm_bytes)
+            fin = f1 if f1 > f2 else f2
+        else:
+            fin = me.tma.reserve(a, nbytes)[1]
+        return fin + t.tma_latency_ns + nbytes * (t.tma_latency_per_kb_ns / 1024.0) + (t.dram_latency_ns if dram
+                                                                                       else 0.0)
 
     def _bulk_done(self, arg) -> None:
         t0, sm, dst, nbytes, bar, sb, label = arg
@@ -489,21 +553,34 @@ class Warp:
                              f"of 16 and the shared-memory address 16-byte aligned (PTX §9.7.9.25.4.1)")
         self.sm.smem.check_range(src, nbytes)
         t0 = self.engine.now
-        _, fin = reserve_path((self.sm.tma, self.sm.hbm), t0 + self._tma_issue, nbytes)
+        if self._m2:
+            read_at, done = self.store_done_v2(t0, nbytes)
+        else:
+            _, fin = reserve_path((self.sm.tma, self.sm.hbm), t0 + self._tma_issue, nbytes)
+            read_at, done = fin, fin + self._tma_lat
         self._op_seq += 1
         op = self._op_seq
         self.groups.issue(op)
         read_ev = Event(self.engine, f"{self.actor} bulk store {op} read")
         done_ev = Event(self.engine, f"{self.actor} bulk store {op} complete")
         self._group_events[op] = (read_ev, done_ev)
-        done = fin + self._tma_lat
-        self.engine.at(fin, self._store_read, op)
+        self.engine.at(read_at, self._store_read, op)
         self.engine.at(done, self._store_done, op)
         if self.trace is not None:
             fields = [t0, done, self.actor, "cp.async.bulk.global.shared::cta.bulk_group", self._tma_lane,
                       "async", "r", src, nbytes, -1, -1, "", -1, self._rank, label or "bulk store"]
             self.gpu._late.append([self, fields, op])
         return self._tma_issue
+
+    def store_done_v2(self, t0: float, nbytes: int) -> tuple[float, float]:
+        """Model 2: reserve one shared → global store of ``nbytes`` issued at ``t0``: the op queue, the TMA unit
+        reading the source, the memory server writing ``nbytes × write_cost``. Returns (source read, complete)
+        (assumptions a, d, e)."""
+        t = self.t
+        a = self._tma_slot(t0 + self._tma_issue)
+        _, f_tma = self.sm.tma.reserve(a, nbytes)
+        _, f_hbm = self.sm.hbm.reserve(a, nbytes * self.gpu.write_cost)
+        return f_tma + t.tma_store_read_ns, max(f_tma, f_hbm) + t.tma_latency_ns
 
     def _store_read(self, op) -> None:
         self.groups.complete(op, read_only=True)
@@ -537,17 +614,22 @@ class Warp:
         return ev
 
     # -- named barriers and the cluster barrier ---------------------------------------------------------
-    def _named_event(self, bid: int, gen: int) -> Event:
+    def _named_event(self, bid: int, gen: int, nthreads: int | None = None) -> Event:
         key = (bid, gen)
         ev = self.sm._named_events.get(key)
         if ev is None:
-            ev = self.sm._named_events[key] = Event(self.engine, f"bar {bid} generation {gen}", self.t.bar_sync_ns)
+            delay = self.t.bar_sync_ns
+            if self._m2:                       # (g) plus a cost per participating warp
+                n = nthreads if nthreads is not None else self.sm.named.cta_threads
+                delay += self.t.bar_sync_per_warp_ns * -(-n // 32)
+            ev = self.sm._named_events[key] = Event(self.engine, f"bar {bid} generation {gen}", delay)
         return ev
 
     def bar_sync(self, barrier_id: int = 0, nthreads: int | None = None) -> Event:
-        """``bar.sync a{, b}`` (``__syncthreads()`` is ``bar.sync 0``) (PTX §9.7.13.1)."""
+        """``bar.sync a{, b}`` (``__syncthreads()`` is ``bar.sync 0``) (PTX §9.7.13.1). The waiters resume
+        ``bar_sync_ns`` (model 2: ``+ bar_sync_per_warp_ns`` per participating warp) after the last arrival."""
         gen, done = self.sm.named.sync(barrier_id, nthreads, self.actor, threads=self.threads)
-        ev = self._named_event(barrier_id, gen)
+        ev = self._named_event(barrier_id, gen, nthreads)
         t0 = self.engine.now
         if self.trace is not None:
             ev.on(lambda _: self._rec(t0, self.engine.now + ev.delay, "bar.sync", bar=barrier_id, phase=gen))
@@ -559,7 +641,7 @@ class Warp:
         """``bar.arrive a, b`` (PTX §9.7.13.1): signal arrival without waiting."""
         gen, done = self.sm.named.arrive(barrier_id, nthreads, self.actor, threads=self.threads)
         if done:
-            self._named_event(barrier_id, gen)
+            self._named_event(barrier_id, gen, nthreads)
             self.sm._named_events.pop((barrier_id, gen)).succeed(gen)
         now = self.engine.now
         self._rec(now, now + self._issue, "bar.arrive", bar=barrier_id, phase=gen)
@@ -569,20 +651,57 @@ class Warp:
         key = (self.sm.cluster, ph)
         ev = self.gpu._cluster_events.get(key)
         if ev is None:
-            ev = self.gpu._cluster_events[key] = Event(self.engine, f"barrier.cluster {key[0]} phase {ph}",
-                                                       self.t.cluster_barrier_ns)
+            t = self.t
+            delay = t.cluster_barrier_ns
+            if self._m2:                       # (g) plus costs per CTA of the cluster and per warp of a CTA
+                delay += (t.cluster_barrier_per_cta_ns * self.gpu.cluster_size
+                          + t.cluster_barrier_per_warp_ns * -(-self.sm.named.cta_threads // 32))
+            ev = self.gpu._cluster_events[key] = Event(self.engine, f"barrier.cluster {key[0]} phase {ph}", delay)
         return ev
 
     def cluster_arrive(self, participants: int, *, sem: str = "release") -> float:
         """``barrier.cluster.arrive{.release|.relaxed}`` (PTX §9.7.13.3); ``participants`` is the
-        number of threads of the cluster taking part (the barrier is created on first use)."""
+        number of threads of the cluster taking part (the barrier is created on first use). The issuing warp
+        spends ``cluster_arrive_release_ns`` or ``cluster_arrive_relaxed_ns`` (model 1: one issue slot)."""
+        if sem not in ("release", "relaxed"):
+            raise ValueError(f"barrier.cluster.arrive takes .release or .relaxed, not .{sem} (PTX §9.7.13.3)")
         cb = self.gpu.cluster_barrier(self.sm.cluster, participants)
+        now = self.engine.now
+        if self._m2:
+            # model 2 (g): the arrival is signalled once the arrive's cost is spent (a release first orders the
+            # warp's earlier accesses), so the barrier cannot complete before it
+            t = self.t
+            cost = (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns
+                    * -(-self.sm.named.cta_threads // 32)) if sem == "release" else t.cluster_arrive_relaxed_ns
+            ph = cb.phase
+            self.engine.at(now + cost, self._cluster_signal, cb)
+        else:
+            cost = self._issue
+            ph, done = cb.arrive(self.actor, self.threads)
+            if done:
+                self._cluster_event(ph).succeed(ph)
+        self._rec(now, now + cost, "barrier.cluster.arrive", bar=0, phase=ph, sem=sem)
+        return cost
+
+    def _cluster_signal(self, cb) -> None:
         ph, done = cb.arrive(self.actor, self.threads)
         if done:
+            self.gpu._cluster_done[(self.sm.cluster, ph)] = self.engine.now
             self._cluster_event(ph).succeed(ph)
+
+    def ld_shared_cluster(self, addr: int, size: int, cta: int, label: str = "") -> float:
+        """``ld.shared::cluster`` of ``size`` bytes at ``addr`` of CTA rank ``cta``'s shared memory (an address
+        from ``mapa``, PTX §9.7.9.23, §9.7.9.8): a generic-proxy read through this SM's DSMEM pipe, landing
+        ``dsmem_latency_ns`` after its bytes (assumption h); the own rank reads locally like :meth:`ld_shared`."""
+        target = self._target(cta)
+        if target is self.sm:
+            return self.ld_shared(addr, size, label)
+        target.smem.check_range(addr, size)
         now = self.engine.now
-        self._rec(now, now + self._issue, "barrier.cluster.arrive", bar=0, phase=ph, sem=sem)
-        return self._issue
+        _, fin = self.sm.dsmem.reserve(now, size)
+        t1 = fin + self.t.dsmem_latency_ns
+        self._rec(now, t1, "ld.shared::cluster", "generic", "r", addr, size, cta=target.rank, label=label)
+        return t1 - now
 
     def cluster_wait(self, participants: int) -> Event:
         """``barrier.cluster.wait{.acquire}`` (PTX §9.7.13.3)."""
@@ -590,6 +709,11 @@ class Warp:
         ph = cb.wait_phase(self.actor)
         ev = self._cluster_event(ph)
         t0 = self.engine.now
+        if self._m2 and ev.triggered:
+            # model 2: every waiter, the last arriver too, resumes the release delay after the last arrival
+            left = max(0.0, self.gpu._cluster_done.get((self.sm.cluster, ph), t0) + ev.delay - t0)
+            self._rec(t0, t0 + left, "barrier.cluster.wait", bar=0, phase=ph, sem="acquire")
+            return Sleep(left, ph)
         if self.trace is not None:
             ev.on(lambda _: self._rec(t0, self.engine.now + ev.delay, "barrier.cluster.wait", bar=0, phase=ph,
                                       sem="acquire"))

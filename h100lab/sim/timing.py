@@ -35,6 +35,44 @@ Step 1 of :func:`calibrate` fits (1) on one CTA (``data/l03/bulk_pipeline``); st
 :func:`calibrate_hbm`, fits (2) on whole-GPU copies (``data/l05/copy_bandwidth``).
 :func:`default_timing` returns the table calibrated on whichever datasets exist and the estimates
 otherwise. Times are in ns, bandwidths in units per ns (1 B/ns = 1 GB/s).
+
+**Memory model 2** (``memory_model = 2``; the table above is model 1, which every default still uses, so
+every result computed so far stays bit-identical). The suspects of model 1 — one bandwidth ceiling for
+reads and copies, fixed equal per-CTA slices, one latency number for every copy, no issue limit per SM, and
+synchronisation and DSMEM costs that are placeholders — become parameters whose values the measurements of
+``python -m h100lab.measure.timing_sweep`` decide (:mod:`h100lab.validation.timing` fits them on a documented
+subset and reports the held-out rest). Assumptions of model 2, each a parameter that can be switched off:
+
+a. **Two memory ceilings.** Reads stream at most ``hbm_read_bytes_per_ns`` device-wide; a copy moves at most
+   ``hbm_bytes_per_ns`` read + written bytes. One FIFO server of rate R = ``hbm_read_bytes_per_ns`` serves both:
+   a read byte costs 1, a written byte ``w = 2R / C − 1`` (:func:`write_cost`), so a read stream runs at R and a
+   copy at C. ``hbm_read_bytes_per_ns = 0`` falls back to one ceiling (w = 1).
+b. **One shared memory queue** (``memory_shared = 1``): every CTA's transfers queue in one device-wide FIFO; an
+   idle CTA leaves its share to the others, and one CTA's latency overlaps another's transfer. ``0``: model 1's
+   fixed equal slices. A simulation of a symmetric subset of the grid (``hbm_sharers``) scales the shared
+   server's rate to the subset's share.
+c. **The copy latency in parts.** A copy lands ``tma_latency_ns`` (data in L2) + ``dram_latency_ns`` (when it
+   reads DRAM) + ``tma_latency_per_kb_ns`` × KiB after its last byte left the slowest pipe; the per-KiB part does
+   not occupy any unit (it is pipelined), the transfer does.
+d. **An issue limit per SM.** The SM's TMA unit accepts one copy every ``tma_op_ns`` (loads and stores, all CTAs
+   of the SM), whatever its size; ``0`` = no limit. The issuing thread spends ``tma_issue_ns`` per copy.
+e. **Store read-back.** A bulk store has read its shared-memory source (``cp.async.bulk.wait_group.read``)
+   ``tma_store_read_ns`` after the TMA unit moved its bytes.
+f. **Waits.** ``wait_hit_ns`` is a ``try_wait`` that finds its phase complete (measured directly on the
+   H200, not the per-tile wait of a kernel loop), ``wait_wake_ns`` the wake-up of a suspended one.
+g. **CTA and cluster barriers.** ``bar.sync`` releases ``bar_sync_ns + bar_sync_per_warp_ns × warps`` after
+   the last arrival; ``barrier.cluster.wait`` releases ``cluster_barrier_ns + cluster_barrier_per_cta_ns ×
+   CTAs + cluster_barrier_per_warp_ns × warps per CTA`` after the last arrive; an arrive costs its issuing warp
+   ``cluster_arrive_release_ns + cluster_arrive_release_per_warp_ns × warps`` (``.release``: it waits for the
+   earlier memory operations) or ``cluster_arrive_relaxed_ns``. ``mbarrier.arrive.expect_tx`` costs the thread
+   ``mbarrier_expect_tx_ns`` (a plain arrive ``mbarrier_arrive_ns``).
+h. **DSMEM.** A load from another CTA's shared memory (``ld.shared::cluster``) returns
+   ``dsmem_latency_ns`` + bytes / ``dsmem_bytes_per_ns`` (one pipe per SM) after issue; a local one
+   ``smem_latency_ns`` + bytes / ``smem_bytes_per_ns``.
+
+In model 1 every parameter of (a)–(h) that model 1 lacks has the value that reproduces model 1 (0 or the
+existing cost), and :meth:`Timing.model2` returns a model-2 table with the estimates below until
+:func:`h100lab.validation.timing.fit` replaces them.
 """
 from __future__ import annotations
 
@@ -42,7 +80,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 __all__ = ["Param", "Timing", "H200_ESTIMATES", "default_timing", "calibrate", "calibrate_hbm", "copy_stream_period",
-           "fit_latency_bandwidth"]
+           "fit_latency_bandwidth", "write_cost", "read_ceiling", "MODEL2_ESTIMATES", "MODEL2_PARAMS"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +146,50 @@ _H200 = {
                               "wgmma pipeline depth beyond its throughput term"),
     "cluster_barrier_ns": Param(round(150 / _CLOCK, 4), "ns", "estimate",
                                 "barrier.cluster arrive → wait release across SMs of a GPC"),
+    # ---- memory model 2 (module docstring, assumptions a-h); the values here reproduce model 1 -------------
+    "memory_model": Param(1, "model", "spec",
+                          "1: one memory ceiling, fixed equal per-CTA slices, one copy latency (the model every "
+                          "result so far used); 2: the assumptions a-h of the module docstring"),
+    "hbm_read_bytes_per_ns": Param(0.0, "B/ns", "estimate",
+                                   "(a) device-wide read ceiling of a read-only stream; 0 = the single ceiling "
+                                   "hbm_bytes_per_ns for reads too"),
+    "memory_shared": Param(0, "flag", "estimate",
+                           "(b) 1: one device-wide FIFO memory queue shared by all CTAs; 0: fixed equal per-CTA slices"),
+    "tma_latency_per_kb_ns": Param(0.0, "ns/KiB", "estimate",
+                                   "(c) latency a copy adds per KiB beyond its transfer (pipelined, occupies no unit)"),
+    "tma_op_ns": Param(0.0, "ns", "estimate",
+                       "(d) one SM's TMA unit accepts one copy per tma_op_ns (issue limit per SM); 0 = no limit"),
+    "tma_store_read_ns": Param(0.0, "ns", "estimate",
+                               "(e) bulk store: TMA moved the bytes → wait_group.read sees the source read"),
+    "bar_sync_per_warp_ns": Param(0.0, "ns/warp", "estimate", "(g) bar.sync release cost per participating warp"),
+    "cluster_barrier_per_cta_ns": Param(0.0, "ns/CTA", "estimate", "(g) barrier.cluster release cost per CTA"),
+    "cluster_barrier_per_warp_ns": Param(0.0, "ns/warp", "estimate",
+                                         "(g) barrier.cluster release cost per warp of each CTA"),
+    "cluster_arrive_release_ns": Param(round(1 / _CLOCK, 4), "ns", "derived",
+                                       "(g) barrier.cluster.arrive.release, issuing warp's cost (model 1: one issue)"),
+    "cluster_arrive_relaxed_ns": Param(round(1 / _CLOCK, 4), "ns", "derived",
+                                       "(g) barrier.cluster.arrive.relaxed, issuing warp's cost (model 1: one issue)"),
+    "cluster_arrive_release_per_warp_ns": Param(0.0, "ns/warp", "estimate",
+                                                "(g) barrier.cluster.arrive.release: extra cost per warp of the CTA "
+                                                "(the release orders every warp's earlier accesses)"),
+    "mbarrier_expect_tx_ns": Param(round(8 / _CLOCK, 4), "ns", "estimate",
+                                   "(f) mbarrier.arrive.expect_tx, issuing thread's cost (model 1 charges "
+                                   "mbarrier_arrive_ns)"),
+    "dsmem_latency_ns": Param(round(200 / _CLOCK, 4), "ns", "estimate",
+                              "(h) ld.shared::cluster from another CTA's shared memory, round trip; order of "
+                              "magnitude only"),
+    "dsmem_bytes_per_ns": Param(round(32 * _CLOCK, 2), "B/ns", "estimate",
+                                "(h) one SM's DSMEM read bandwidth from a peer's shared memory; starting value "
+                                "32 B per clock, order of magnitude only"),
 }
+
+#: the parameters model 2 adds or reinterprets; :func:`h100lab.validation.timing.fit` fits these
+MODEL2_PARAMS = ("hbm_read_bytes_per_ns", "hbm_bytes_per_ns", "tma_bytes_per_ns", "tma_issue_ns", "tma_op_ns",
+                 "mbarrier_expect_tx_ns", "cluster_arrive_release_per_warp_ns",
+                 "tma_latency_ns", "dram_latency_ns", "tma_latency_per_kb_ns", "tma_store_read_ns", "wait_hit_ns",
+                 "wait_wake_ns", "mbarrier_arrive_ns", "bar_sync_ns", "bar_sync_per_warp_ns", "cluster_barrier_ns",
+                 "cluster_barrier_per_cta_ns", "cluster_barrier_per_warp_ns", "cluster_arrive_release_ns",
+                 "cluster_arrive_relaxed_ns", "dsmem_latency_ns", "dsmem_bytes_per_ns", "smem_latency_ns")
 
 
 class Timing:
@@ -148,8 +229,38 @@ class Timing:
         """Length of one SM clock in ns."""
         return 1.0 / self.clock_ghz
 
+    def model2(self, **values: float) -> "Timing":
+        """This table switched to memory model 2 (module docstring): ``memory_model = 2``, the memory queue
+        shared, the read ceiling equal to the copy ceiling unless given; ``values`` override any parameter."""
+        base = {"memory_model": 2, "memory_shared": 1,
+                "hbm_read_bytes_per_ns": self.hbm_read_bytes_per_ns or self.hbm_bytes_per_ns}
+        base.update(values)
+        return self.with_values(status="estimate", source="model 2 starting value (Timing.model2)",
+                                name=f"{self.name}, model 2", **base)
+
 
 H200_ESTIMATES = Timing(_H200, "H200 (specification and estimates)")
+
+
+#: the estimates switched to memory model 2 (starting values of :func:`h100lab.validation.timing.fit`)
+MODEL2_ESTIMATES = H200_ESTIMATES.model2()
+
+
+def read_ceiling(t: Timing) -> float:
+    """The device's read ceiling R (B/ns): ``hbm_read_bytes_per_ns``, or ``hbm_bytes_per_ns`` when it is 0."""
+    r = t.hbm_read_bytes_per_ns
+    return r if r > 0 else t.hbm_bytes_per_ns
+
+
+def write_cost(t: Timing) -> float:
+    """Cost of one written byte in read-byte units of the memory server (assumption a): ``2R / C − 1``, so a
+    read stream runs at R and a copy (N read, N written) at C read + written bytes per ns. 1 with one ceiling.
+    Raises ValueError when C > 2R (a copy cannot beat twice the read ceiling in this model)."""
+    r, c = read_ceiling(t), t.hbm_bytes_per_ns
+    w = 2.0 * r / c - 1.0
+    if w <= 0:
+        raise ValueError(f"copy ceiling {c:g} B/ns is at least twice the read ceiling {r:g} B/ns: no write cost fits")
+    return w
 
 
 def fit_latency_bandwidth(points: Iterable[tuple[float, float]]) -> tuple[float, float]:

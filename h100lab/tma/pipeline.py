@@ -108,9 +108,12 @@ def _tensor_copy(w: Warp, tm: TensorMap, coords: Sequence[int], dst: int, bar: i
     t0 = w.engine.now
     t = w.gpu.timing
     hb = _hbm_bytes(tm, coords, l2, policy)
-    fin = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, hb)
+    if w.gpu.model2:                     # memory model 2: op queue, latency parts (h100lab.sim.timing)
+        landed = w.load_done_v2(t0, tm.tx_bytes, dram=hb > 0, hbm_bytes=hb)
+    else:
+        landed = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, tm.tx_bytes, hb) + _latency(t, hb)
     for sm, lab in zip(sms, labels):
-        w.engine.at(fin + _latency(t, hb), _land, (w, t0, sm, dst, tm.tx_bytes, bar, op, lab))
+        w.engine.at(landed, _land, (w, t0, sm, dst, tm.tx_bytes, bar, op, lab))
     return t.tma_issue_ns
 
 
@@ -160,9 +163,11 @@ def bulk_load(w: Warp, dst: int, nbytes: int, bar: int, *, label: str = "") -> f
     w.sm.bars.get(bar) or w.sm.barrier(bar)
     t0 = w.engine.now
     t = w.gpu.timing
-    fin = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, nbytes, nbytes)
-    w.engine.at(fin + _latency(t, nbytes), _land,
-                (w, t0, w.sm, dst, nbytes, bar, "cp.async.bulk.shared::cluster.global", label))
+    if w.gpu.model2:
+        landed = w.load_done_v2(t0, nbytes, dram=True)
+    else:
+        landed = _reserve(w.sm.tma, w.sm.hbm, t0 + t.tma_issue_ns, nbytes, nbytes) + _latency(t, nbytes)
+    w.engine.at(landed, _land, (w, t0, w.sm, dst, nbytes, bar, "cp.async.bulk.shared::cluster.global", label))
     return t.tma_issue_ns
 
 
@@ -177,10 +182,13 @@ def bulk_store(w: Warp, src: int, nbytes: int, *, label: str = ""):
     w.sm.smem.check_range(src, nbytes)
     t0 = w.engine.now
     t = w.gpu.timing
-    _, f_read = w.sm.tma.reserve(t0 + t.tma_issue_ns, nbytes)
-    _, f_hbm = w.sm.hbm.reserve(t0 + t.tma_issue_ns, nbytes)
+    if w.gpu.model2:
+        f_read, t_done = w.store_done_v2(t0, nbytes)
+    else:
+        _, f_read = w.sm.tma.reserve(t0 + t.tma_issue_ns, nbytes)
+        _, f_hbm = w.sm.hbm.reserve(t0 + t.tma_issue_ns, nbytes)
+        t_done = max(f_read, f_hbm) + t.tma_latency_ns
     read, done = w.engine.event(f"{w.actor} store read"), w.engine.event(f"{w.actor} store done")
-    t_done = max(f_read, f_hbm) + t.tma_latency_ns
     w.engine.at(f_read, read.succeed, None)
     w.engine.at(t_done, done.succeed, None)
     if w.gpu.trace is not None:

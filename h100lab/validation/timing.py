@@ -158,8 +158,8 @@ def predict_sync(r: dict, timing) -> dict[str, float]:
                   t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * warps)
         return {"ns": arrive + t.cluster_barrier_ns + t.cluster_barrier_per_cta_ns * r["cluster"]
                 + t.cluster_barrier_per_warp_ns * warps}
-    if k == "dsmem_chase":
-        return {"ns": t.dsmem_latency_ns if r["remote"] else t.smem_latency_ns}
+    if k == "dsmem_chase":      # ld.shared::cluster to the own rank is a local access (Warp.ld_shared_cluster)
+        return {"ns": t.dsmem_latency_ns if r["remote"] and r["target"] != 0 else t.smem_latency_ns}
     if k == "dsmem_stream":
         return {"bytes_per_ns_per_sm": t.dsmem_bytes_per_ns if r["remote"] else t.smem_bytes_per_ns}
     raise ValueError(f"sync record kind {k!r}")
@@ -229,7 +229,7 @@ def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
 
 
 def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, sync: list[dict] | None = None,
-        ceilings: list[dict] | None = None, *, base=None, max_iter: int = 40) -> TimingFit:
+        ceilings: list[dict] | None = None, *, base=None, max_iter: int = 80) -> TimingFit:
     """Fit memory model 2 (module docstring) on the calibration part of each dataset given (default: the
     committed datasets, :func:`load_datasets`). Raises ValueError when the streaming sweep is missing."""
     from ..sim.stream import STREAM_KERNEL, StreamConfig, analytic_stream, config_from_record

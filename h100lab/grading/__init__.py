@@ -4,7 +4,8 @@ Graded cells in an exercise notebook call :func:`check`; the instructor's comman
 editions and grades submissions::
 
     python -m h100lab.grading student solutions/ exercises/ [--check]
-    python -m h100lab.grading grade SUBMISSIONS_DIR --set NN [--out DIR] [--timeout S]
+    python -m h100lab.grading grade SUBMISSIONS_DIR --set NN [--out DIR] [--timeout S] [--jobs N]
+                                   [--sandbox auto|on|off] [--max-output MB] [--memory MB]
 
 (``python -m h100lab.grading --help`` says more.)
 """

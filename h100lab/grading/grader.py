@@ -170,6 +170,7 @@ class Kernel:
         if self.sandboxed:  # the real home and /run are hidden: a home of its own, no session bus
             (self.runtime / "home").mkdir(exist_ok=True)
             env["HOME"] = str(self.runtime / "home")
+            env["TMPDIR"] = "/tmp"  # the sandbox's own
             for k in ("XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
                       "DBUS_SESSION_BUS_ADDRESS", "SSH_AUTH_SOCK"):
                 env.pop(k, None)
@@ -350,8 +351,8 @@ class Kernel:
                 return None
             try:
                 msg = self._parse(frames)
-            except Exception as exc:
-                raise _Broken(f"it sent a reply the grader cannot read ({type(exc).__name__})") from None
+            except Exception:  # which check fails first may vary: the message stays the same
+                raise _Broken("it sent a reply the grader cannot read") from None
             if msg["parent_header"].get("msg_id") == msg_id:
                 return msg["content"]
 

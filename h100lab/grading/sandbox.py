@@ -50,13 +50,20 @@ and this file then runs ``ipykernel_launcher`` in the same process (``runpy``):
 user namespaces disabled, a container's seccomp policy ...) the grader falls back to no isolation and
 says so (``--sandbox on`` makes that an error instead).
 """
+from __future__ import annotations
+
 import sys
 
 # First statement: never import anything from the folder this file or the kernel runs in (Python 3.10
 # has no -P). Only the standard library is imported below.
 if __name__ == "__main__":
-    _here = sys.path[0] if sys.path else None
-    sys.path[:] = [p for p in sys.path if p and p != _here and p.startswith("/")]
+    def _clean_path():
+        import os
+
+        here, cwd = sys.path[0] if sys.path else None, os.path.realpath(os.getcwd())
+        sys.path[:] = [p for p in sys.path if p and p != here and os.path.isabs(p) and os.path.realpath(p) != cwd]
+
+    _clean_path()
 
 import ctypes  # noqa: E402
 import errno  # noqa: E402
@@ -493,12 +500,21 @@ def _probe_checks(sb: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``sandbox.py SPEC.json [-- ARGS of ipykernel_launcher]``."""
+    """``sandbox.py SPEC.json [-- ARGS of ipykernel_launcher]``.
+
+    SPEC keys: ``cwd``, ``memory``, ``file_size``, ``chunk`` (see the module docstring), ``sandbox``
+    (:func:`sandbox_spec`; needs a fresh PID namespace), and for tests and diagnostics: ``probe`` (check
+    the sandbox from inside, print "sandbox ok"), ``exec`` (run this command, with SPEC appended, where
+    the kernel would run), ``report_path`` (print ``sys.path`` as JSON and stop).
+    """
     if not argv:
         print("usage: sandbox.py SPEC.json [-- ipykernel_launcher args]", file=sys.stderr)
         return 2
     with open(argv[0], encoding="utf-8") as fh:
         spec = json.load(fh)
+    if spec.get("report_path"):
+        print(json.dumps(sys.path))
+        return 0
     kernel_args = argv[2:] if len(argv) > 1 and argv[1] == "--" else argv[1:]
     sb = spec.get("sandbox")
     if sb:
@@ -516,6 +532,8 @@ def main(argv: list[str]) -> int:
     if spec.get("probe"):
         _probe_checks(sb)
         return 0
+    if spec.get("exec"):
+        os.execv(spec["exec"][0], [*spec["exec"], argv[0]])
     _limits(spec)
     if spec.get("cwd"):
         os.chdir(spec["cwd"])

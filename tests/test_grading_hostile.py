@@ -276,10 +276,14 @@ def _peak_rss_of_kernels(stop: threading.Event, peaks: dict) -> None:
 def test_an_output_flood_costs_neither_kernel_nor_grader_memory(tmp_path):
     """Megabyte prints in an endless loop (before: a 2.6 GB kernel and a 1 GB grader in 9 s) stop at the
     default 100 MB limit with a few hundred MB at most anywhere. The grader runs in a fresh process whose
-    peak RSS is measured by the kernel (RUSAGE_CHILDREN of a wrapper); the kernels' by sampling VmHWM."""
+    peak RSS is measured by the kernel (RUSAGE_CHILDREN of a wrapper); the kernels' by sampling VmHWM.
+    A second notebook asks for 2 GB with --memory 1000: MemoryError in that cell, the rest graded."""
     subs = tmp_path / "subs"
     write(subs / "flood.md", notebook(cell(A1), graded("99.1"), cell('while True:\n    print("y" * 1_000_000)'),
                                       cell(A2), graded("99.2")))
+    write(subs / "hog.md", notebook(cell(A1 + "\n" + A2), cell("hog = bytearray(2_000_000_000)"),
+                                    cell("try:\n    hog = bytearray(2_000_000_000)\nexcept MemoryError:\n    " + A3),
+                                    cell(A4), *(graded(i) for i in IDS)))
     wrapper = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024); sys.exit(p.returncode)")
     peaks: dict = {}
@@ -289,7 +293,7 @@ def test_an_output_flood_costs_neither_kernel_nor_grader_memory(tmp_path):
     try:
         proc = subprocess.run(
             [sys.executable, "-c", wrapper, sys.executable, "-m", "h100lab.grading", "grade", str(subs), "--set", "99",
-             "--out", str(tmp_path / "out"), "--timeout", "60", "--solutions", str(SOLUTIONS),
+             "--out", str(tmp_path / "out"), "--timeout", "60", "--memory", "1000", "--solutions", str(SOLUTIONS),
              "--answers-module", str(ANSWERS)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     finally:
         stop.set()
@@ -297,10 +301,11 @@ def test_an_output_flood_costs_neither_kernel_nor_grader_memory(tmp_path):
     assert proc.returncode == 0, proc.stderr
     grader_peak = int(proc.stdout.strip().splitlines()[-1])
     book = json.loads((tmp_path / "out" / "gradebook-99.json").read_text())
-    rows = {r["exercise"]: r for r in book["rows"]}
+    rows = {r["exercise"]: r for r in book["rows"] if r["student"] == "flood"}
     assert rows["99.1"]["status"] == "correct"
     assert rows["99.2"]["message"] == ("exercise 99.2: not graded: the kernel was stopped in cell 4: its output "
                                        "passed the 100 MB limit")
+    assert book["totals"]["hog"]["points"] == 5  # 99.3 is right only after a MemoryError
     assert grader_peak < 400e6, f"grader peak RSS {grader_peak / 1e6:.0f} MB"
     assert peaks and max(peaks.values()) < 600e6, f"kernel peak RSS {max(peaks.values()) / 1e6:.0f} MB"
 

@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--max-output", type=float, default=100.0, metavar="MB",
                    help="output a notebook may print before its kernel is stopped (default 100 MB)")
     g.add_argument("--memory", type=float, default=4000.0, metavar="MB",
-                   help="address space of each kernel, 0 for no limit (default 4000 MB)")
+                   help="memory each kernel may allocate (RLIMIT_DATA: heap and private writable mappings), "
+                        "0 for no limit (default 4000 MB)")
     g.add_argument("--solutions", default=None, help="folder of the solutions files (default: ./solutions)")
     g.add_argument("--answers-module", action="append", default=[], metavar="MODULE_OR_FILE",
                    help="extra module registering exercises (a dotted name or a .py file); repeatable")

@@ -71,7 +71,7 @@ MAX_OUTPUT = 100_000_000   # bytes of IOPub traffic a notebook may send before i
 MAX_MESSAGE = 64_000_000   # bytes of one message frame the grader accepts (ZMQ_MAXMSGSIZE)
 RECEIVE_QUEUE = 16         # messages ZeroMQ queues per socket in the grader (ZMQ_RCVHWM)
 PARSE_LIMIT = 64 * 1024    # IOPub messages larger than this are counted, not parsed
-DEFAULT_MEMORY = 4_000_000_000  # bytes of address space of a kernel (RLIMIT_AS)
+DEFAULT_MEMORY = 4_000_000_000  # bytes a kernel may allocate (RLIMIT_DATA)
 FILE_SIZE = 1 << 30        # bytes of any one file a kernel writes (RLIMIT_FSIZE)
 CSV_FIELDS = ["student", "exercise", "passed", "status", "message", "points", "max_points"]
 
@@ -83,7 +83,7 @@ def _mb(n: int) -> str:
 # --------------------------------------------------------------------------------------------- kernel
 @dataclass(frozen=True)
 class Limits:
-    """What one grading kernel may use: IOPub bytes in all (``max_output``), address space (``memory``,
+    """What one grading kernel may use: IOPub bytes in all (``max_output``), allocated memory (``memory``,
     0: no limit) and the size of any one file it writes (``file_size``, 0: no limit)."""
 
     max_output: int = MAX_OUTPUT

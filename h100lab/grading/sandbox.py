@@ -14,8 +14,9 @@ and this file then runs ``ipykernel_launcher`` in the same process (``runpy``):
   (and any relative entry) before importing anything else. A student's ``ipykernel_launcher.py`` (or
   ``sitecustomize.py``, ``zmq.py`` ...) therefore never replaces the real one. Once the kernel runs,
   ipykernel adds the working folder as usual, so a student's own helper modules import as in Jupyter.
-* **Limits** (``setrlimit``): address space (``--memory``), size of any one file written, no core
-  files; BLAS and OpenMP run one thread (same floating-point sums in every run, no thread pile-up with
+* **Limits** (``setrlimit``): memory (``--memory``, ``RLIMIT_DATA``: heap and private writable
+  mappings, so a ``MemoryError`` rather than a swapping machine; unlike ``RLIMIT_AS`` it leaves address
+  reservations alone, such as the CUDA driver's), size of any one file written, no core files; BLAS and OpenMP run one thread (same floating-point sums in every run, no thread pile-up with
   ``--jobs``). Output is sent in pieces of at most :data:`CHUNK` characters (a flush every piece), so a
   cell that prints forever cannot pile up gigabytes in the kernel before the grader has counted them.
 * **Sandbox** (Linux namespaces through util-linux ``unshare``, no setuid helper): its own user, PID,
@@ -441,7 +442,7 @@ def _limits(spec: dict) -> None:
 
     memory = int(spec.get("memory", 0) or 0)
     if memory > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     file_size = int(spec.get("file_size", 0) or 0)
     if file_size > 0:
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))

@@ -397,8 +397,8 @@ def _enter(sb: dict, fallback: bool = False) -> None:
 def _init(child: int) -> None:
     """PID 1 of the sandbox: reap orphans; exit with the kernel's status when it ends (the namespace, and
     every process left in it, ends with us). The grader is not visible from here, so ipykernel's own
-    parent poller cannot work; instead, when stdin is the pipe jupyter-client gives every kernel, its end
-    of file (the grader is gone) ends the sandbox."""
+    parent poller cannot work; instead stdin is a pipe whose only writer is the grader (its "lifeline"):
+    end of file there (the grader is gone, even by SIGKILL) ends the sandbox."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the grader's interrupt is for the kernel
 
     def stop(signum, frame=None):

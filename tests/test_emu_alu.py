@@ -14,7 +14,7 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from h100lab.emu.alu import APPROXIMATE_OPCODES, OPCODES, AluError, AluOp, is_approximate, lookup
@@ -461,10 +461,9 @@ def test_carry_chain_128bit(pairs):
     # subtraction with borrow
     e0, bf = run("sub", ("cc",), ("s32",), np.array(limbs(a, 0), np.uint32).view(np.int32),
                  np.array(limbs(b, 0), np.uint32).view(np.int32))
-    a64 = [np.array([(x >> 64) & (2 ** 64 - 1) for x in a], np.uint64), np.array([x & (2 ** 64 - 1) for x in a], np.uint64)]
-    b64 = [np.array([(x >> 64) & (2 ** 64 - 1) for x in b], np.uint64), np.array([x & (2 ** 64 - 1) for x in b], np.uint64)]
-    lo, bf = run("sub", ("cc",), ("u64",), a64[1], b64[1])
-    hi, bf2 = run("subc", ("cc",), ("u64",), a64[0], b64[0], bf)
+    half = lambda xs, k: np.array([(x >> (64 * k)) & (2 ** 64 - 1) for x in xs], np.uint64)  # noqa: E731
+    lo, bf = run("sub", ("cc",), ("u64",), half(a, 0), half(b, 0))
+    hi, bf2 = run("subc", ("cc",), ("u64",), half(a, 1), half(b, 1), bf)
     got = [int(h) << 64 | int(lw) for h, lw in zip(hi, lo)]
     assert got == [(x - y) % 2 ** 128 for x, y in pairs]
     assert bf2.tolist() == [int(x < y) for x, y in pairs]
@@ -611,7 +610,7 @@ def _fcmp(op, x, y):
         return not un
     if op == "nan":
         return un
-    if op.endswith("u") and op != "neu" or op == "neu":
+    if op.endswith("u"):
         return un or _CMP[op[:2]](x, y)
     return (not un) and _CMP[op](x, y)
 
@@ -619,7 +618,8 @@ def _fcmp(op, x, y):
 @S
 @given(st.sampled_from(["u16", "u32", "u64", "s16", "s32", "s64", "b32"]), st.data())
 def test_setp_integer(t, data):
-    ops = ["eq", "ne"] if t[0] == "b" else ["eq", "ne", "lt", "le", "gt", "ge"] + (["lo", "ls", "hi", "hs"] if t[0] == "u" else [])
+    ops = ["eq", "ne"] if t[0] == "b" else ["eq", "ne", "lt", "le", "gt", "ge"]
+    ops += ["lo", "ls", "hi", "hs"] if t[0] == "u" else []
     op = data.draw(st.sampled_from(ops))
     n = data.draw(LANES)
     a, b = (data.draw(st.lists(rng(t if t[0] != "b" else "u32"), min_size=n, max_size=n)) for _ in range(2))
@@ -826,15 +826,31 @@ def test_f64_fma_all_modes(mode, triples):
         assert g == expect_bits(ex, np.float64, mode, zn), (x, y, z, mode)
 
 
+def test_f64_exact_path_ties_and_sticky():
+    """Lanes outside the error-free-transform range take the exact path: subnormal ties to even, and
+    square roots whose truncated integer root lands on the f64 grid (the sticky bit decides)."""
+    tiny = 2.0 ** -1074
+    got = bits(one("fma", ("rn",), ("f64",), [tiny, 3 * tiny, tiny], [0.5, 0.5, 1.5], [0.0, 0.0, 0.0])).tolist()
+    assert got == [0, 2, 2]                           # 0.5, 1.5, 1.5 units: ties to even
+    sub = fb([4100132257354785, 2120197589723095], "f64")
+    for mode in MODES:
+        got = bits(one("sqrt", (mode,), ("f64",), sub)).tolist()
+        assert got == [_sqrt_bits(float(x), np.float64, mode) for x in sub], mode
+
+
 def test_fma_double_rounding_traps():
     """Cases where evaluating a·b + c with two roundings gives the wrong answer (found by search):
     the product lands on (or next to) a midpoint of the destination format and c decides."""
-    a64 = np.array([1.839544175280257, 1.9566761462307367, 1.7080830785011882, 2.0 ** -600, 1e300, 3.0])
-    b64 = np.array([1.2313699240838611, 1.1615180858600755, 1.9947735050649602, 2.0 ** -600, 1e10, 1.0 / 3])
-    c64 = np.array([2.220446049250313e-16, -2.7755575615628914e-17, -5.551115123125783e-17, 2.0 ** -1074,
+    # the 4th: a·b = 2^-53 (1 + 2^-78), so 1 + a·b sits just above the midpoint 1 + 2^-53 (RN → 1 + 2^-52)
+    # although its f64 error terms sum to the midpoint exactly (the case round-to-odd exists for)
+    a64 = np.array([1.839544175280257, 1.9566761462307367, 1.7080830785011882, 2.0 ** -53 * (1 + 2.0 ** -26),
+                    2.0 ** -600, 1e300, 3.0])
+    b64 = np.array([1.2313699240838611, 1.1615180858600755, 1.9947735050649602, 1 - 2.0 ** -26 + 2.0 ** -52,
+                    2.0 ** -600, 1e10, 1.0 / 3])
+    c64 = np.array([2.220446049250313e-16, -2.7755575615628914e-17, -5.551115123125783e-17, 1.0, 2.0 ** -1074,
                     -1e308, -1.0])
     with np.errstate(all="ignore"):
-        assert (a64[:3] * b64[:3] + c64[:3] != one("fma", ("rn",), ("f64",), a64[:3], b64[:3], c64[:3])).all()
+        assert (a64[:4] * b64[:4] + c64[:4] != one("fma", ("rn",), ("f64",), a64[:4], b64[:4], c64[:4])).all()
     for mode in MODES:
         got = bits(one("fma", (mode,), ("f64",), a64, b64, c64)).tolist()
         for x, y, z, g in zip(a64, b64, c64, got):
@@ -1014,6 +1030,10 @@ def test_approximate_functions_are_labelled_and_bounded():
     assert bits(r).tolist() == [0x3FE0000000000000, 0x7FF0000000000000, 0x7FFFFFFF00000000]
     t = one("tanh", ("approx",), ("bf16",), np.array([0.5], BF16))
     assert abs(float(t[0]) - math.tanh(0.5)) <= 2 ** -8
+    assert one("ex2", ("approx",), ("f16",), np.float16([1.0, -np.inf, 3.0])).tolist() == [2.0, 0.0, 8.0]
+    assert one("ex2", ("approx",), ("f16x2",), [0x3C00_0000]).tolist() == [0x4000_3C00]
+    r = one("rsqrt", ("approx", "ftz"), ("f64",), fb([0x4010000000000000, 0x8000000000000001], "f64"))
+    assert bits(r).tolist() == [0x3FE0000000000000, 0xFFF0000000000000]
 
 
 # ======================================================================================================
@@ -1088,7 +1108,8 @@ def test_cvt_float_int_nan_and_ftz():
     assert one("cvt", ("rzi",), ("s32", "f32"), [np.nan]).tolist() == [0]
     assert one("cvt", ("rzi",), ("s32", "f64"), [np.nan]).tolist() == [-2 ** 31]
     assert one("cvt", ("rzi",), ("u64", "f32"), [np.nan]).tolist() == [2 ** 63]
-    assert one("cvt", ("rni",), ("s32", "f32"), [2.5, -2.5, 3.5, 3e9, -3e9]).tolist() == [2, -2, 4, 2 ** 31 - 1, -2 ** 31]
+    assert one("cvt", ("rni",), ("s32", "f32"), [2.5, -2.5, 3.5, 3e9, -3e9]).tolist() == \
+        [2, -2, 4, 2 ** 31 - 1, -2 ** 31]
     tiny = fb([1], "f32")
     assert one("cvt", ("rpi",), ("s32", "f32"), tiny).tolist() == [1]
     assert one("cvt", ("rpi", "ftz"), ("s32", "f32"), tiny).tolist() == [0]
@@ -1143,6 +1164,14 @@ def test_cvt_tf32():
         [0x3F800000, 0x3F802000, 0x3F802000, 0xBF800000, 0x7F7FE000, 0x7FFFFFFF, 0x00000000]
     assert one("cvt", ("rna", "satfinite"), ("tf32", "f32"), x[4:6]).tolist() == [0x7F7FE000, 0x7FFFFFFF]
     assert one("cvt", ("rn", "relu"), ("tf32", "f32"), x[3:4]).tolist() == [0]
+
+
+def test_cvt_sat_and_packed_rz():
+    assert one("cvt", ("rn", "sat"), ("f32", "s32"), [-5, 0, 1, 7]).tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert one("cvt", ("rn", "sat"), ("f32", "f64"), [np.nan, -0.5, 0.5, 2.0]).tolist() == [0.0, 0.0, 0.5, 1.0]
+    x = np.array([1 + 2.0 ** -10 + 2.0 ** -11 + 2.0 ** -20], np.float32)
+    assert one("cvt", ("rz",), ("f16x2", "f32"), x, -x).tolist() == [0x3C01_BC01]
+    assert one("cvt", ("rn",), ("f16x2", "f32"), x, -x).tolist() == [0x3C02_BC02]
 
 
 def test_cvt_packing_order():
@@ -1223,6 +1252,15 @@ _FORMS = [
     ("testp", ("subnormal",), ("f64",)), ("cvt", ("rn",), ("f16", "u64")), ("cvt", ("rmi",), ("s16", "f64")),
     ("cvt", ("rn", "satfinite"), ("e5m2x2", "f32")), ("cvt", ("rna",), ("tf32", "f32")), ("popc", (), ("b64",)),
     ("dp2a", ("hi",), ("s32", "u32")), ("fns", (), ("b32",)), ("not", (), ("pred",)),
+    ("min", ("xorsign", "abs"), ("f16x2",)), ("cvt", ("rn", "relu"), ("f16x2", "e5m2x2")),
+    ("cvt", ("rz",), ("bf16", "f64")), ("cvt", ("rpi",), ("u64", "f64")), ("cvt", ("rm",), ("f64", "u64")),
+    ("div", ("approx", "ftz"), ("f32",)), ("div", ("full",), ("f32",)), ("sqrt", ("approx",), ("f32",)),
+    ("rcp", ("rz",), ("f64",)), ("tanh", ("approx",), ("f16x2",)), ("set", ("neu", "or"), ("bf16x2", "bf16x2")),
+    ("szext", ("clamp",), ("s32",)), ("bmsk", ("wrap",), ("b32",)), ("mul24", ("hi",), ("s32",)),
+    ("sad", (), ("s64",)), ("max", ("relu",), ("s16x2",)), ("fma", ("rz",), ("f32",)), ("mul", ("rm",), ("f64",)),
+    ("sqrt", ("rp",), ("f64",)), ("cvt", ("rn", "satfinite", "relu"), ("bf16x2", "f32")), ("brev", (), ("b64",)),
+    ("cvt", ("rni",), ("f16", "f16")), ("cvt", ("ftz",), ("f64", "f32")), ("abs", ("ftz",), ("f16",)),
+    ("lg2", ("approx", "ftz"), ("f32",)), ("rsqrt", ("approx",), ("f64",)), ("copysign", (), ("f64",)),
 ]
 
 

@@ -212,7 +212,8 @@ def _float_float(dt: str, at: str, m: Mods) -> AluOp:
     ftz, sat, relu, satf = "ftz" in m, "sat" in m, "relu" in m, "satfinite" in m
     if dt == at:
         if frnd:
-            raise _err(f"{dt}.{at}: float rounding is illegal without loss of precision (use .rni… to round to an integer)")
+            raise _err(f"{dt}.{at}: float rounding is illegal without loss of precision "
+                       "(use .rni/.rzi/.rmi/.rpi to round to an integer)")
 
         def fn(a):
             b = a.view(afmt.udtype)

@@ -304,14 +304,14 @@ def _sqrt32_bits(mode, ftz):
 
 
 def _unary_model(fmt: Fmt, func, ftz: bool):
-    """[model] ``func`` evaluated in binary64 and rounded to nearest into ``fmt`` (an ``.approx``
-    instruction: within the PTX-stated error bound, not bit-exact)."""
+    """[model] ``func`` evaluated in binary64 and rounded to nearest into ``fmt`` (f32/f16/bf16; an
+    ``.approx`` instruction: within the PTX-stated error bound, not bit-exact)."""
     def f(ab):
         if ftz:
             ab = flush(ab, fmt)
         with np.errstate(all="ignore"):
             v = func(_vals(ab, fmt))
-            rb = round_pair(v, np.zeros_like(v), fmt, "rn") if fmt is not F64 else v.view(np.uint64)
+            rb = round_pair(v, np.zeros_like(v), fmt, "rn")
         return _post(rb, fmt, ftz)
     return f
 

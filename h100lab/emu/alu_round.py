@@ -198,7 +198,7 @@ def round_pair(s: np.ndarray, e: np.ndarray, fmt: Fmt, mode: str) -> np.ndarray:
         fin = np.isfinite(s)
         e = np.where(fin, e, 0.0)
         neg_x = np.signbit(s)
-        r32 = s.astype(np.float32)
+        r32 = round_to_odd(s, e).astype(np.float32)
         if fmt is F32:
             rb = r32.view(np.uint32)
             if mode == "rn":

@@ -42,8 +42,76 @@ def styled():
         yield
 
 
+#: Figures are drawn at this multiple of ``savefig.dpi`` and shown at their 1x size (sharp on
+#: high-DPI screens); the output's ``width`` metadata tells the page how wide to draw them.
+HIDPI = 2.0
+
+
+def _texts(fig) -> tuple[str, list[str]]:
+    """The figure's title (suptitle, else its axes' titles) and one phrase per axes."""
+    sup = fig._suptitle.get_text().strip() if getattr(fig, "_suptitle", None) is not None else ""
+    titles, parts = [], []
+    for ax in fig.get_axes():
+        if not ax.get_visible() or not ax.axison and not ax.get_title():
+            continue
+        t = ax.get_title().strip() or ax.get_title(loc="left").strip()
+        if t:
+            titles.append(t)
+        x, y = ax.get_xlabel().strip(), ax.get_ylabel().strip()
+        what = f"{y} against {x}" if x and y else (y or x)
+        legend = ax.get_legend()
+        keys = [tx.get_text() for tx in legend.get_texts()] if legend is not None else []
+        phrase = (f"“{t}”" if t else "a panel") + (f" plotting {what}" if what else "")
+        if keys:
+            phrase += " (legend: " + ", ".join(keys[:6]) + (", …" if len(keys) > 6 else "") + ")"
+        parts.append(phrase)
+    return sup or "; ".join(dict.fromkeys(titles)), parts
+
+
+def figure_title(fig) -> str:
+    """A one-line title for ``fig``: its suptitle, else its axes' titles (``""`` when it has none)."""
+    return _texts(fig)[0]
+
+
+def describe_figure(fig) -> str:
+    """Alt text for ``fig``: what it shows, from its titles, axis labels (with units) and legends."""
+    title, parts = _texts(fig)
+    n = len(parts)
+    head = f"Figure: {title}." if title else "Figure."
+    if not parts:
+        return head
+    if title:   # a panel titled like the whole figure is named once
+        parts = [p.replace(f"“{title}” ", "", 1) if p.startswith(f"“{title}” ") else p for p in parts]
+    return head + f" {n} panel{'s' if n != 1 else ''}: " + "; ".join(parts) + "."
+
+
+def png(fig, scale: float = HIDPI) -> tuple[bytes, int]:
+    """``fig`` as PNG bytes drawn at ``scale`` times ``savefig.dpi``, and its width in CSS pixels.
+
+    The PNG carries the figure's title and :func:`describe_figure` as ``Title`` / ``Description``
+    text chunks, so a page built from it can give the image a caption and alt text.
+    """
+    import io
+    import struct
+
+    apply()
+    buf = io.BytesIO()
+    meta = {"Title": figure_title(fig), "Description": describe_figure(fig)}
+    fig.savefig(buf, format="png", dpi=RC["savefig.dpi"] * scale, bbox_inches="tight",
+                metadata={k: v for k, v in meta.items() if v})
+    data = buf.getvalue()
+    width_px = struct.unpack(">I", data[16:20])[0]   # IHDR width
+    return data, max(1, round(width_px / scale))
+
+
+def _png_output(fig):
+    """IPython's PNG formatter for a Figure: high-DPI bytes plus the width to show them at."""
+    data, width = png(fig)
+    return data, {"width": width}
+
+
 def _register_png() -> None:
-    """Make IPython render a bare ``matplotlib.figure.Figure`` as PNG.
+    """Make IPython render a bare ``matplotlib.figure.Figure`` as a high-DPI PNG.
 
     The book's figures are built without pyplot, so no backend registers a display formatter for
     them (and ``MPLBACKEND=Agg``, set for reproducible builds, would not either).
@@ -57,12 +125,11 @@ def _register_png() -> None:
     ip = get_ipython()
     if ip is None:
         return
-    from IPython.core.pylabtools import print_figure
     from matplotlib.figure import Figure
 
     fmt = ip.display_formatter.formatters["image/png"]
-    if Figure not in fmt.type_printers:
-        fmt.for_type(Figure, lambda f: print_figure(f, "png", bbox_inches="tight"))
+    if fmt.type_printers.get(Figure) is not _png_output:
+        fmt.for_type(Figure, _png_output)
 
 
 def figure(nrows: int = 1, ncols: int = 1, **kw):

@@ -5,6 +5,10 @@ answer for the controls' current values) and ``draw(result) -> matplotlib Figure
 ``.result`` and ``.figure`` current, so a headless test sets ``.value`` on a control and asserts on
 ``.result``; ``static()`` returns the figure of the current (by default the initial) state, which
 the book displays so that the published page is complete without a kernel.
+
+In a book build (``$H100LAB_EXPLORER_STATES`` set) an explorer is displayed as a static page's
+explorer instead of an ipywidget: the state at the cell that displays it, plus precomputed states
+the page swaps in when a control moves (:mod:`h100lab.widgets.offline`).
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ class Explorer:
         self._compute = compute
         self._draw = draw
         self._describe = describe
+        self.title = title
+        self._offline = None   # the static page's copy, in a book build (see _ipython_display_)
         self.output = W.Output()
         self.text = W.HTML()
         self.result: Any = None
@@ -59,12 +65,23 @@ class Explorer:
 
     def _on_change(self, _change) -> None:
         self.update()
+        if self._offline is not None:   # a state the notebook set: the page can show it too
+            self._offline.capture()
 
     def static(self):
         """The figure of the current state (the initial state unless a control was moved)."""
         return self.figure
 
     def _ipython_display_(self):
+        import os
+
         from IPython.display import display
 
-        display(self.widget)
+        from . import offline
+
+        folder = os.environ.get(offline.ENV)
+        if not folder:
+            display(self.widget)
+            return
+        self._offline = offline.OfflineView(self, folder)
+        self._offline.show()

@@ -324,3 +324,28 @@ def test_l04_tma_im2col_images(monkeypatch):
     kernels = l04._Kernels()
     for c, w in [(c, w) for c, w in _l04_cases() if c["kind"] == "im2col"][:3]:
         _l04_check(l04, c, w, kernels)
+
+
+# ---- lesson 1 -------------------------------------------------------------------------------------------
+
+def test_l01_bank_wavefronts_match_nsight_compute():
+    """Every case of data/l01/bank_wavefronts launched as ``run_bank_wavefronts`` does (baseline first): the
+    emulator's shared-memory wavefronts (less the baseline's) equal Nsight Compute's counts on the H200."""
+    from h100lab.measure import l01
+
+    cases, want = l01.bank_wavefront_cases(), records("l01/bank_wavefronts")
+    assert [c["name"] for c in cases] == [w["name"] for w in want]
+    f = emu.compile_kernel("l01_bank_wavefronts").function(l01.BANK_WAVEFRONT_KERNEL)
+    sink = emu.empty(32, np.uint32)
+
+    def run(offs, active, mode):
+        st = emu.launch(f, 1, 32, emu.to_device(np.asarray(offs, np.uint32)), np.uint32(active), np.int32(mode), sink)
+        return st.shared_wavefronts
+
+    base = run(np.zeros(32, np.uint32), l01.FULL_MASK, l01.BASELINE_MODE)
+    bad = []
+    for c, w in zip(cases, want):
+        got = run(c["offsets"], c["active"], l01.BANK_WAVEFRONT_MODES[(c["op"], c["width"])]) - base
+        if got != w["wavefronts"]:
+            bad.append((c["name"], got, w["wavefronts"]))
+    assert not bad, f"{len(bad)} of {len(cases)} cases differ (name, emulator, ncu): {bad[:10]}"

@@ -85,15 +85,25 @@ def describe_figure(fig) -> str:
     return head + f" {n} panel{'s' if n != 1 else ''}: " + "; ".join(parts) + "."
 
 
-def png(fig, scale: float = HIDPI) -> tuple[bytes, int]:
+_PINNED = "_h100lab_png"
+
+
+def png(fig, scale: float = HIDPI, pin: bool = False) -> tuple[bytes, int]:
     """``fig`` as PNG bytes drawn at ``scale`` times ``savefig.dpi``, and its width in CSS pixels.
 
     The PNG carries the figure's title and :func:`describe_figure` as ``Title`` / ``Description``
     text chunks, so a page built from it can give the image a caption and alt text.
+
+    Drawing a constrained-layout figure twice can shift its tight bounding box by a pixel, so
+    ``pin=True`` keeps this rendering on the figure and later calls (the notebook's display of the
+    same, unchanged figure) return exactly these bytes; an explorer pins the figure it shows first.
     """
     import io
     import struct
 
+    pinned = getattr(fig, _PINNED, {})
+    if scale in pinned:
+        return pinned[scale]
     apply()
     buf = io.BytesIO()
     meta = {"Title": figure_title(fig), "Description": describe_figure(fig)}
@@ -101,7 +111,10 @@ def png(fig, scale: float = HIDPI) -> tuple[bytes, int]:
                 metadata={k: v for k, v in meta.items() if v})
     data = buf.getvalue()
     width_px = struct.unpack(">I", data[16:20])[0]   # IHDR width
-    return data, max(1, round(width_px / scale))
+    out = data, max(1, round(width_px / scale))
+    if pin:
+        setattr(fig, _PINNED, {**pinned, scale: out})
+    return out
 
 
 def _png_output(fig):

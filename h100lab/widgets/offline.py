@@ -201,7 +201,7 @@ class OfflineView:
         # the state shown first is the one the code above created: its figure as the cell shows it
         self.initial = None
         if explorer.figure is not None:
-            data, width = style.png(explorer.figure)
+            data, width = style.png(explorer.figure, pin=True)   # static() shows these very bytes
             self.initial = (data, width)
         for combo in self._plan():
             self._add(combo)

@@ -4,6 +4,13 @@
     python tools/site.py instructor   # _build_instructor/_build/html: the same plus the solutions
     python tools/site.py test [PYTEST ARGS]   # headless-Chromium test of _build/html (tests/site/)
 
+A build also: displays every explorer as a static-page explorer with precomputed states
+(``$H100LAB_EXPLORER_STATES``, see ``h100lab.widgets.offline``); loads the book's Sphinx extension
+``tools/h100lab_sphinx`` (header fix, numbered figures with alt text, edition marker, downloads,
+licence and citation); publishes only the vendored packages some page uses; and adds the source code
+(``git archive``) and the whole book as one PDF (printed by headless Chromium from the built pages) to
+``_downloads/``.
+
 Both builds start from a clean folder (an incremental Jupyter Book rebuild after a failure exits 0),
 execute every chapter, and treat warnings as errors (-W -n --keep-going).
 
@@ -19,6 +26,7 @@ error.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -58,9 +66,12 @@ class NpmPackage:
 # Pinned: the html-manager's major version matches ipywidgets 8 (widget protocol 2); MathJax 3 is
 # what Sphinx 7 configures. Update a pin with `npm pack NAME@VERSION --json` (it prints the integrity).
 NPM_PACKAGES = (
+    # MathJax: the one combined component Sphinx loads, its CHTML fonts, and what it loads on demand
+    # (TeX extensions through \require or autoload, the menu's accessibility tools); 24 MB -> ~7 MB
     NpmPackage("mathjax", "3.2.2",
                "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
-               "mathjax", r"package/(es5/.*|LICENSE|package\.json)"),
+               "mathjax", r"package/(es5/(tex-mml-chtml\.js|output/chtml/fonts/woff-v2/.*|input/tex/extensions/.*"
+                          r"|ui/.*|a11y/.*|sre/.*)|LICENSE|package\.json)"),
     NpmPackage("@jupyter-widgets/html-manager", "1.0.15",
                "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==",
                # embed-amd.js plus the font files it loads relative to itself (its webpack publicPath)
@@ -163,7 +174,7 @@ def vendor() -> Path:
     for pkg in NPM_PACKAGES:
         dest = STATIC / pkg.folder
         stamp = VENDOR / "stamps" / f"{pkg.folder}.txt"
-        want = f"{pkg.name}@{pkg.version} {pkg.integrity}\n"
+        want = f"{pkg.name}@{pkg.version} {pkg.integrity} {pkg.keep}\n"
         if dest.is_dir() and stamp.is_file() and stamp.read_text() == want:
             continue
         data = _fetch(pkg)
@@ -327,25 +338,241 @@ def build(edition: str, root: Path = ROOT) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     toc_path = out / f"_toc-{edition}.yml"
-    toc_path.write_text(yaml.safe_dump(toc(edition, root), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    book_toc = toc(edition, root)
+    toc_path.write_text(yaml.safe_dump(book_toc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    states = out / "explorer-states"    # the explorers' precomputed figures (h100lab.widgets.offline)
+    states.mkdir()
     cmd = [sys.executable, str(Path(__file__).resolve()), "jupyter-book", "build", str(root), "--path-output", str(base),
            "--toc", str(toc_path), "-W", "-n", "--keep-going"]
     print("+", " ".join(cmd), flush=True)
     # The kernels draw as a reader's Jupyter does (the inline backend, not the test suite's Agg);
-    # intro.md lists every page of the edition's TOC (the instructor edition's includes the solutions).
-    env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline", H100LAB_BOOK_TOC=str(toc_path))
+    # intro.md lists every page of the edition's TOC (the instructor edition's includes the solutions);
+    # explorers are displayed as static-page explorers with precomputed states; the Sphinx extension
+    # (tools/h100lab_sphinx) marks the edition and the commit and links the repository.
+    env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline", H100LAB_BOOK_TOC=str(toc_path),
+               H100LAB_EXPLORER_STATES=str(states), H100LAB_EDITION=edition, H100LAB_COMMIT=commit(root),
+               H100LAB_REPOSITORY_URL=repository_url(root))
     subprocess.run(cmd, check=True, cwd=root, env=env)
     html = out / "html"
     errs = sorted((html / "reports").rglob("*.err.log")) if (html / "reports").is_dir() else []
     if errs:
         raise SystemExit(f"notebook execution failed: {[str(e) for e in errs]}")
+    prune_vendored(html)
     fetches = external_fetches(html)
     if fetches:
         raise SystemExit("pages load from other hosts (the site must work offline):\n"
                          + "\n".join(f"  {page}: {urls}" for page, urls in fetches.items()))
+    source_zip(root, html / SOURCE_ZIP)
+    # in its own process: Playwright's synchronous API cannot run inside another's (a test's browser)
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "pdf", str(html), edition, str(toc_path)],
+                   check=True, cwd=root)
     index = html / "index.html"
     print(f"\nThe {edition} edition of H100 Lab is at {index}")
     return index
+
+
+# ---------------------------------------------------------------------------------------------
+# After the HTML build: what the pages use, the source code, the whole book as one PDF
+
+SOURCE_ZIP = "_downloads/h100lab-source.zip"   # the paths tools/h100lab_sphinx links to
+BOOK_PDF = "_downloads/h100lab.pdf"
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def commit(root: Path = ROOT) -> str:
+    """The commit the book is built from (short hash; "+ local changes" when the tree differs), or ""."""
+    sha = _git(root, "rev-parse", "--short=12", "HEAD")
+    if sha and _git(root, "status", "--porcelain", "--untracked-files=no"):
+        sha += " + local changes"
+    return sha
+
+
+def repository_url(root: Path = ROOT) -> str:
+    """$H100LAB_REPOSITORY_URL, else the git remote ``origin`` as an https URL without credentials; ""
+    when neither names an https repository."""
+    url = os.environ.get("H100LAB_REPOSITORY_URL") or _git(root, "remote", "get-url", "origin")
+    m = re.match(r"^(?:ssh://)?git@([^:/]+)[:/](.+)$", url)
+    if m:
+        url = f"https://{m.group(1)}/{m.group(2)}"
+    url = re.sub(r"^https://[^@/]*@", "https://", re.sub(r"\.git/?$", "", url.strip()))
+    return url if re.match(r"^https://[\w.-]+/\S+$", url) else ""
+
+
+def source_zip(root: Path, dest: Path) -> Path | None:
+    """The repository at the built commit as a zip (``git archive``), for readers without a clone."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not _git(root, "rev-parse", "--show-toplevel"):
+        print(f"warning: {root} is not a git checkout: no {dest.name}", file=sys.stderr)
+        return None
+    subprocess.run(["git", "archive", "--format=zip", "--prefix=h100lab/", "-o", str(dest), "HEAD"],
+                   cwd=root, check=True)
+    return dest
+
+
+def prune_vendored(html: Path) -> list[str]:
+    """Remove vendored packages no page loads (MathJax without math, the widget manager without an
+    ipywidget): the site ships only what it uses. Returns the folders removed."""
+    vendor_dir = html / "_static" / "site-vendor"
+    pages = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in html.rglob("*.html"))
+    uses = {"mathjax": "site-vendor/mathjax/", "html-manager": "site-vendor/html-manager/",
+            "requirejs": "site-vendor/requirejs/", "h100lab-widgets.js": "site-vendor/h100lab-widgets.js"}
+    removed = []
+    for name, marker in uses.items():
+        p = vendor_dir / name
+        if p.exists() and marker not in pages:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            removed.append(name)
+    if removed:
+        print(f"not published (no page uses them): {', '.join(removed)}", flush=True)
+    return removed
+
+
+# The whole book as one page in the browser: every TOC page's article in reading order, ids prefixed
+# by the page, links between pages turned into links inside the document, links to the site's other
+# files dropped (they mean nothing in a PDF), explorers shown in their chapter's state without
+# controls; then MathJax typesets it and Chromium prints it.
+PRINT_JS = r"""async ([docs, cover]) => {
+  const origin = location.origin;
+  const slug = (d) => "doc-" + d.replace(/[^A-Za-z0-9]+/g, "-");
+  const pages = new Set(docs.map((d) => d + ".html"));
+  const sections = [], titles = [];
+  for (const doc of docs) {
+    const url = new URL(doc + ".html", origin + "/");
+    const dom = new DOMParser().parseFromString(await (await fetch(url)).text(), "text/html");
+    const art = dom.querySelector("article.bd-article");
+    if (!art) continue;
+    art.querySelectorAll(".h100lab-explorer-controls, .h100lab-explorer-note, details.above-input, " +
+                         "a.headerlink, script, .copybtn, .toggle-details").forEach((e) => e.remove());
+    art.querySelectorAll("[id]").forEach((e) => { e.id = slug(doc) + "--" + e.id; });
+    art.querySelectorAll("a[href]").forEach((a) => {
+      const u = new URL(a.getAttribute("href"), url);
+      if (u.origin !== origin) return;
+      const path = decodeURIComponent(u.pathname.replace(/^\//, ""));
+      if (pages.has(path)) {
+        const frag = decodeURIComponent(u.hash.slice(1));
+        a.setAttribute("href", "#" + slug(path.slice(0, -5)) + (frag ? "--" + frag : ""));
+      } else {
+        a.removeAttribute("href");
+      }
+    });
+    art.querySelectorAll("img[src]").forEach((img) => { img.src = new URL(img.getAttribute("src"), url).href; });
+    const sec = document.createElement("section");
+    sec.id = slug(doc);
+    sec.className = "h100lab-print-doc";
+    sec.append(...art.childNodes);
+    const h1 = sec.querySelector("h1");
+    titles.push([sec.id, h1 ? h1.textContent.replace(/#$/, "").trim() : doc]);
+    sections.push(sec);
+  }
+  const style = document.createElement("style");
+  style.textContent = `
+    @page { size: A4; margin: 16mm 14mm 18mm 14mm; }
+    html, body { background: #fff !important; }
+    .h100lab-print { max-width: none; padding: 0; }
+    .h100lab-print-doc { break-before: page; }
+    .h100lab-print pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+    .h100lab-print img { max-width: 100%; height: auto; break-inside: avoid; }
+    .h100lab-print figure, .h100lab-print .h100lab-explorer { break-inside: avoid; }
+    .h100lab-print .h100lab-explorer { border: none; padding: 0; }
+    .h100lab-print table { break-inside: auto; }
+    .h100lab-print-cover { text-align: center; padding-top: 30mm; }
+    .h100lab-print-cover nav { text-align: left; margin: 18mm auto 0; max-width: 150mm; }
+    .h100lab-print-cover nav li { margin: .2em 0; }`;
+  document.head.append(style);
+  const main = document.createElement("main");
+  main.className = "bd-article h100lab-print";
+  const front = document.createElement("section");
+  front.className = "h100lab-print-cover";
+  front.innerHTML = cover + "<nav><h2>Contents</h2><ol></ol></nav>";
+  for (const [id, title] of titles) {
+    const li = document.createElement("li"), a = document.createElement("a");
+    a.href = "#" + id; a.textContent = title; li.append(a); front.querySelector("ol").append(li);
+  }
+  main.append(front, ...sections);
+  document.body.className = "";
+  document.body.replaceChildren(main);
+  if (main.querySelector(".math")) {
+    if (!window.MathJax || !window.MathJax.typesetPromise) {
+      window.MathJax = {options: {processHtmlClass: "tex2jax_process|mathjax_process|math|output_area"}};
+      const s = document.createElement("script");
+      s.src = origin + "/_static/site-vendor/mathjax/tex-mml-chtml.js";
+      await new Promise((ok, fail) => { s.onload = ok; s.onerror = fail; document.head.append(s); });
+      await window.MathJax.startup.promise;
+    }
+    await window.MathJax.typesetPromise([main]);
+  }
+  await Promise.all(Array.from(document.images).map((img) => img.complete ? null :
+    new Promise((ok) => { img.onload = img.onerror = ok; })));
+  await document.fonts.ready;
+  return {pages: sections.length, math: document.querySelectorAll("mjx-container").length,
+          images: document.images.length};
+}"""
+
+
+@contextlib.contextmanager
+def _serve(directory: Path):
+    """Serve ``directory`` on http://127.0.0.1:<free port> until the block ends (yields the origin)."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(directory)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def book_pdf(html: Path, docs: list[str], edition: str) -> Path | None:
+    """The whole edition as one PDF (A4, page numbers, bookmarks per page), printed by headless
+    Chromium from the built pages into ``_downloads/h100lab.pdf``. Without Chromium (and no root to
+    install it) it warns and makes none."""
+    try:
+        chromium = ensure_chromium()
+    except SystemExit as exc:
+        print(f"warning: no PDF of the book: {exc}", file=sys.stderr)
+        return None
+    from playwright.sync_api import sync_playwright
+
+    dest = html / BOOK_PDF
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    label = {"student": "Student edition", "instructor": "Instructor edition (with solutions)"}.get(edition, edition)
+    sha = commit()
+    cover = ("<h1>H100 Lab</h1><p>An executable textbook on programming NVIDIA's Hopper GPU (H100, H200)</p>"
+             f"<p><b>{label}</b>{' · commit ' + sha if sha else ''}</p>"
+             "<p>Apache License 2.0 · the interactive explorers are shown in each chapter's setting</p>")
+    footer = ('<div style="font-size:8px;width:100%;text-align:center;color:#555">H100 Lab · '
+              '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+    with _serve(html) as origin, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), headless=True,
+                                     args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((origin, "data:", "blob:"))
+                       else r.abort("blockedbyclient"))
+            page.goto(f"{origin}/{docs[0]}.html", wait_until="load")
+            info = page.evaluate(PRINT_JS, [docs, cover])
+            page.emulate_media(media="print")
+            page.pdf(path=str(dest), format="A4", print_background=True, display_header_footer=True,
+                     header_template="<span></span>", footer_template=footer, outline=True, tagged=True,
+                     margin={"top": "16mm", "bottom": "18mm", "left": "14mm", "right": "14mm"})
+        finally:
+            browser.close()
+    print(f"the whole book as one PDF ({info['pages']} pages of the site, {info['images']} images, "
+          f"{info['math']} formulas): {dest} ({dest.stat().st_size // 1024} KiB)", flush=True)
+    return dest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,6 +637,8 @@ def jupyter_book(argv: list[str]) -> int:
     import nbclient.output_widget
 
     nbclient.output_widget.OutputWidget.send = lambda self, *args, **kwargs: None
+    # the book's Sphinx extension (tools/h100lab_sphinx), also for a book built outside this checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from jupyter_book.cli.main import main as jb_main
 
     return jb_main(argv, prog_name="jupyter-book", standalone_mode=True)
@@ -418,9 +647,13 @@ def jupyter_book(argv: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "jupyter-book":
         return jupyter_book(argv[1:])
-    if not argv or argv[0] not in ("student", "instructor", "test", "vendor"):
+    if not argv or argv[0] not in ("student", "instructor", "test", "vendor", "pdf"):
         print(__doc__)
         return 2
+    if argv[0] == "pdf":   # pdf HTML_DIR EDITION TOC_FILE: the whole book as one PDF (see build)
+        html, edition, toc_file = Path(argv[1]), argv[2], Path(argv[3])
+        book_pdf(html, toc_files(yaml.safe_load(toc_file.read_text(encoding="utf-8"))), edition)
+        return 0
     if argv[0] == "test":
         return test(argv[1:])
     if argv[0] == "vendor":

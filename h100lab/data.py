@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Dataset", "data_dir", "load", "write", "available", "names", "rewrite", "REQUIRED_META"]
+__all__ = ["Dataset", "data_dir", "load", "write", "available", "names", "rewrite", "REQUIRED_META", "display_command"]
 
 REQUIRED_META = ("gpu", "compute_capability", "driver", "cuda", "date", "command")
 
@@ -26,8 +26,41 @@ class Dataset:
     records: list[dict[str, Any]]
 
     def describe(self) -> str:
+        """GPU, driver, CUDA, date and the command, as a reader would type it in a clone
+        (:func:`display_command`); ``meta["command"]`` keeps what was run."""
         m = self.meta
-        return f"{m['gpu']} (driver {m['driver']}, CUDA {m['cuda']}), {m['date']}: `{m['command']}`"
+        return f"{m['gpu']} (driver {m['driver']}, CUDA {m['cuda']}), {m['date']}: `{display_command(m['command'])}`"
+
+
+def display_command(command: str) -> str:
+    """A recorded command without the measuring machine's folders: environment assignments before it
+    are dropped, an absolute path ending in ``data`` (the output folder) becomes ``data``, and any other
+    absolute path its last component (a tool found on ``PATH``, a file next to the command).
+
+    >>> display_command("PYTHONPATH=/tmp/x:. python3 -m h100lab.measure.l01 --out /root/out/data --ncu /usr/bin/ncu")
+    'python3 -m h100lab.measure.l01 --out data --ncu ncu'
+    """
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        words.pop(0)
+
+    def local(path: str) -> str:
+        return "data" if Path(path).name == "data" else (Path(path).name or path)
+
+    out = []
+    for w in words:
+        opt, eq, val = w.partition("=")
+        if w.startswith("/"):
+            w = local(w)
+        elif eq and opt.startswith("-") and val.startswith("/"):
+            w = f"{opt}={local(val)}"
+        out.append(w)
+    return shlex.join(out)
 
 
 def data_dir() -> Path:

@@ -43,7 +43,7 @@ def test_markdown_table_has_a_line_per_check_and_escapes_pipes():
     assert len(lines) == 2 + 4
     assert lines[0].count("|") == 8 and all(ln.count("|") - ln.count("\\|") == 8 for ln in lines)
     assert "Occupancy \\| blocks per SM" in md and "`data/l01/occupancy.json`" in md
-    assert "❌ MISMATCH" in lines[3] and "✅ match" in lines[2] and "⏳ no dataset" in lines[5]
+    assert "✗ MISMATCH" in lines[3] and "✓ match" in lines[2] and "– no dataset" in lines[5]
     assert silicon.markdown_table([]).startswith("_No silicon check")
 
 

@@ -82,7 +82,8 @@ def markdown_table(table: Sequence[Row]) -> str:
     head = "| behaviour | lesson | dataset | measured on | cases | mismatches | verdict |\n|---|---|---|---|---|---|---|"
     lines = [head]
     for r in table:
-        verdict = {MATCH: "✅ match", NO_DATASET: f"⏳ no dataset ({r.note})"}.get(r.verdict, f"❌ {r.verdict}")
+        # text-presentation symbols (✓ U+2713, ✗ U+2717): emoji would need an emoji font to show
+        verdict = {MATCH: "✓ match", NO_DATASET: f"– no dataset ({r.note})"}.get(r.verdict, f"✗ {r.verdict}")
         lines.append("| " + " | ".join(_cell(v) for v in (r.behaviour, r.lesson, f"`data/{r.dataset}.json`",
                                                               r.measured_on or "—", r.cases, r.mismatches, verdict))
                      + " |")

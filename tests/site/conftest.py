@@ -21,7 +21,8 @@ from sitekit import SCREENSHOTS, Crawler, html_pages, serve, site_dir, toc_docs
 CHROMIUM = os.environ.get("H100LAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-VIEWPORT = {"width": 1280, "height": 900}
+VIEWPORT = {"width": 1400, "height": 900}    # a desktop
+PHONE = {"width": 400, "height": 860}        # a phone (drawn at 2 device pixels per CSS pixel)
 
 
 def pytest_configure(config):
@@ -43,26 +44,58 @@ def origin(site):
 
 
 @pytest.fixture(scope="session")
-def browser_context(tmp_path_factory):
-    """A persistent Chromium context with a fresh user-data-dir (no cache, no stored theme mode)."""
+def browser():
+    """Headless Debian Chromium (never a browser downloaded by Playwright)."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run the tests through `python tools/site.py test`")
     with sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport=VIEWPORT, locale="en-US", service_workers="block")
-        ctx.set_default_timeout(30_000)
-        yield ctx
-        ctx.close()
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _context(browser, **kw):
+    """A fresh context (no cache, no stored theme mode, no service worker)."""
+    ctx = browser.new_context(locale="en-US", service_workers="block", **kw)
+    ctx.set_default_timeout(30_000)
+    return ctx
 
 
 @pytest.fixture(scope="session")
-def crawler(browser_context, origin, site):
+def browser_context(browser):
+    """A desktop window, 1400 CSS pixels wide."""
+    ctx = _context(browser, viewport=VIEWPORT)
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(scope="session")
+def phone_context(browser):
+    """A phone, 400 CSS pixels wide, touch, two device pixels per CSS pixel."""
+    ctx = _context(browser, viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots():
+    """artifacts/screenshots/, emptied once per session."""
     if SCREENSHOTS.is_dir():
         shutil.rmtree(SCREENSHOTS)
-    return Crawler(browser_context, origin, site)
+    SCREENSHOTS.mkdir(parents=True)
+    return SCREENSHOTS
+
+
+@pytest.fixture(scope="session")
+def crawler(browser_context, origin, site, screenshots):
+    return Crawler(browser_context, origin, site, width=VIEWPORT["width"])
+
+
+@pytest.fixture(scope="session")
+def phone_crawler(phone_context, origin, site, screenshots):
+    return Crawler(phone_context, origin, site, width=PHONE["width"])
 
 
 def pytest_generate_tests(metafunc):

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "artifacts" / "screenshots"   # the first screen of every TOC page (ignored by git)
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"   # every TOC page at 1400 and 400 px, and more (ignored by git)
 
 
 @lru_cache(maxsize=1)
@@ -278,6 +278,9 @@ COLLECT_JS = """() => {
     table_rows: Array.from(article.querySelectorAll('table tr')).map(tr =>
       Array.from(tr.querySelectorAll('th,td')).map(c => c.innerText.trim())),
     text: article.innerText,
+    explorers: Array.from(document.querySelectorAll('.h100lab-explorer')).map(e => ({
+      id: e.id, ready: e.dataset.ready === '1', state: e.dataset.state || ''})),
+    overflow_x: document.scrollingElement.scrollWidth - window.innerWidth,
   };
 }"""
 
@@ -292,6 +295,8 @@ SETTLE_JS = """async () => {
     if (done) break;
     await new Promise(r => setTimeout(r, 100));
   }
+  while (document.querySelector('.h100lab-explorer:not([data-ready])') && Date.now() - t0 < 20000)
+    await new Promise(r => setTimeout(r, 100));
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
   await document.fonts.ready;
   await Promise.all(Array.from(document.images).map(img => img.complete ? null :
@@ -299,13 +304,30 @@ SETTLE_JS = """async () => {
 }"""
 
 
+def shot_name(doc: str, width: int) -> str:
+    """The screenshot file of a TOC page's first screen at a window width."""
+    return f"{doc.replace('/', '__')}@{width}.png"
+
+
+def route_offline(page, origin: str, blocked: list[str]) -> None:
+    """Let a page load only from ``origin`` (and data:/blob: URLs); record everything else in ``blocked``."""
+    def route(r):
+        url = r.request.url
+        if url.startswith(origin + "/") or url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            blocked.append(url)
+            r.abort("blockedbyclient")
+    page.route("**/*", route)
+
+
 class Crawler:
     """Visits each page once (memoized) and keeps what it saw; screenshots the TOC's pages."""
 
-    def __init__(self, ctx, origin: str, site: Path, screenshots: bool = True):
-        self.ctx, self.origin, self.site = ctx, origin, site
+    def __init__(self, ctx, origin: str, site: Path, screenshots: bool = True, width: int = 1400):
+        self.ctx, self.origin, self.site, self.width = ctx, origin, site, width
         self.visits: dict[str, Visit] = {}
-        self.shots = {f"{d}.html": d.replace("/", "__") for d in toc_docs(site)} if screenshots else {}
+        self.shots = {f"{d}.html": shot_name(d, width) for d in toc_docs(site)} if screenshots else {}
 
     def visit(self, path: str, wait_js: str | None = None, extra_js: str | None = None) -> Visit:
         """Load ``path`` (memoized); ``wait_js`` is awaited before collecting, ``extra_js``'s result
@@ -315,16 +337,7 @@ class Crawler:
         v = Visit(path)
         page = self.ctx.new_page()
         origin = self.origin
-
-        def route(r):
-            url = r.request.url
-            if url.startswith(origin + "/") or url.startswith(("data:", "blob:")):
-                r.continue_()
-            else:
-                v.blocked.append(url)
-                r.abort("blockedbyclient")
-
-        page.route("**/*", route)
+        route_offline(page, origin, v.blocked)
         page.on("console", lambda m: v.console_errors.append(f"{m.text} @ {m.location.get('url', '')}")
                 if m.type == "error" else None)
         page.on("pageerror", lambda e: v.page_errors.append(str(e)))
@@ -347,7 +360,7 @@ class Crawler:
             if path in self.shots:
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 page.evaluate("window.scrollTo(0, 0)")
-                page.screenshot(path=str(SCREENSHOTS / f"{self.shots[path]}.png"), full_page=False)
+                page.screenshot(path=str(SCREENSHOTS / self.shots[path]), full_page=False)
         finally:
             page.close()
         self.visits[path] = v

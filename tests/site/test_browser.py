@@ -11,7 +11,7 @@ from urllib.parse import quote, unquote, urlparse
 import pytest
 
 from sitekit import (HIDDEN_OUTPUT_TAGS, LESSON, SCREENSHOTS, cell_tags, executed_notebook, lesson_docs, page_of,
-                     page_text, shown_mime, toc_docs)
+                     page_text, shot_name, shown_mime, toc_docs)
 
 
 def test_page_loads_clean(crawler, page):
@@ -33,7 +33,7 @@ def test_toc_page_renders_completely(crawler, toc_page):
         assert v.info["math"] > 0, f"{toc_page}: has math but MathJax typeset none of it"
     assert not v.info["math_errors"], f"{toc_page}: MathJax errors"
     assert not v.info["unresolved_xrefs"], f"{toc_page}: unresolved cross-references {v.info['unresolved_xrefs']}"
-    shot = SCREENSHOTS / f"{toc_page[:-len('.html')].replace('/', '__')}.png"
+    shot = SCREENSHOTS / shot_name(toc_page[:-len(".html")], crawler.width)
     assert shot.is_file() and shot.stat().st_size > 10_000, f"no useful screenshot of {toc_page}"
 
 

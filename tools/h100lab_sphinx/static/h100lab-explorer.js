@@ -91,9 +91,18 @@
     root.dataset.state = current.join(",");
   }
 
-  // Tables of three or more columns read one row at a time on a phone (CSS: .h100lab-stacked).
+  // Tables: a column whose values are all short (numbers, verdicts) never wraps (CSS .h100lab-short);
+  // a table of three or more columns reads one row at a time on a phone (CSS .h100lab-stacked).
   function stackTables() {
     document.querySelectorAll(".bd-article table").forEach(function (t) {
+      var rows = Array.prototype.slice.call(t.querySelectorAll("tr"));
+      var width = Math.max.apply(null, rows.map(function (tr) { return tr.children.length; }).concat([0]));
+      for (var i = 0; i < width; i++) {
+        var cells = rows.map(function (tr) { return tr.children[i]; }).filter(Boolean);
+        if (cells.every(function (c) { return c.textContent.trim().length <= 12; })) {
+          cells.forEach(function (c) { c.classList.add("h100lab-short"); });
+        }
+      }
       var heads = Array.prototype.map.call(t.querySelectorAll("thead th"), function (th) {
         return th.innerText.trim();
       });

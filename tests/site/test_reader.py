@@ -293,6 +293,8 @@ TABLES_JS = """() => {
   return Array.from(art.querySelectorAll('table')).map(t => ({
     heads: Array.from(t.querySelectorAll('thead th')).map(th => th.innerText.trim()),
     cells_off: Array.from(t.querySelectorAll('td, th')).filter(c => { const r = c.getBoundingClientRect();
+        const head = c.closest('thead');   // a stacked table's head is visually hidden (clipped to 1 px)
+        if (head && getComputedStyle(head).position === 'absolute') return false;
         return r.width > 0 && r.right > right; }).map(c => c.innerText.trim().slice(0, 40))}));
 }"""
 

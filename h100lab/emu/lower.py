@@ -20,10 +20,11 @@ import numpy as np
 from .errors import EmuError, ExecutionError, UnsupportedInstruction
 from .operands import Layout, addr_getter, getter, setter
 from .ptx import Function, Instr, Module, Operand
-from .state import WARP, Warp
-from .types import PTX_TYPES, np_dtype, raw_dtype, width
+from .state import WARP
+from .types import raw_dtype, width
 
-__all__ = ["STOP", "Ctx", "lower_function", "HANDLERS", "STEPS", "register", "register_step", "layout_of"]
+__all__ = ["STOP", "Ctx", "lower_function", "HANDLERS", "STEPS", "register", "register_step", "layout_of",
+           "guard_mask"]
 
 STOP = -1
 HANDLERS: dict[str, Callable] = {}
@@ -200,6 +201,18 @@ def lower_function(module: Module, fn: Function, layout: Layout, program=None) -
     return code
 
 
+def guard_mask(ins: Instr, ctx: Ctx):
+    """``w -> bool[32]``: the lanes that execute ``ins`` — the warp's current group, narrowed by the guard
+    predicate ``@p`` / ``@!p`` (PTX §9.7.1 "Predicated execution")."""
+    g = ins.guard
+    if g is None:
+        return lambda w: w.mask
+    gi = ctx.lay.regidx[g]
+    if ins.guard_neg:
+        return lambda w: w.mask & ~w.R[gi]
+    return lambda w: w.mask & w.R[gi]
+
+
 def _deferred_error(exc: EmuError, where: str):
     """An instruction that cannot be lowered fails when (and only if) it executes."""
     def step(w):
@@ -217,25 +230,18 @@ def _lower(ins: Instr, ctx: Ctx, pc: int):
         kern = _alu_kernel(ins, ctx)
     else:
         kern = h(ins, ctx)
-    g = ins.guard
-    if g is None:
+    if ins.guard is None:
         def step(w):
             kern(w, w.mask, w.full)
             return nxt
         return step
-    gi = ctx.lay.regidx[g]
-    if ins.guard_neg:
-        def gstep(w):
-            m = w.mask & ~w.R[gi]
-            if m.any():
-                kern(w, m, False if not w.full else bool(m.all()))
-            return nxt
-    else:
-        def gstep(w):
-            m = w.mask & w.R[gi]
-            if m.any():
-                kern(w, m, False if not w.full else bool(m.all()))
-            return nxt
+    active = guard_mask(ins, ctx)
+
+    def gstep(w):
+        m = active(w)
+        if m.any():
+            kern(w, m, False if not w.full else bool(m.all()))
+        return nxt
     return gstep
 
 
@@ -347,16 +353,13 @@ def _bra(ins: Instr, ctx: Ctx, pc: int):
         raise ExecutionError(f"bra needs a label: {ins.text}")
     target = ctx.fn.labels[ins.ops[0].name]
     nxt = pc + 1
-    g = ins.guard
-    if g is None:
+    if ins.guard is None:
         return lambda w: target
-    gi = ctx.lay.regidx[g]
-    neg = ins.guard_neg
+    active = guard_mask(ins, ctx)
     uni = "uni" in ins.mods
 
     def step(w):
-        p = w.R[gi]
-        taken = w.mask & (~p if neg else p)
+        taken = active(w)
         if w.full:
             if taken.all():
                 return target
@@ -380,18 +383,12 @@ def _exit(ins: Instr, ctx: Ctx, pc: int):
         raise UnsupportedInstruction("ret from a .func: the emulator runs kernels whose device functions NVRTC "
                                      "inlined (mark them __forceinline__)")
     nxt = pc + 1
-    g = ins.guard
-    gi = ctx.lay.regidx[g] if g is not None else None
-    neg = ins.guard_neg
+    active = guard_mask(ins, ctx)
 
     def step(w):
-        if gi is None:
-            m = w.mask
-        else:
-            p = w.R[gi]
-            m = w.mask & (~p if neg else p)
-            if not m.any():
-                return nxt
+        m = active(w)
+        if not m.any():
+            return nxt
         launch = w.cta.launch
         launch.lanes_exited(w, m)
         r = w.exit_lanes(m, nxt)

@@ -27,8 +27,7 @@ import numpy as np
 from ..tma import bulk as tb
 from ..tma.tensor import TmaFault
 from .errors import ExecutionError, MemoryFault, ProxyFenceError
-from .lower import Ctx, register, register_step
-from .state import WARP
+from .lower import Ctx, guard_mask, register_step
 
 __all__ = ["TENSORMAP_MAGIC", "tensormap_registry"]
 
@@ -104,16 +103,10 @@ def _reduce_entry(ins, ctx: Ctx, pc: int):
 
 
 def _guarded(ins, ctx, nxt, per_lane):
-    g = ins.guard
-    gi = ctx.lay.regidx[g] if g is not None else None
-    neg = ins.guard_neg
+    active = guard_mask(ins, ctx)
 
     def step(w):
-        m = w.mask
-        if gi is not None:
-            p = w.R[gi]
-            m = m & (~p if neg else p)
-        for ln in np.flatnonzero(m):
+        for ln in np.flatnonzero(active(w)):
             per_lane(w, int(ln))
         return nxt
     return step

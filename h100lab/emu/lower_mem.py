@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import ExecutionError, MemoryFault, RaceError
-from .lower import STOP, Ctx, register, register_step
+from .lower import Ctx, register
 from .memory import CONST_BASE, LOCAL_BASE, PARAM_BASE, SHARED_BASE, WINDOW
 from .state import WARP
 from .types import np_dtype, raw_dtype, width
@@ -41,8 +41,8 @@ def space_of_instr(ins) -> str:
 # ------------------------------------------------------------------------------------------------
 # Per-space access on the active lanes (addresses already compressed to the active lanes)
 
-def _fault(w, msg, lanes=None, cuda="CUDA_ERROR_ILLEGAL_ADDRESS"):
-    return MemoryFault(msg, w.where_text(), cuda_error=cuda)
+def _fault(w, msg):
+    return MemoryFault(msg, w.where_text())
 
 
 def _check_align(w, addrs, align, what):
@@ -131,8 +131,6 @@ def load(w, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int, what:
                 sp = ("global", "shared::cluster", "local", "param", "const")[int(c)]
                 out[sel] = load(w, sp, _to_space(addrs[sel], int(c)), lanes[sel], nbytes, what)
             return out
-        if space == "shared::cluster":
-            launch.count_generic_shared(w)
     _check_align(w, addrs, min(nbytes, 16), what)
     if space == "global":
         a = launch.device.find(int(addrs.min()), 1)
@@ -385,8 +383,6 @@ def _atom(ins, ctx: Ctx):
     dt = np_dtype(t)
     where = ctx.where(ins)
     what = ins.full
-    if "noftz" not in ins.mods and t in ("f16", "bf16") and op == "add" and False:
-        pass
 
     def k(w, m, full):
         lanes = np.flatnonzero(m)

@@ -490,7 +490,6 @@ class _Parser:
         scopes: list[dict] = [{}]
         label_scopes: list[dict] = [{}]
         block_no = 0
-        pending_labels: list[tuple[str, int]] = []
         unresolved: list[tuple[int, int, str, int]] = []   # (instr index, operand index, label, line)
         src: tuple[str, int] | None = None
         depth = 0

@@ -340,3 +340,39 @@ def test_cuda_cell_magic_binds_a_program():
     assert (y.to_host() == 3).all()
     with pytest.raises(ValueError, match="usage"):
         cuda_cell("", "", ns)
+
+
+INTRA = r"""
+extern "C" __global__ void intra(const int* src, int* out) {
+    __shared__ __align__(128) int buf[32];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned b = (unsigned)__cvta_generic_to_shared(&bar), d = (unsigned)__cvta_generic_to_shared(buf);
+    unsigned lane = threadIdx.x;
+    if (lane == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
+    if (lane != 0) {   // lanes 1..31 start waiting before lane 0 has issued anything
+        asm volatile("{\n\t.reg .pred p;\nA_%=:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t@!p bra A_%=;\n\t}"
+                     :: "r"(b) : "memory");
+    } else {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 128;" :: "r"(b) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 128, [%2];"
+                     :: "r"(d), "l"(src), "r"(b) : "memory");
+        asm volatile("{\n\t.reg .pred p;\nB_%=:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t@!p bra B_%=;\n\t}"
+                     :: "r"(b) : "memory");
+    }
+    __syncwarp();
+    out[lane] = buf[lane] + 1;
+}
+"""
+
+
+def test_lanes_of_one_warp_wait_for_a_copy_their_warp_mate_issues():
+    """Independent thread scheduling: lanes spinning in try_wait are set aside so lane 0 can issue the copy,
+    and __syncwarp waits for them all."""
+    k = kern(INTRA, "intra")
+    out = emu.zeros(32, np.int32)
+    emu.launch(k, 1, 32, emu.to_device(np.arange(32, dtype=np.int32) * 3), out)
+    np.testing.assert_array_equal(out.to_host(), np.arange(32) * 3 + 1)

@@ -290,13 +290,6 @@ def _l04_check(l04, c, w, kernels):
     assert not bad, f"{c['id']}: fields differing from silicon: {bad}"
 
 
-_L04_XFAIL = pytest.mark.xfail(strict=True, raises=emu.DeadlockError, reason=(
-    "emulator divergence policy: tma_load_image / tma_load_im2col_image diverge warp 0 (lane 0 issues the copy, "
-    "lanes 1-31 spin in an unrolled mbarrier.try_wait loop placed at lower PCs); the smallest-PC rule "
-    "(state.py, enforced per instruction in launch._run_warp) never runs lane 0, so the launch deadlocks. "
-    "Needs independent-thread-scheduling forward progress (switch groups when a diverged group blocks)"))
-
-
 @pytest.mark.parametrize("kind", ["store", "reduce"])
 def test_l04_tma_store_and_reduce_images(monkeypatch, kind):
     """Every store / reduce record of data/l04/tma_images: the global bytes after the copy, or the fault."""
@@ -308,21 +301,20 @@ def test_l04_tma_store_and_reduce_images(monkeypatch, kind):
         _l04_check(l04, c, w, kernels)
 
 
-@_L04_XFAIL
-def test_l04_tma_load_images_sampled(monkeypatch):
-    """Every 8th load record and every recorded load fault of data/l04/tma_images."""
+def test_l04_tma_load_images(monkeypatch):
+    """Every load record of data/l04/tma_images, the recorded load faults included."""
     l04 = _l04_on_emu(monkeypatch)
     kernels = l04._Kernels()
-    sel = [(c, w) for i, (c, w) in enumerate(_l04_cases()) if c["kind"] == "load" and (i % 8 == 0 or w.get("fault"))]
+    sel = [(c, w) for c, w in _l04_cases() if c["kind"] == "load"]
+    assert len(sel) >= 140
     for c, w in sel:
         _l04_check(l04, c, w, kernels)
 
 
-@_L04_XFAIL
 def test_l04_tma_im2col_images(monkeypatch):
     l04 = _l04_on_emu(monkeypatch)
     kernels = l04._Kernels()
-    for c, w in [(c, w) for c, w in _l04_cases() if c["kind"] == "im2col"][:3]:
+    for c, w in [(c, w) for c, w in _l04_cases() if c["kind"] == "im2col"]:
         _l04_check(l04, c, w, kernels)
 
 

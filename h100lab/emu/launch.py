@@ -30,8 +30,7 @@ import numpy as np
 
 from ..cuda.errors import LaunchConfigError
 from .errors import BudgetExceeded, DeadlockError, EmuError, ExecutionError
-from .lower import STOP
-from .state import NO_PC, RESERVED_SMEM, WARP, Cluster, Cta, Warp
+from .state import RESERVED_SMEM, WARP, Cluster, Cta, Warp
 
 __all__ = ["Launch", "LaunchStats", "CLOCK_HZ"]
 
@@ -328,6 +327,7 @@ class Launch:
                     if f is not None:
                         w.on_wake = None
                         f(w)
+                    w.settle()
                 ran += 1
                 w.spin = False
                 if self._run_warp(w):
@@ -378,6 +378,8 @@ class Launch:
             else:
                 w.pc = pc
                 exhausted = True
+            if w.wait is None and not w.done:
+                w.settle()
         except EmuError:
             raise
         except (ValueError, IndexError, KeyError, TypeError, FloatingPointError, OverflowError) as exc:
@@ -534,9 +536,6 @@ class Launch:
         self._queue = keep
 
     # -- counters ---------------------------------------------------------------------------------
-    def count_generic_shared(self, w):
-        pass
-
     def record_shared(self, w, lanes, addrs, nbytes, op):
         if self.counters:
             self._shared_log.append((w.pc, lanes, (addrs & np.uint64(0xFFFFFF)).astype(np.int64), nbytes, op))

@@ -24,8 +24,8 @@ import numpy as np
 from ..sync.mbarrier import MBarrier, MBarrierError, decode
 from ..sync.named import BarrierError
 from .errors import ExecutionError
-from .lower import STOP, Ctx, register, register_step
-from .state import WARP
+from .lower import STOP, Ctx, guard_mask, register, register_step
+from .state import NO_PC, WARP
 
 __all__ = ["printf_step"]
 
@@ -58,17 +58,12 @@ def _bar(ins, ctx: Ctx, pc: int):
         gpred = ctx.get(pred_op, "pred")
     gid = ctx.get(ops[0], "u32")
     gcnt = ctx.get(ops[1], "u32") if len(ops) > 1 else None
-    g = ins.guard
-    gi = ctx.lay.regidx[g] if g is not None else None
-    neg = ins.guard_neg
+    active = guard_mask(ins, ctx)
 
     def step(w):
-        m = w.mask
-        if gi is not None:
-            p = w.R[gi]
-            m = m & (~p if neg else p)
-            if not m.any():
-                return nxt
+        m = active(w)
+        if not m.any():
+            return nxt
         cta = w.cta
         launch = cta.launch
         lanes = np.flatnonzero(m)
@@ -111,23 +106,57 @@ def _bar_warp(ins, ctx, pc):
     gmask = ctx.get(ins.ops[0], "b32")
 
     def step(w):
-        _check_membermask(w, gmask(w), ctx, ins)
+        _check_membermask(w, gmask(w), ctx, ins, pc)
         return nxt
-    return step
+    return _yields(step)
 
 
-def _check_membermask(w, mm, ctx, ins):
-    """PTX §9.7.8: every lane in membermask must execute the same ``.sync`` instruction (converged)."""
+class _Yield(Exception):
+    """Raised inside a warp-synchronous step whose group had to wait for parked warp-mates; ``pc`` is what the
+    step returns (the next group's PC, or STOP)."""
+
+    def __init__(self, pc: int):
+        self.pc = pc
+
+
+def _yields(step):
+    """Wrap a warp-synchronous step so that :func:`_check_membermask` can set its group aside."""
+    def wrapped(w):
+        try:
+            return step(w)
+        except _Yield as y:
+            return y.pc
+    return wrapped
+
+
+def _never():
+    return False
+
+
+def _check_membermask(w, mm, ctx, ins, pc):
+    """PTX §9.7.8: every lane in membermask must execute the same ``.sync`` instruction. Lanes named there
+    that wait in ``try_wait`` elsewhere (parked, :meth:`Warp.park`) are waited for, as independent thread
+    scheduling does: the group parks here until they arrive. Lanes that exited, or that are at another
+    instruction, make the instruction undefined: the emulator raises."""
     lanes = np.flatnonzero(w.mask)
     if lanes.size == 0:
         return 0
     mask = int(mm[lanes[0]])
-    mine = int(np.packbits(w.mask[::-1].astype(np.uint8)).view(">u4")[0]) if False else int(
-        (w.mask.astype(np.uint64) << np.arange(WARP, dtype=np.uint64)).sum())
+    mine = int((w.mask.astype(np.uint64) << np.arange(WARP, dtype=np.uint64)).sum())
     missing = mask & ~mine & 0xFFFFFFFF
     if missing:
         alive = int((w.alive.astype(np.uint64) << np.arange(WARP, dtype=np.uint64)).sum())
         gone = missing & ~alive
+        sel = ((missing >> np.arange(WARP, dtype=np.uint64).astype(np.uint32)) & 1).astype(bool)
+        if not gone and w.parked_pc is not None and (w.parked_pc[sel] < NO_PC).all():
+            w.wait_pc = pc
+            w.blocked_on = f"{ins.full} waiting for lanes {np.flatnonzero(sel).tolist()} of its warp"
+            npc = w.park(pc, _never)
+            if npc < 0:
+                w.wait = w.park_wait()
+                w.timed = True
+                npc = STOP
+            raise _Yield(npc)
         why = (f"lanes {[i for i in range(32) if gone >> i & 1]} have exited" if gone else
                f"lanes {[i for i in range(32) if missing >> i & 1]} are at another instruction (divergent)")
         raise _err(ExecutionError, f"{ins.full} with membermask 0x{mask:08x}: {why}; every lane named in membermask "
@@ -218,16 +247,7 @@ def _mbarrier(ins, ctx: Ctx, pc: int):
     nxt = pc + 1
     ops = list(ins.ops)
     remote = "shared::cluster" in mods
-    g = ins.guard
-    gi = ctx.lay.regidx[g] if g is not None else None
-    neg = ins.guard_neg
-
-    def active(w):
-        m = w.mask
-        if gi is not None:
-            p = w.R[gi]
-            m = m & (~p if neg else p)
-        return m
+    active = guard_mask(ins, ctx)
 
     def run(w, m, body):
         try:
@@ -358,15 +378,24 @@ def _mbarrier(ins, ctx: Ctx, pc: int):
                 # suspend until one of the barriers changes; the scheduler may wake us with a time-out
                 (k0, (_, cta, off)) = next((k, v) for k, v in bars.items() if not v[0])
                 word0 = cta.smem.load_u64(off)
-                w.pc = pc
                 st = decode(word0)
                 w.blocked_on = (f"mbarrier.try_wait{'.parity' if parity else ''} on the mbarrier at shared "
                                 f"0x{(cta.rank << 24) | off:x} (CTA rank {cta.rank}) waiting for "
                                 + (f"the phase of parity {k0[1] & 1} to complete" if parity else "its token's phase")
                                 + f"; barrier state: {st}")
-                w.wait = lambda: cta.smem.load_u64(off) != word0
-                w.timed = True
                 w.wait_pc = pc
+
+                def changed():
+                    return cta.smem.load_u64(off) != word0
+                if w.other != NO_PC:       # other lanes of the warp are elsewhere: let them run
+                    npc = w.park(pc, changed)
+                    if npc >= 0:
+                        return npc
+                    w.wait = w.park_wait()
+                else:
+                    w.pc = pc
+                    w.wait = changed
+                w.timed = True
                 return STOP
             # a failed poll (test_wait, or try_wait after its time limit): False, and let others run
             if not blocking:
@@ -441,13 +470,13 @@ def _elect(ins, ctx, pc):
     gm = ctx.get(ins.ops[1], "b32")
 
     def step(w):
-        mask = _check_membermask(w, gm(w), ctx, ins)
+        mask = _check_membermask(w, gm(w), ctx, ins, pc)
         leader = (mask & -mask).bit_length() - 1 if mask else -1
         sd(w, w.mask, w.full, np.full(WARP, max(leader, 0), np.uint32))
         if sp is not None:
             sp(w, w.mask, w.full, np.arange(WARP) == leader)
         return nxt
-    return step
+    return _yields(step)
 
 
 @register_step("shfl")
@@ -462,7 +491,7 @@ def _shfl(ins, ctx, pc):
     lane = np.arange(WARP, dtype=np.int64)
 
     def step(w):
-        _check_membermask(w, gm(w), ctx, ins)
+        _check_membermask(w, gm(w), ctx, ins, pc)
         a = ga(w)
         b = gb(w).astype(np.int64) & 0x1F
         c = gc(w).astype(np.int64)
@@ -491,7 +520,7 @@ def _shfl(ins, ctx, pc):
         if sp is not None:
             sp(w, w.mask, w.full, ok)
         return nxt
-    return step
+    return _yields(step)
 
 
 @register_step("vote")
@@ -505,7 +534,7 @@ def _vote(ins, ctx, pc):
     sh = np.arange(WARP, dtype=np.uint32)
 
     def step(w):
-        mask = _check_membermask(w, gm(w), ctx, ins)
+        mask = _check_membermask(w, gm(w), ctx, ins, pc)
         sel = ((mask >> sh) & 1).astype(bool) & w.mask
         p = gp(w)
         if ballot:
@@ -516,7 +545,7 @@ def _vote(ins, ctx, pc):
             r = ps.all() if mode == "all" else (ps.any() if mode == "any" else (ps.all() or not ps.any()))
             sd(w, w.mask, w.full, np.full(WARP, bool(r)))
         return nxt
-    return step
+    return _yields(step)
 
 
 @register_step("match")
@@ -533,7 +562,7 @@ def _match(ins, ctx, pc):
     sh = np.arange(WARP, dtype=np.uint64)
 
     def step(w):
-        mask = _check_membermask(w, gm(w), ctx, ins)
+        mask = _check_membermask(w, gm(w), ctx, ins, pc)
         sel = ((mask >> sh.astype(np.uint32)) & 1).astype(bool) & w.mask
         a = ga(w)
         eq = (a[:, None] == a[None, :]) & sel[None, :]
@@ -547,7 +576,7 @@ def _match(ins, ctx, pc):
             if sp is not None:
                 sp(w, w.mask, w.full, np.full(WARP, allsame))
         return nxt
-    return step
+    return _yields(step)
 
 
 @register_step("redux")
@@ -561,7 +590,7 @@ def _redux(ins, ctx, pc):
     sh = np.arange(WARP, dtype=np.uint32)
 
     def step(w):
-        mask = _check_membermask(w, gm(w), ctx, ins)
+        mask = _check_membermask(w, gm(w), ctx, ins, pc)
         sel = ((mask >> sh) & 1).astype(bool) & w.mask
         a = ga(w)[sel]
         if op == "add":
@@ -578,7 +607,7 @@ def _redux(ins, ctx, pc):
             v = np.bitwise_xor.reduce(a)
         sd(w, w.mask, w.full, np.full(WARP, v).astype(a.dtype))
         return nxt
-    return step
+    return _yields(step)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ program counter among its live lanes, with every lane that is there (``mask``). 
 places a branch's join after both sides and a loop's exit after its body, so the smallest-PC rule runs
 each side to the join and reconverges there (the "thread frontier" policy of the GPUOcelot emulator).
 Converged warps keep one scalar ``pc``; ``other`` is the smallest PC of the lanes not in the current
-group (``NO_PC`` when converged).
+group (``NO_PC`` when converged). A group that blocks in ``mbarrier.try_wait`` while other lanes of the warp
+are elsewhere is *parked* (:meth:`Warp.park`) so that those lanes run — the independent thread scheduling
+that lets one lane issue a copy while its warp-mates already wait for it.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ __all__ = ["Warp", "Cta", "Cluster", "NO_PC", "WARP", "RESERVED_SMEM"]
 
 WARP = 32
 NO_PC = 1 << 40
+PARKED = NO_PC - 1        #: program counter of a lane set aside by :meth:`Warp.park` (after every real PC)
 RESERVED_SMEM = 1024      #: CPG §20.8.3: 1 KB of shared memory per block is reserved for the system ([HW] offset 0x400)
 LANES = np.arange(WARP, dtype=np.uint32)
 
@@ -33,9 +36,9 @@ class Warp:
     """One warp of a CTA. ``wid`` is ``%warpid`` within the CTA; ``lanes_valid`` the lanes that exist (a
     block whose size is not a multiple of 32 has a partial last warp)."""
 
-    __slots__ = ("cta", "wid", "R", "pc", "pcs", "alive", "mask", "full", "other", "done", "wait", "status",
-                 "sregs", "local", "code", "fn", "icount", "bulk_groups", "spin", "label", "vc", "pending_rcv",
-                 "stall", "lanes_valid", "blocked_on", "on_wake", "timed", "wait_pc")
+    __slots__ = ("cta", "wid", "R", "pc", "pcs", "alive", "mask", "full", "other", "done", "wait",
+                 "sregs", "local", "code", "fn", "icount", "bulk_groups", "spin", "label",
+                 "stall", "lanes_valid", "blocked_on", "on_wake", "timed", "wait_pc", "parked_pc", "park_conds")
 
     def __init__(self, cta: "Cta", wid: int, nlanes: int, regs: list, code: list, fn, local_bytes: int):
         self.cta = cta
@@ -56,7 +59,6 @@ class Warp:
         self.on_wake = None        # called once when ``wait`` lets the warp go on
         self.timed = False         # the wait is a try_wait, which may time out
         self.wait_pc = None        # the instruction of the last wait (deadlock reports)
-        self.status = "ready"
         self.local = np.zeros((WARP, max(local_bytes, 16)), np.uint8) if local_bytes else None
         self.icount = 0
         self.bulk_groups: dict = {}
@@ -64,19 +66,25 @@ class Warp:
         self.stall = 0
         self.sregs: dict = {}
         self.label = f"CTA {cta.label} warp {wid}"
-        self.vc = None
-        self.pending_rcv = None
+        self.parked_pc = None      # per lane: the instruction a parked lane waits at (NO_PC: not parked)
+        self.park_conds: list = []
 
     # -- divergence ------------------------------------------------------------------------------
-    def regroup(self, npc: int) -> int:
-        """The current group moves to ``npc``; pick the next group (the smallest PC) and return its PC.
-        Returns -1 when no lane is left."""
-        pcs = self.pcs
-        if pcs is None:
-            pcs = self.pcs = np.where(self.alive, self.pc, NO_PC).astype(np.int64)
-        pcs[self.mask] = npc
-        live = np.where(self.alive, pcs, NO_PC)
+    def _lane_pcs(self) -> np.ndarray:
+        """Per-lane program counters (made from the scalar ``pc`` when the warp was converged)."""
+        if self.pcs is None:
+            self.pcs = np.where(self.alive, self.pc, NO_PC).astype(np.int64)
+        return self.pcs
+
+    def _pick(self) -> int:
+        """Make the group at the smallest program counter of the live, unparked lanes current and return that PC
+        (-1 when no lane is left). When every live lane is parked, the parked lanes are released first."""
+        live = np.where(self.alive, self.pcs, NO_PC)
         m = int(live.min())
+        if m >= PARKED and m < NO_PC:
+            self.unpark()
+            live = np.where(self.alive, self.pcs, NO_PC)
+            m = int(live.min())
         if m >= NO_PC:
             self.done = True
             return -1
@@ -84,33 +92,24 @@ class Warp:
         self.mask = mask
         self.full = bool(mask.all())
         rest = live[~mask]
-        if rest.size == 0 or int(rest.min()) >= NO_PC:
-            self.other = NO_PC
+        self.other = int(rest.min()) if rest.size and int(rest.min()) < NO_PC else NO_PC
+        if self.other == NO_PC and self.parked_pc is None:
             self.pcs = None
-        else:
-            self.other = int(rest.min())
         self.pc = m
         return m
 
+    def regroup(self, npc: int) -> int:
+        """The current group moves to ``npc``; pick the next group (the smallest PC) and return its PC.
+        Returns -1 when no lane is left."""
+        self._lane_pcs()[self.mask] = npc
+        return self._pick()
+
     def diverge(self, taken: np.ndarray, target: int, fall: int) -> int:
         """A branch taken by ``taken`` lanes of the group (others fall through to ``fall``)."""
-        if self.pcs is None:
-            self.pcs = np.where(self.alive, self.pc, NO_PC).astype(np.int64)
-        pcs = self.pcs
+        pcs = self._lane_pcs()
         pcs[self.mask & ~taken] = fall
         pcs[taken] = target
-        self.mask = np.zeros(WARP, bool)   # nothing left at the old pc
-        live = np.where(self.alive, pcs, NO_PC)
-        m = int(live.min())
-        mask = live == m
-        self.mask = mask
-        self.full = bool(mask.all())
-        rest = live[~mask]
-        self.other = int(rest.min()) if rest.size and int(rest.min()) < NO_PC else NO_PC
-        if self.other == NO_PC:
-            self.pcs = None
-        self.pc = m
-        return m
+        return self._pick()
 
     def exit_lanes(self, m: np.ndarray, fall: int) -> int:
         """Lanes ``m`` of the group exit (``exit``/``ret`` of the kernel); the rest of the group goes on at
@@ -121,21 +120,53 @@ class Warp:
             self.done = True
             self.mask = self.alive
             return -1
-        if self.pcs is None:
-            self.pcs = np.where(self.alive, self.pc, NO_PC).astype(np.int64)
-        self.pcs[m] = NO_PC
-        self.pcs[stay] = fall
-        live = np.where(self.alive, self.pcs, NO_PC)
-        mm = int(live.min())
-        mask = live == mm
-        self.mask = mask
-        self.full = bool(mask.all())
-        rest = live[~mask]
-        self.other = int(rest.min()) if rest.size and int(rest.min()) < NO_PC else NO_PC
-        if self.other == NO_PC:
-            self.pcs = None
-        self.pc = mm
-        return mm
+        pcs = self._lane_pcs()
+        pcs[m] = NO_PC
+        pcs[stay] = fall
+        return self._pick()
+
+    # -- independent thread scheduling -----------------------------------------------------------
+    def park(self, pc: int, cond) -> int:
+        """The current group cannot go on at ``pc`` until ``cond()`` (a ``try_wait`` on an unfinished phase):
+        set it aside so the warp's other lanes run meanwhile — CUDA C++ Programming Guide §"Independent Thread
+        Scheduling": from Volta on, diverged threads of a warp make progress independently, so a lane that
+        spins on a barrier cannot starve the lane that will complete it. Returns the next group's PC, or -1
+        when every live lane is parked (the caller then suspends the warp on :meth:`park_wait`)."""
+        pcs = self._lane_pcs()
+        if self.parked_pc is None:
+            self.parked_pc = np.full(WARP, NO_PC, np.int64)
+        self.parked_pc[self.mask] = pc
+        pcs[self.mask] = PARKED
+        self.park_conds.append(cond)
+        live = np.where(self.alive, pcs, NO_PC)
+        if int(live.min()) >= PARKED:
+            return -1
+        return self._pick()
+
+    def park_wait(self):
+        """Release every parked group and return the condition that wakes the warp: any of theirs."""
+        conds = list(self.park_conds)
+        self.unpark()
+        self._pick()
+        return lambda: any(c() for c in conds)
+
+    def unpark(self) -> None:
+        """Parked lanes go back to their instruction (they re-execute it when their group is picked)."""
+        if self.parked_pc is None:
+            return
+        sel = self.parked_pc < NO_PC
+        self.pcs[sel] = self.parked_pc[sel]
+        self.parked_pc = None
+        self.park_conds = []
+
+    def settle(self) -> None:
+        """End of the warp's turn: the current group keeps its ``pc``, parked lanes are released and the warp
+        resumes next time at its smallest program counter."""
+        if self.parked_pc is None:
+            return
+        self._lane_pcs()[self.mask] = self.pc
+        self.unpark()
+        self._pick()
 
     def where_text(self) -> str:
         ins = self.fn.body[self.pc] if 0 <= self.pc < len(self.fn.body) else None

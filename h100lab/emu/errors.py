@@ -4,7 +4,7 @@ CUDA source line that produced it."""
 from __future__ import annotations
 
 __all__ = ["EmuError", "ExecutionError", "MemoryFault", "DeadlockError", "RaceError", "ProxyFenceError",
-           "BudgetExceeded", "UnsupportedInstruction"]
+           "BudgetExceeded", "UnsupportedInstruction", "relocated"]
 
 
 class EmuError(RuntimeError):
@@ -61,3 +61,9 @@ class ProxyFenceError(EmuError):
 
 class BudgetExceeded(EmuError):
     """The launch executed more warp-instructions than its budget (a kernel that loops forever)."""
+
+
+def relocated(exc: EmuError, where: str) -> EmuError:
+    """``exc`` again, with ``where`` (the PTX instruction and CUDA line that performed the access) appended to
+    its location; the rule and the CUDA error name are kept."""
+    return type(exc)(exc.rule, f"{exc.where}\n{where}", cuda_error=exc.cuda_error)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ExecutionError, MemoryFault, RaceError
+from .errors import ExecutionError, MemoryFault, RaceError, relocated
 from .lower import Ctx, register
 from .memory import CONST_BASE, LOCAL_BASE, PARAM_BASE, SHARED_BASE, WINDOW
 from .state import WARP
@@ -228,16 +228,24 @@ def _vec_count(ins) -> int:
     return 1
 
 
-@register("ld", "ldu")
-def _ld(ins, ctx: Ctx):
+def _access(ins, ctx: Ctx, addr_op: int):
+    """(type, state space, vector count) of an ``ld``/``st``: ``.param`` accesses to a call-site parameter
+    (a ``.param`` variable declared in the function body) go to the thread's frame (PTX §7.1 "Function
+    declarations and definitions")."""
     t = ins.types[-1] if ins.types else None
     if t is None or len(ins.ops) != 2:
-        raise ExecutionError(f"ld needs a type and two operands: {ins.text}")
+        raise ExecutionError(f"{ins.opcode} needs a type and two operands: {ins.text}")
     space = space_of_instr(ins)
-    n = _vec_count(ins)
+    a = ins.ops[addr_op]
+    if space == "param" and a.kind == "addr" and a.base.kind == "sym" and a.base.name in ctx.lay.local:
+        space = "local"
+    return t, space, _vec_count(ins)
+
+
+@register("ld", "ldu")
+def _ld(ins, ctx: Ctx):
+    t, space, n = _access(ins, ctx, 1)
     dst, src = ins.ops
-    if space == "param" and src.kind == "addr" and src.base.kind == "sym" and src.base.name in ctx.lay.local:
-        space = "local"      # a call-site parameter (PTX §7.1 "Function declarations and definitions")
     es = width(t) // 8
     nbytes = es * n
     ag = ctx.addr(src)
@@ -266,10 +274,8 @@ def _ld(ins, ctx: Ctx):
             a = a[lanes]
         try:
             raw = load(w, space, a, lanes, nbytes, what)
-        except MemoryFault as exc:
-            raise type(exc)(exc.rule, f"{exc.where}\n{where}", cuda_error=exc.cuda_error) from None
         except (ExecutionError, RaceError) as exc:
-            raise type(exc)(exc.rule, f"{exc.where}\n{where}") from None
+            raise relocated(exc, where) from None
         w.cta.launch.record_global(w, space, lanes, a, nbytes)
         vals = raw.view(udt).reshape(len(lanes), n) if udt is not None else raw
         for j, s in enumerate(sets):
@@ -289,14 +295,8 @@ _ALL = np.arange(WARP)
 
 @register("st")
 def _st(ins, ctx: Ctx):
-    t = ins.types[-1] if ins.types else None
-    if t is None or len(ins.ops) != 2:
-        raise ExecutionError(f"st needs a type and two operands: {ins.text}")
-    space = space_of_instr(ins)
-    n = _vec_count(ins)
+    t, space, n = _access(ins, ctx, 0)
     dst, src = ins.ops
-    if space == "param" and dst.kind == "addr" and dst.base.kind == "sym" and dst.base.name in ctx.lay.local:
-        space = "local"      # st.param to a call-site parameter
     if space in ("param", "const"):
         raise ExecutionError(f"st.{space}: kernel parameters and constants are read-only (PTX §9.7.9.9)")
     es = width(t) // 8
@@ -319,10 +319,8 @@ def _st(ins, ctx: Ctx):
             data = np.stack([c[lanes] for c in cols], axis=1).view(np.uint8).reshape(len(lanes), es * n)
         try:
             store(w, space, a, lanes, data, what)
-        except MemoryFault as exc:
-            raise type(exc)(exc.rule, f"{exc.where}\n{where}", cuda_error=exc.cuda_error) from None
         except (ExecutionError, RaceError) as exc:
-            raise type(exc)(exc.rule, f"{exc.where}\n{where}") from None
+            raise relocated(exc, where) from None
         w.cta.launch.record_global(w, space, lanes, a, es * n)
     return k
 
@@ -397,7 +395,7 @@ def _atom(ins, ctx: Ctx):
                 store(w, space, aa, lanes[j:j + 1], np.array([new], dt).view(np.uint8).reshape(1, es), what)
                 out[lane] = old
         except (ExecutionError, RaceError) as exc:
-            raise type(exc)(exc.rule, f"{exc.where}\n{where}") from None
+            raise relocated(exc, where) from None
         if s is not None:
             s(w, m, full, out)
     return k

@@ -133,6 +133,13 @@ def _never():
     return False
 
 
+def _value_and_pred(ins, ctx):
+    """Setters of the ``d`` and optional ``|p`` destinations of ``elect``/``shfl``/``match`` (PTX §9.7.8)."""
+    d = ins.ops[0]
+    dst, pred = (d.items if d.kind == "pair" else (d, None))
+    return ctx.set(dst, "b32"), (ctx.set(pred, "pred") if pred is not None else None)
+
+
 def _check_membermask(w, mm, ctx, ins, pc):
     """PTX §9.7.8: every lane in membermask must execute the same ``.sync`` instruction. Lanes named there
     that wait in ``try_wait`` elsewhere (parked, :meth:`Warp.park`) are waited for, as independent thread
@@ -463,10 +470,7 @@ def _activemask(ins, ctx):
 @register_step("elect")
 def _elect(ins, ctx, pc):
     nxt = pc + 1
-    d = ins.ops[0]
-    dst, pred = (d.items if d.kind == "pair" else (d, None))
-    sd = ctx.set(dst, "b32")
-    sp = ctx.set(pred, "pred") if pred is not None else None
+    sd, sp = _value_and_pred(ins, ctx)
     gm = ctx.get(ins.ops[1], "b32")
 
     def step(w):
@@ -483,10 +487,7 @@ def _elect(ins, ctx, pc):
 def _shfl(ins, ctx, pc):
     nxt = pc + 1
     mode = next(m for m in ins.mods if m in ("up", "down", "bfly", "idx"))
-    d = ins.ops[0]
-    dst, pred = (d.items if d.kind == "pair" else (d, None))
-    sd = ctx.set(dst, "b32")
-    sp = ctx.set(pred, "pred") if pred is not None else None
+    sd, sp = _value_and_pred(ins, ctx)
     ga, gb, gc, gm = (ctx.get(o, "b32") for o in ins.ops[1:5])
     lane = np.arange(WARP, dtype=np.int64)
 
@@ -553,10 +554,7 @@ def _match(ins, ctx, pc):
     nxt = pc + 1
     mode = "all" if "all" in ins.mods else "any"
     t = ins.types[-1]
-    d = ins.ops[0]
-    dst, pred = (d.items if d.kind == "pair" else (d, None))
-    sd = ctx.set(dst, "b32")
-    sp = ctx.set(pred, "pred") if pred is not None else None
+    sd, sp = _value_and_pred(ins, ctx)
     ga = ctx.get(ins.ops[1], t)
     gm = ctx.get(ins.ops[2], "b32")
     sh = np.arange(WARP, dtype=np.uint64)

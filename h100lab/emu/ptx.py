@@ -639,13 +639,7 @@ class _Parser:
                 raise self.err(f"label {text} outside a function", ln)
             if not text:
                 continue
-            if text.startswith(".version"):
-                self.mod.version = text.split()[1]
-            elif text.startswith(".target"):
-                self.mod.target = text.split(None, 1)[1]
-            elif text.startswith(".address_size"):
-                self.mod.address_size = int(text.split()[1])
-            elif re.match(r"^(\.(visible|extern|weak)\s+)*\.(entry|func)\b", text):
+            if re.match(r"^(\.(visible|extern|weak)\s+)*\.(entry|func)\b", text):
                 if text.startswith(".extern"):
                     continue  # a declaration of a function defined elsewhere
                 self.function(text, it, ln)

@@ -109,6 +109,7 @@ def _arith_bits(kind: str, fmt: Fmt, mode: str, ftz: bool, sat: bool, relu: bool
     """Exact ``add``/``sub``/``mul``/``fma`` rounded once to ``fmt`` [PTX ISA §9.7.3.3–§9.7.3.6,
     §9.7.4.1–§9.7.4.4]: the exact result as a binary64 pair, rounded by :func:`round_pair`."""
     fast = fmt is F32 and mode == "rn" and kind != "fma"
+    fast_fma = fmt is F32 and mode == "rn" and kind == "fma"
 
     def f(*xb):
         if ftz:
@@ -119,6 +120,16 @@ def _arith_bits(kind: str, fmt: Fmt, mode: str, ftz: bool, sat: bool, relu: bool
                 r = a + b if kind == "add" else a - b if kind == "sub" else a * b
                 return _post(r.view(np.uint32), fmt, ftz, sat, relu)
             x = [_vals(b, fmt) for b in xb]
+            if fast_fma:
+                # a·b is exact in binary64, so r64 = RN64(a·b + c) is within half a binary64 ulp of the exact
+                # result; rounding r64 to binary32 rounds the exact result unless r64 sits exactly on a
+                # binary32 tie (low 29 bits 1000…0) — the only place double rounding can go wrong — or the
+                # result is subnormal in binary32 (ties elsewhere) or not finite. Those lanes take the exact path.
+                r64 = x[0] * x[1] + x[2]
+                rb64 = r64.view(np.uint64)
+                risky = ((rb64 & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)) | ~(np.abs(r64) >= 2.0 ** -126)
+                if not risky.any():
+                    return _post(r64.astype(np.float32).view(np.uint32), fmt, ftz, sat, relu)
             addends = None
             if kind == "mul":
                 s, e = x[0] * x[1], np.zeros_like(x[0])

@@ -123,6 +123,7 @@ class Launch:
         self._check_config()
         self.param_buf = self._pack(args)
         self._param_cache: dict = {}
+        self._sregs = None
         self.code = kernel.code
         self.pc_counts = [0] * len(self.code)
 
@@ -245,38 +246,29 @@ class Launch:
             lin = ctaid[0] + self.grid[0] * (ctaid[1] + self.grid[1] * ctaid[2])
             cta = Cta(self, ctaid, rank, cl, smem, self.threads, f"{ctaid}", lin, smids(linear, rank))
             cl.ctas.append(cta)
+            cta_sregs = self._cta_sregs(cta, cl, rank, (rx, ry, rz))
             nw = -(-self.threads // WARP)
             for wid in range(nw):
                 lanes = min(WARP, self.threads - wid * WARP)
                 w = Warp(cta, wid, lanes, self.lay.initial_registers(), self.code, self.fn, self.lay.local_bytes)
                 w.label = f"CTA {ctaid} (cluster rank {rank}) warp {wid}"
-                self._init_sregs(w, cta, cl, rank, (rx, ry, rz))
+                w.sregs = self._warp_sregs(w, cta_sregs)
                 cta.warps.append(w)
         self._cluster_state[cl.linear] = {"phase": 0, "arrived": 0, "expected": n * self.threads, "who": {}}
         return cl
 
-    def _init_sregs(self, w, cta, cl, rank, cctaid):
-        bx, by, bz = self.block
-        tid = np.arange(w.wid * WARP, w.wid * WARP + WARP, dtype=np.int64)
-        tx, ty, tz = tid % bx, (tid // bx) % by, tid // (bx * by)
+    def _launch_sregs(self) -> dict:
+        """Special registers with one value for the whole launch (PTX §10), made once."""
         u = lambda v: np.full(WARP, v, np.uint32)
-        s = w.sregs
-        s["%tid.x"], s["%tid.y"], s["%tid.z"] = (a.astype(np.uint32) for a in (tx, ty, tz))
-        s["%ntid.x"], s["%ntid.y"], s["%ntid.z"] = u(bx), u(by), u(bz)
-        s["%laneid"] = np.arange(WARP, dtype=np.uint32)
-        s["%warpid"] = u(w.wid)
-        s["%nwarpid"] = u(64)
+        s = {}
         for k, ax in enumerate("xyz"):
-            s[f"%ctaid.{ax}"] = u(cta.ctaid[k])
+            s[f"%ntid.{ax}"] = u(self.block[k])
             s[f"%nctaid.{ax}"] = u(self.grid[k])
-            s[f"%clusterid.{ax}"] = u(cl.cid[k])
             s[f"%nclusterid.{ax}"] = u(self.grid[k] // self.cluster_dim[k])
-            s[f"%cluster_ctaid.{ax}"] = u(cctaid[k])
             s[f"%cluster_nctaid.{ax}"] = u(self.cluster_dim[k])
-        s["%cluster_ctarank"] = u(rank)
-        s["%cluster_nctarank"] = u(cl.size)
+        s["%laneid"] = np.arange(WARP, dtype=np.uint32)
+        s["%nwarpid"] = u(64)
         s["%is_explicit_cluster"] = u(1 if self.explicit_cluster else 0)
-        s["%smid"] = u(cta.smid)
         s["%nsmid"] = u(132)
         s["%gridid"] = u(1)
         lane = np.arange(WARP, dtype=np.uint64)
@@ -289,6 +281,35 @@ class Launch:
         s["%dynamic_smem_size"] = u(self.dynamic)
         s["%total_smem_size"] = u(self.lay.static_shared + self.dynamic)
         s["%aggr_smem_size"] = u(RESERVED_SMEM + self.lay.static_shared + self.dynamic)
+        s["%cluster_nctarank"] = u(self.cluster_dim[0] * self.cluster_dim[1] * self.cluster_dim[2])
+        for v in s.values():
+            v.flags.writeable = False
+        return s
+
+    def _cta_sregs(self, cta, cl, rank, cctaid) -> dict:
+        """The launch's special registers plus those of one CTA (%ctaid, %clusterid, %cluster_ctaid,
+        %cluster_ctarank, %smid)."""
+        if self._sregs is None:
+            self._sregs = self._launch_sregs()
+        u = lambda v: np.full(WARP, v, np.uint32)
+        s = dict(self._sregs)
+        for k, ax in enumerate("xyz"):
+            s[f"%ctaid.{ax}"] = u(cta.ctaid[k])
+            s[f"%clusterid.{ax}"] = u(cl.cid[k])
+            s[f"%cluster_ctaid.{ax}"] = u(cctaid[k])
+        s["%cluster_ctarank"] = u(rank)
+        s["%smid"] = u(cta.smid)
+        return s
+
+    def _warp_sregs(self, w, cta_sregs: dict) -> dict:
+        """A warp's special registers: its CTA's, plus %tid and %warpid."""
+        bx, by, _ = self.block
+        tid = np.arange(w.wid * WARP, w.wid * WARP + WARP, dtype=np.int64)
+        s = dict(cta_sregs)
+        s["%tid.x"], s["%tid.y"], s["%tid.z"] = (a.astype(np.uint32) for a in (tid % bx, (tid // bx) % by,
+                                                                                 tid // (bx * by)))
+        s["%warpid"] = np.full(WARP, w.wid, np.uint32)
+        return s
 
     def sreg(self, w, name):
         raise ExecutionError(f"special register {name} has no value here", w.where_text())

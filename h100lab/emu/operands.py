@@ -51,7 +51,11 @@ class Layout:
         self.regtypes: list[str] = []
 
     def initial_registers(self) -> list:
-        return [_zero(raw_dtype(t)) for t in self.regtypes]
+        """A new register list of read-only zero arrays (shared: writes replace arrays, never modify them)."""
+        init = getattr(self, "_init_regs", None)
+        if init is None or len(init) != len(self.regtypes):
+            init = self._init_regs = [_zero(raw_dtype(t)) for t in self.regtypes]
+        return list(init)
 
 
 def reg_index(lay: Layout, name: str) -> int:

@@ -12,6 +12,7 @@ from h100lab.grading.grader import grade_notebook
 from h100lab.grading.notebook import load_exercise_set
 from h100lab.grading.registry import Exercise, exercise
 from h100lab.grading.verdict import judge
+from mystkit import MYST_HEADER
 
 
 def test_a_check_within_its_budget_returns_its_value_or_raises_its_error():
@@ -74,18 +75,7 @@ def test_judge_runs_an_exercise_with_a_budget_under_it():
         exercise("97.4", budget=0)
 
 
-SET_94 = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3 (ipykernel)
-  language: python
-  name: python3
----
-
+SET_94 = MYST_HEADER + """
 ```{code-cell} ipython3
 from h100lab.grading import check
 kernel_a = "fast"

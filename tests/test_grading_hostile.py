@@ -38,6 +38,7 @@ import pytest
 from h100lab.grading import sandbox
 from h100lab.grading.__main__ import main
 from h100lab.grading.grader import Kernel, Limits, digest_tree, grade, load_answers_module
+from mystkit import MYST_HEADER
 
 FIXTURES = Path(__file__).parent / "fixtures" / "grading"
 SOLUTIONS = FIXTURES / "solutions"
@@ -48,19 +49,7 @@ ISOLATION = sandbox.probe()
 needs_sandbox = pytest.mark.skipif(not ISOLATION.enabled, reason=f"no namespace sandbox here: {ISOLATION.reason}")
 MARKER = f"H100LAB-DAEMON-{uuid.uuid4().hex}"
 
-HEAD = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-    format_version: 0.13
-kernelspec:
-  display_name: Python 3 (ipykernel)
-  language: python
-  name: python3
----
-
-"""
+HEAD = MYST_HEADER + "\n"
 A1 = "answer_99_1 = int(np.arange(10).sum())"
 A2 = "answer_99_2 = [(a // 4) % 32 for a in (0, 4, 128, 132, 260)]"
 A3 = "answer_99_3 = float(np.sqrt(2.0))"

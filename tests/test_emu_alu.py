@@ -814,6 +814,20 @@ def fma_triples64(draw):
     return a, b, c
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_f64_fma_zero_times_a_huge_factor_is_an_exact_zero_product(mode):
+    """0 · 1.34e300 + c: the product is exactly ±0, so the result is c (or a signed zero) — never the NaN that
+    Dekker's split of the huge factor would make (found by the property test below)."""
+    a = np.array([0.0, -0.0, 1.3393857490036326e+300, 0.0], np.float64)
+    b = np.array([1.3393857490036326e+300, 1.0e308, 0.0, -1.0e300], np.float64)
+    c = np.array([0.0, 2.5, -0.0, -0.0], np.float64)
+    got = bits(one("fma", (mode,), ("f64",), a, b, c)).tolist()
+    for x, y, z, g in zip(a.tolist(), b.tolist(), c.tolist(), got):
+        prod_zero_sign = math.copysign(0.0, math.copysign(1, x) * math.copysign(1, y))
+        zn = zero_neg(mode, prod_zero_sign, z)
+        assert g == expect_bits(Fraction(x) * Fraction(y) + Fraction(z), np.float64, mode, zn), (x, y, z, mode)
+
+
 @S
 @given(st.sampled_from(MODES), st.lists(fma_triples64(), min_size=1, max_size=6))
 def test_f64_fma_all_modes(mode, triples):

@@ -206,8 +206,10 @@ def _fma64(a, b, c, mode):
         fin = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
         safe = (is_safe64(a, -480, 480) & is_safe64(b, -480, 480)
                 & is_safe64(c, -900, 1000))
+        nz = (a != 0) & (b != 0)
         uh, ul = two_prod(a, b)
-        ul = np.where(fin, ul, 0.0)
+        # a zero factor makes a·b exactly ±0; Dekker's split of a huge other factor would overflow to NaN
+        ul = np.where(fin & nz, ul, 0.0)
         th, tl = two_sum(c, uh)
         v0, ve = two_sum(tl, ul)
         if mode == "rn":
@@ -222,7 +224,6 @@ def _fma64(a, b, c, mode):
         # non-finite operands: IEEE special cases (c = ±inf with finite a·b gives c, not inf − inf)
         special = np.where(np.isfinite(a) & np.isfinite(b), c, a * b + c)
         r = np.where(fin, r, special)
-        nz = (a != 0) & (b != 0)
         r = _fallback(r, fin & ~safe & nz,
                       lambda i: Fraction(a[i]) * Fraction(b[i]) + Fraction(c[i]), mode, mode == "rm")
     return _nan64(r, (a, b, c))

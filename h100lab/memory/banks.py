@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["BankAccess", "BankError", "bank_of", "bank_access", "wavefronts", "wavefronts_trace",
-           "lane_addresses", "phases_of", "min_padding", "WARP", "BANKS", "WIDTHS"]
+           "lane_addresses", "phases_of", "min_padding", "matrix_wavefronts", "WARP", "BANKS", "WIDTHS"]
 
 WARP = 32
 BANKS = 32
@@ -329,3 +329,24 @@ def min_padding(row_bytes: int, width: int = 4, op: str = "ld", max_pad_words: i
         if r.conflicts == 0:
             return pad
     raise BankError(f"no padding up to {max_pad_words} words makes a column access conflict-free")
+
+
+def matrix_wavefronts(row_addresses) -> int:
+    """Wavefronts of one ``ldmatrix``/``stmatrix`` ``.m8n8.x{1,2,4}.b16`` (PTX ISA §9.7.14.5.15-16).
+
+    ``row_addresses``: (num, 8) byte addresses, the 16-byte rows of each 8 × 8 b16 matrix (thread ``8j + i``
+    gives row ``i`` of matrix ``j``). Rule [model — to be measured with Nsight Compute, the probe in
+    ``h100lab.measure.l06``]: each matrix is one phase of 8 addresses × 16 bytes = 128 bytes, the width of the
+    32 banks; a phase takes ``max over banks of the distinct 4-byte words it touches there`` wavefronts
+    (CUTLASS and the CUDA guide's advice that 8 rows of one matrix should hit 8 different 16-byte bank groups
+    rests on this), and the access takes the sum over its matrices. Unlike a ``.v4`` load no pair of lanes
+    merges phases: the phase is the matrix."""
+    rows = np.asarray(row_addresses, np.int64).reshape(-1, 8)
+    if (rows % 16).any():
+        raise BankError("ldmatrix/stmatrix rows are 16-byte aligned (PTX ISA §9.7.14.5.15)")
+    words = (rows[:, :, None] // 4 + np.arange(4)).reshape(rows.shape[0], 32)
+    total = 0
+    for w in words:
+        u = np.unique(w)
+        total += int(np.bincount(u % BANKS, minlength=BANKS).max())
+    return total

@@ -7,7 +7,11 @@ For each ``solutions/NN-*.md``:
 (b) graded by the grader (own kernel, answers judged outside it), the solution passes every graded
     cell, and the set's graded ids are exactly the ids registered in ``h100lab/grading/answers/lNN.py``;
 (c) the untouched student edition fails every graded cell, each because of its stub ("no answer":
-    ``...`` or ``NotImplementedError``), never because of an unrelated crash.
+    ``...`` or ``NotImplementedError``), never because of an unrelated crash — except a kernel exercise,
+    whose stub is the kernel the student is given to fix or complete: it must be judged wrong;
+(d) every planted mistake of the set's table (``Mistake(hint, answer=...)``) gets its own hint;
+(e) the student edition imports nothing that computes an answer: only the grading entry point, the
+    emulator/GPU backends that run the student's own kernels, NumPy and plotting.
 
 Skips cleanly while there are no solutions files.
 """
@@ -22,7 +26,8 @@ from h100lab.grading import all_exercises
 from h100lab.grading.grader import grade
 from h100lab.grading.notebook import SOURCE_GLOB, lesson_of_file
 from h100lab.grading.student import student_text
-from h100lab.grading.verdict import CORRECT, NO_ANSWER_YET
+from h100lab.grading.kernels import KernelCheck
+from h100lab.grading.verdict import CORRECT, NO_ANSWER_YET, WRONG, judge
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((ROOT / "solutions").glob(SOURCE_GLOB))
@@ -75,9 +80,71 @@ def test_graded_ids_equal_registered_ids(graded):
         f"{source.name} has graded cells {in_notebook}; h100lab/grading/answers/l{lesson:02d}.py registers {registered}")
 
 
+def _is_kernel_exercise(ex_id: str) -> bool:
+    from h100lab.grading import get
+
+    return isinstance(get(ex_id).equal, KernelCheck)
+
+
 def test_untouched_student_edition_fails_every_graded_cell_because_of_its_stub(graded):
     source, _, _, rows = graded
-    wrong = [r for r in rows["student"] if r["status"] != NO_ANSWER_YET or r["passed"]]
+    wrong = [r for r in rows["student"] if r["passed"] or not (
+        r["status"] == NO_ANSWER_YET and "no answer yet" in r["message"]
+        or r["status"] == WRONG and _is_kernel_exercise(r["exercise"]))]
     assert rows["student"] and not wrong, (
         f"exercises/{source.name}: these graded cells do not fail because of their stub:\n{_table(wrong)}")
-    assert all("no answer yet" in r["message"] for r in rows["student"])
+
+
+@pytest.mark.parametrize("source", PARAMS)
+def test_planted_mistakes_get_their_hints(source):
+    lesson = lesson_of_file(source)
+    for ex in all_exercises(lesson):
+        examples = [m for m in ex.mistakes if m.has_example]
+        if not examples:
+            continue
+        expected = ex.answer()
+        for m in examples:
+            verdict = judge(ex, m.answer, expected)
+            assert not verdict.passed and m.hint in verdict.message, (
+                f"exercise {ex.id}: the planted mistake for hint {m.hint[:50]!r} got: {verdict.message}")
+
+
+#: modules a student edition may import: none of them computes an exercise's answer
+STUDENT_IMPORTS = ("h100lab.grading", "h100lab.emu", "h100lab.cuda", "h100lab.backends", "h100lab.magic",
+                   "h100lab.viz", "numpy", "math", "matplotlib", "ml_dtypes", "fractions", "itertools", "dataclasses")
+
+
+@pytest.mark.parametrize("source", PARAMS)
+def test_student_edition_imports_nothing_that_computes_an_answer(source):
+    import ast
+
+    import jupytext
+
+    nb = jupytext.reads((ROOT / "exercises" / source.name).read_text(encoding="utf-8"), fmt="md:myst")
+    bad = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse("\n".join(x for x in cell.source.split("\n") if not x.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                if name == "h100lab.grading" and isinstance(node, ast.ImportFrom):
+                    extra = [a.name for a in node.names if a.name not in ("check",)]
+                    if extra:
+                        bad.append(f"from h100lab.grading import {', '.join(extra)}")
+                    continue
+                if name == "h100lab" and isinstance(node, ast.ImportFrom):
+                    bad += [f"h100lab.{a.name}" for a in node.names
+                            if a.name not in ("emu", "cuda", "backends", "viz", "backend", "magic")]
+                    continue
+                if name.startswith("h100lab.grading."):
+                    bad.append(name)
+                elif not (name == "h100lab" and isinstance(node, ast.Import)) and \
+                        not any(name == m or name.startswith(m + ".") for m in STUDENT_IMPORTS):
+                    bad.append(name)
+    assert not bad, f"exercises/{source.name} imports what computes answers: {sorted(set(bad))}"

@@ -16,6 +16,10 @@ turned into plain Python values first; numbers compare exactly unless ``rtol``/`
 (``math.isclose``); ``bool`` never equals ``int``; NaN equals NaN; ``unordered=True`` compares two
 lists as multisets; ``equal=`` replaces all of this with the exercise's own predicate.
 
+``mistakes=`` is the exercise's table of common mistakes (:class:`Mistake`): a wrong answer that one of
+them recognises gets that mistake's hint instead of the general one, so the hint answers the mistake the
+student made ("bytes, not elements"), never the arithmetic that yields the answer.
+
 ``budget=`` (seconds) runs the comparison under a time budget (:mod:`h100lab.grading.budget`): for an
 ``equal=`` that runs what the student wrote (a kernel on the emulator) in the grader's own process; an
 answer whose check runs out of time fails with status "timeout".
@@ -30,11 +34,51 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Exercise", "exercise", "get", "all_exercises", "compare", "NO_ANSWER"]
+__all__ = ["Exercise", "Mistake", "Feedback", "exercise", "get", "all_exercises", "compare", "NO_ANSWER"]
 
 NO_ANSWER = Ellipsis  # what a student stub holds until it is answered
 
 _ID = re.compile(r"[0-9]+\.[0-9]+")
+
+
+_NO_EXAMPLE = object()
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One typical mistake of an exercise and the hint that answers it.
+
+    ``answer`` is the wrong answer this mistake produces: for a value exercise it is recognised by
+    equality under the exercise's comparison rules (an answer of the wrong *kind*, e.g. bytes instead of
+    elements); ``when(answer, expected) -> bool`` recognises a family of wrong answers instead (e.g. "off
+    by one register granule"). For a kernel exercise (:mod:`h100lab.grading.kernels`) the kernel check
+    itself diagnoses the mistake; ``answer`` is then a planted example (a kernel source with the mistake)
+    that the tests grade to prove the hint is given.
+    """
+
+    hint: str
+    answer: Any = _NO_EXAMPLE
+    when: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
+
+    @property
+    def has_example(self) -> bool:
+        """Whether the mistake carries an example wrong answer (the tests grade it)."""
+        return self.answer is not _NO_EXAMPLE
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What an exercise's own ``equal=`` may return instead of a bool: the verdict and why.
+
+    ``message`` is shown to the student on a wrong answer (e.g. "element [3, 17] differs" or the
+    emulator's report naming the CUDA line); it must never contain the reference answer.
+    """
+
+    ok: bool
+    message: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.ok)
 
 
 @dataclass(frozen=True)
@@ -50,6 +94,7 @@ class Exercise:
     unordered: bool = False
     equal: Callable[[Any, Any], bool] | None = field(default=None, compare=False)
     budget: float | None = None  # seconds the comparison may take (None: no limit)
+    mistakes: tuple[Mistake, ...] = ()
 
     @property
     def lesson(self) -> int:
@@ -78,7 +123,7 @@ def _origin(fn: Callable) -> tuple[str, str, int]:
 
 def exercise(ex_id: str, *, points: int = 1, hint: str = "", rtol: float = 0.0, atol: float = 0.0,
              unordered: bool = False, equal: Callable[[Any, Any], bool] | None = None,
-             budget: float | None = None):
+             budget: float | None = None, mistakes: tuple[Mistake, ...] | list[Mistake] = ()):
     """Register the decorated zero-argument function as the reference answer of exercise ``ex_id``.
 
     Re-importing the same module (same function, same place) re-registers silently; a second, different
@@ -91,13 +136,19 @@ def exercise(ex_id: str, *, points: int = 1, hint: str = "", rtol: float = 0.0, 
         raise ValueError(f"exercise {ex_id!r}: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
     if budget is not None and not budget > 0:
         raise ValueError(f"exercise {ex_id!r}: a time budget must be > 0 seconds, got {budget!r}")
+    mistakes = tuple(mistakes)
+    for m in mistakes:
+        if not isinstance(m, Mistake) or not m.hint:
+            raise ValueError(f"exercise {ex_id!r}: mistakes= holds Mistake(hint, answer=... | when=...) items")
+        if equal is None and not m.has_example and m.when is None:
+            raise ValueError(f"exercise {ex_id!r}: mistake {m.hint[:40]!r} needs answer= or when=")
 
     def deco(fn: Callable[[], Any]) -> Callable[[], Any]:
         old = _REGISTRY.get(ex_id)
         if old is not None and _origin(old.reference) != _origin(fn):
             m, q, line = _origin(old.reference)
             raise ValueError(f"exercise {ex_id!r} is registered twice (first by {m}.{q}, line {line})")
-        _REGISTRY[ex_id] = Exercise(ex_id, fn, points, hint, rtol, atol, unordered, equal, budget)
+        _REGISTRY[ex_id] = Exercise(ex_id, fn, points, hint, rtol, atol, unordered, equal, budget, mistakes)
         return fn
 
     return deco
@@ -159,10 +210,14 @@ def _plain_key(k: Any) -> Any:
     return k
 
 
-def compare(ex: Exercise, value: Any, expected: Any) -> bool:
-    """Whether ``value`` answers ``ex`` given the reference ``expected`` (rules in the module docstring)."""
+def compare(ex: Exercise, value: Any, expected: Any) -> bool | Feedback:
+    """Whether ``value`` answers ``ex`` given the reference ``expected`` (rules in the module docstring).
+
+    An exercise's own ``equal=`` may answer a :class:`Feedback` (truthy when correct) carrying a message.
+    """
     if ex.equal is not None:
-        return bool(ex.equal(value, expected))
+        got = ex.equal(value, expected)
+        return got if isinstance(got, Feedback) else bool(got)
     v, e = _plain(value), _plain(expected)
     if ex.unordered and isinstance(v, list) and isinstance(e, list):
         try:
@@ -170,6 +225,26 @@ def compare(ex: Exercise, value: Any, expected: Any) -> bool:
         except TypeError:
             return False
     return _eq(v, e, ex.rtol, ex.atol)
+
+
+def recognised_mistake(ex: Exercise, value: Any, expected: Any) -> Mistake | None:
+    """The first of ``ex.mistakes`` that recognises the wrong answer ``value``, or None.
+
+    A mistake with ``when=`` is asked; one with an example ``answer`` matches a value exercise's answer
+    equal to it (the exercise's comparison rules). Kernel exercises diagnose in their own check.
+    """
+    for m in ex.mistakes:
+        try:
+            if m.when is not None:
+                if m.when(value, expected):
+                    return m
+            elif m.has_example and ex.equal is None:
+                probe = Exercise(ex.id, ex.reference, rtol=ex.rtol, atol=ex.atol, unordered=ex.unordered)
+                if compare(probe, value, m.answer):
+                    return m
+        except Exception:  # a student's answer the predicate cannot handle is not that mistake
+            continue
+    return None
 
 
 def _eq(v: Any, e: Any, rtol: float, atol: float) -> bool:

@@ -9,6 +9,10 @@ Rules (DEVELOPERS.md, "Exercises"; the markers follow nbgrader's and otter-grade
   (the indentation of its ``# BEGIN SOLUTION`` line), so a function body stays a function body.
 * In a markdown cell, the lines between ``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` are
   solution prose; the student edition shows ``**Your answer:**`` instead.
+* A solution region directly followed by a *prompt region* (lines between ``# BEGIN PROMPT`` and
+  ``# END PROMPT``, each commented out with ``#``) is replaced by the prompt, uncommented: this is how a
+  kernel exercise hands the student a kernel to fix or a skeleton to complete, while the solution
+  notebook runs the solution. A prompt region on its own is uncommented in place.
 * Graded cells (tag ``grade:L.N``) are copied unchanged and may not hold solution regions.
 * The jupytext header is copied byte for byte; the first markdown cell starts with a comment saying
   the file is generated, from which file, and not to edit it.
@@ -34,6 +38,8 @@ BEGIN_CODE = re.compile(r"#+\s*BEGIN SOLUTION\s*")
 END_CODE = re.compile(r"#+\s*END SOLUTION\s*")
 BEGIN_MD = re.compile(r"<!--\s*BEGIN SOLUTION\s*-->")
 END_MD = re.compile(r"<!--\s*END SOLUTION\s*-->")
+BEGIN_PROMPT = re.compile(r"#+\s*BEGIN PROMPT\s*")
+END_PROMPT = re.compile(r"#+\s*END PROMPT\s*")
 
 ANSWER_STUB = "{name} = ...  # YOUR ANSWER"
 CODE_STUB = "raise NotImplementedError  # YOUR CODE HERE"
@@ -125,15 +131,69 @@ def _replace_regions(lines: list[str], begin: re.Pattern, end: re.Pattern, names
     return out
 
 
+class _PromptMark(str):
+    """A sentinel line: the solution region it starts is to be replaced by the prompt that follows it."""
+
+
+_PROMPT_MARK = _PromptMark("")
+
+
+def _uncomment(line: str) -> str:
+    body = line.lstrip()
+    indent = line[: len(line) - len(body)]
+    if not body:
+        return line
+    if not body.startswith("#"):
+        raise ValueError(line)
+    body = body[1:]
+    return indent + (body[1:] if body.startswith(" ") else body)
+
+
+def _prompts(lines: list[str], where: str) -> list[str]:
+    """``lines`` with prompt regions resolved: a prompt right after a solution region moves into that region
+    (marked, so :func:`stub_code` puts the prompt in its place); a prompt on its own is uncommented."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if END_PROMPT.fullmatch(stripped):
+            raise GradingFormatError(f"{where}, line {i + 1}: END PROMPT without BEGIN PROMPT")
+        if not BEGIN_PROMPT.fullmatch(stripped):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not END_PROMPT.fullmatch(lines[j].strip()):
+            j += 1
+        if j == len(lines):
+            raise GradingFormatError(f"{where}, line {i + 1}: BEGIN PROMPT without END PROMPT")
+        try:
+            prompt = [_uncomment(x) for x in lines[i + 1: j]]
+        except ValueError as exc:
+            raise GradingFormatError(f"{where}: every line of a prompt region is commented out with '#' "
+                                     f"(the solution notebook must not run it): {str(exc)[:60]!r}") from None
+        if out and END_CODE.fullmatch(out[-1].strip()):  # directly after a solution region: replace it
+            k = len(out) - 2
+            while k >= 0 and not BEGIN_CODE.fullmatch(out[k].strip()):
+                k -= 1
+            out[k + 1: len(out) - 1] = [_PROMPT_MARK, *prompt]
+        else:
+            out += prompt
+        i = j + 1
+    return out
+
+
 def stub_code(source: str, where: str = "code cell") -> str:
     """The student version of a code cell: every solution region replaced by its stub (rules above).
 
     Raises :class:`GradingFormatError` for an unclosed, nested, stray or empty region, and for a region
     whose stub would leave the cell invalid Python (a region must hold whole statements).
     """
-    lines = source.split("\n")
+    lines = _prompts(source.split("\n"), where)
 
     def stub(region: list[str], i: int) -> list[str]:
+        if region and region[0] is _PROMPT_MARK:  # a solution region replaced by its prompt
+            return region[1:]
         indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
         return _stub_region(region, indent, f"{where}, line {i + 1}")
 

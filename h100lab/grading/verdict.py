@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .budget import BudgetExceeded, run_with_budget
-from .registry import NO_ANSWER, Exercise, _plain, compare
+from .registry import NO_ANSWER, Exercise, Feedback, _eq, _plain, compare, recognised_mistake
 
 __all__ = ["Verdict", "judge", "failure", "short_repr",
            "CORRECT", "WRONG", "NO_ANSWER_YET", "ERROR", "TIMEOUT", "MISSING", "STATUSES"]
@@ -64,14 +64,20 @@ def _kind(x: Any) -> str:
     return f"a {type(x).__name__}"
 
 
-def _shape_hint(value: Any, expected: Any) -> str:
+def _shape_hint(value: Any, expected: Any, rtol: float = 0.0, atol: float = 0.0) -> str:
     """What kind of answer was expected, when the student's has the wrong kind or size."""
     v, e = _plain(value), _plain(expected)
     kv, ke = _kind(v), _kind(e)
     if kv != ke:
         return f" Expected {ke}, got {kv}."
     if isinstance(e, list) and len(v) != len(e):
-        return f" Expected {len(e)} items, got {len(v)}."
+        what = "a tuple of" if isinstance(expected, tuple) else ""
+        return f" Expected {what + ' ' if what else ''}{len(e)} items, got {len(v)}."
+    if isinstance(expected, tuple) and isinstance(e, list) and len(e) > 1:
+        wrong = [i + 1 for i, (a, b) in enumerate(zip(v, e)) if not _eq(_plain(a), b, rtol, atol)]
+        if 0 < len(wrong) < len(e):
+            names = ", ".join(map(str, wrong))
+            return f" Item{'s' if len(wrong) > 1 else ''} {names} of the {len(e)} {'are' if len(wrong) > 1 else 'is'} not right."
     if isinstance(e, dict) and v.keys() != e.keys():
         missing = sorted(map(str, e.keys() - v.keys()))
         extra = sorted(map(str, v.keys() - e.keys()))
@@ -123,10 +129,17 @@ def judge(ex: Exercise, value: Any, expected: Any) -> Verdict:
         detail = f" (comparing raised {type(exc).__name__}: {short_repr(str(exc), 80)})"
     else:
         detail = ""
+    said = ok.message if isinstance(ok, Feedback) and ok.message else ""
     if ok:
         return Verdict(ex.id, True, CORRECT,
                        f"exercise {ex.id}: correct ({ex.points} point{'s' if ex.points != 1 else ''})",
                        ex.points, ex.points)
-    hint = f" Hint: {ex.hint}" if ex.hint else ""
-    shape = "" if ex.equal is not None else _shape_hint(value, expected)
+    mistake = None if detail else recognised_mistake(ex, value, expected)
+    if mistake is not None:
+        hint = f" Hint: {mistake.hint}"
+    else:
+        hint = f" Hint: {ex.hint}" if ex.hint and not said else ""
+    if said:  # the exercise's own check said what is wrong (a kernel exercise: what the run showed)
+        return failure(ex, WRONG, f"exercise {ex.id}: {said}{hint}")
+    shape = "" if ex.equal is not None else _shape_hint(value, expected, ex.rtol, ex.atol)
     return failure(ex, WRONG, f"exercise {ex.id}: {short_repr(value)} is not right.{detail}{shape}{hint}")

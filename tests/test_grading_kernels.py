@@ -1,0 +1,115 @@
+"""Kernel exercises (h100lab.grading.kernels), mistake tables and prompt regions of the grading package."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from h100lab.grading.kernels import KernelCheck, KernelRun, Property, Symptom, kernel_exercise
+from h100lab.grading.registry import _REGISTRY, Exercise, Feedback, Mistake, exercise, get
+from h100lab.grading.student import stub_code
+from h100lab.grading.verdict import CORRECT, WRONG, judge
+
+GOOD = r'''
+extern "C" __global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}'''
+ONE_BLOCK = GOOD.replace("blockIdx.x * blockDim.x + threadIdx.x", "threadIdx.x")
+NO_GUARD = GOOD.replace("if (i < n) ", "")
+SYNTAX = GOOD.replace("2.0f *", "2.0f + *")
+FIRST_BLOCK_HINT = "Only the first block's elements are written: which element does a thread of block 1 own?"
+
+
+def _run(program):
+    from h100lab import emu
+
+    x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    dx, dy = emu.to_device(x), emu.zeros(1000, np.float32)
+    stats = emu.launch(program.function("scale"), 4, 256, dx, dy, np.int32(1000))
+    return KernelRun({"y": dy.to_host()}, stats)
+
+
+@pytest.fixture(scope="module")
+def kex():
+    kernel_exercise("95.1", run=_run, reference=GOOD, hint="general hint",
+                    symptoms=[Symptom(lambda out, ref, st: bool((out["y"][256:] == 0).all()), FIRST_BLOCK_HINT)],
+                    properties=[Property(lambda out, st: None if st.instructions < 10_000 else "too slow")],
+                    mistakes=[Mistake(FIRST_BLOCK_HINT, answer=ONE_BLOCK)])
+    ex = get("95.1")
+    yield ex, ex.answer()
+    _REGISTRY.pop("95.1", None)
+
+
+def test_kernel_exercise_passes_the_reference_and_names_what_is_wrong(kex):
+    ex, ref = kex
+    assert judge(ex, GOOD, ref).status == CORRECT
+    v = judge(ex, ONE_BLOCK, ref)
+    assert v.status == WRONG and FIRST_BLOCK_HINT in v.message and "744 of 1000" in v.message
+    v = judge(ex, SYNTAX, ref)
+    assert "does not compile" in v.message and "line 4" in v.message
+    v = judge(ex, NO_GUARD, ref)
+    assert "MemoryFault" in v.message and "line 4" in v.message
+    v = judge(ex, 42, ref)
+    assert not v.passed and "CUDA C++ source" in v.message
+    for m in ex.mistakes:  # what tests/test_exercises.py proves for every set
+        assert m.hint in judge(ex, m.answer, ref).message
+
+
+def test_reference_values_never_leak_into_a_kernel_verdict(kex):
+    ex, ref = kex
+    v = judge(ex, ONE_BLOCK, ref)
+    assert repr(float(ref["y"][300]))[:6] not in v.message
+
+
+def test_a_violated_property_is_named():
+    chk = KernelCheck(_run, properties=[Property(lambda out, st: "it used shared memory" if True else None)])
+    from h100lab.grading.kernels import run_source
+
+    ref = {"y": run_source(GOOD, _run).outputs["y"]}
+    fb = chk(GOOD, ref)
+    assert isinstance(fb, Feedback) and not fb and "it used shared memory" in fb.message
+
+
+def test_mistake_table_answers_the_specific_mistake():
+    @exercise("95.2", hint="general", mistakes=[Mistake("bytes, not elements", answer=4096 * 4),
+                                                Mistake("off by one granule", when=lambda v, e: v == e + 256)])
+    def _():
+        return 4096
+
+    try:
+        ex = get("95.2")
+        assert "bytes, not elements" in judge(ex, 16384, 4096).message
+        assert "off by one granule" in judge(ex, 4352, 4096).message
+        assert "general" in judge(ex, 7, 4096).message
+        assert judge(ex, 4096, 4096).passed
+    finally:
+        _REGISTRY.pop("95.2", None)
+
+
+def test_mistakes_need_an_example_or_a_predicate():
+    with pytest.raises(ValueError, match="answer= or when="):
+        exercise("95.3", mistakes=[Mistake("h")])(lambda: 1)
+
+
+def test_tuple_and_bool_answers_get_type_specific_messages():
+    ex = Exercise("95.4", lambda: (1, 0, 1))
+    assert "tuple of 3 items, got 2" in judge(ex, (1, 0), (1, 0, 1)).message
+    assert "Item 2 of the 3 is not right" in judge(ex, (1, 1, 1), (1, 0, 1)).message
+    bex = Exercise("95.5", lambda: True)
+    assert "Expected a bool (True/False), got a number" in judge(bex, 1, True).message
+
+
+def test_prompt_region_replaces_its_solution_region_in_the_student_edition():
+    src = "x = 1\n# BEGIN SOLUTION\nSRC = r'''\ngood\n'''\n# END SOLUTION\n# BEGIN PROMPT\n# SRC = r'''\n# bad\n# '''\n" \
+          "# END PROMPT\nprint(SRC)"
+    assert stub_code(src) == "x = 1\nSRC = r'''\nbad\n'''\nprint(SRC)"
+    assert stub_code(stub_code(src)) == stub_code(src)  # idempotent
+    alone = "# BEGIN PROMPT\n# y = 2\n# END PROMPT\n"
+    assert stub_code(alone) == "y = 2\n"
+
+
+def test_prompt_lines_must_be_commented_out():
+    from h100lab.grading.notebook import GradingFormatError
+
+    with pytest.raises(GradingFormatError, match="commented out"):
+        stub_code("# BEGIN SOLUTION\na = 1\n# END SOLUTION\n# BEGIN PROMPT\na = 2\n# END PROMPT\n")

@@ -47,7 +47,7 @@ class LaunchStats:
     ``shared_by_pc``: (PTX line, requests, wavefronts) per shared-memory instruction; ``global_sectors`` /
     ``global_requests`` from :func:`h100lab.memory.coalescing.sectors_trace`; ``tma_bytes``: bytes the
     copies delivered (tx bytes); ``copies``; ``barrier_waits``: times a warp blocked on a barrier;
-    ``output``: printf lines."""
+    ``output``: printf lines; ``wgmma``: warpgroup MMAs; ``matrix_wavefronts``: ldmatrix/stmatrix wavefronts."""
 
     instructions: int = 0
     by_opcode: dict = field(default_factory=dict)
@@ -64,6 +64,8 @@ class LaunchStats:
     timeouts: int = 0
     output: list = field(default_factory=list)
     approximate_instructions: int = 0
+    wgmma: int = 0                 #: wgmma.mma_async executed (per warpgroup)
+    matrix_wavefronts: int = 0     #: shared wavefronts of ldmatrix/stmatrix (h100lab.memory.banks.matrix_wavefronts)
 
     def summary(self) -> str:
         lines = [f"warp-instructions   {self.instructions}",

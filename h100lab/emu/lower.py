@@ -187,7 +187,7 @@ def layout_of(module: Module, fn: Function) -> Layout:
 
 def lower_function(module: Module, fn: Function, layout: Layout, program=None) -> list:
     """The closures of every instruction of ``fn`` (index = PTX instruction index = program counter)."""
-    from . import lower_async, lower_mem, lower_sync  # noqa: F401  (they register their handlers)
+    from . import lower_async, lower_mem, lower_mma, lower_sync  # noqa: F401  (they register their handlers)
 
     ctx = Ctx(module, fn, layout, program)
     code = []

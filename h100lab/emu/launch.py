@@ -496,11 +496,15 @@ class Launch:
         if self.racecheck:
             self._race.acquire(w, key)
 
-    def race_write(self, w, cta, idx):
-        self._race.write(w, cta, idx)
+    def race_write(self, w, cta, idx, sem=None):
+        self._race.write(w, cta, idx, sem)
 
-    def race_read(self, w, cta, idx):
-        self._race.read(w, cta, idx)
+    def race_read(self, w, cta, idx, sem=None):
+        self._race.read(w, cta, idx, sem)
+
+    def race_fence(self, w):
+        if self.racecheck:
+            self._race.fence(w)
 
     # carry flag of add.cc / addc (PTX §9.7.1.x extended-precision arithmetic)
     def cc_of(self, w):

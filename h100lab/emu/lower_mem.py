@@ -116,7 +116,7 @@ def _flat_bytes(buf, off, nbytes):
     return buf[idx]
 
 
-def load(w, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int, what: str) -> np.ndarray:
+def load(w, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int, what: str, sem=None) -> np.ndarray:
     """``nbytes`` per active lane → (n, nbytes) uint8 (rows in lane order of ``lanes``)."""
     launch = w.cta.launch
     if space == "generic":
@@ -129,7 +129,7 @@ def load(w, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int, what:
             for c in np.unique(cls):
                 sel = cls == c
                 sp = ("global", "shared::cluster", "local", "param", "const")[int(c)]
-                out[sel] = load(w, sp, _to_space(addrs[sel], int(c)), lanes[sel], nbytes, what)
+                out[sel] = load(w, sp, _to_space(addrs[sel], int(c)), lanes[sel], nbytes, what, sem)
             return out
     _check_align(w, addrs, min(nbytes, 16), what)
     if space == "global":
@@ -142,7 +142,7 @@ def load(w, space: str, addrs: np.ndarray, lanes: np.ndarray, nbytes: int, what:
         for cta, sel, off in _smem_target(w, addrs, nbytes, space, what):
             rows = _flat_bytes(cta.smem_u8, off, nbytes)
             if launch.racecheck:
-                launch.race_read(w, cta, off.astype(np.intp)[:, None] + np.arange(nbytes))
+                launch.race_read(w, cta, off.astype(np.intp)[:, None] + np.arange(nbytes), sem)
             if sel is None:
                 out = rows
             else:
@@ -178,7 +178,7 @@ def _local(w, addrs, lanes, nbytes, what):
     return loc[lanes[:, None], idx], idx
 
 
-def store(w, space: str, addrs: np.ndarray, lanes: np.ndarray, data: np.ndarray, what: str) -> None:
+def store(w, space: str, addrs: np.ndarray, lanes: np.ndarray, data: np.ndarray, what: str, sem=None) -> None:
     """Write ``data`` ((n, nbytes) uint8, lane order) at the active lanes' addresses."""
     launch = w.cta.launch
     nbytes = data.shape[1]
@@ -189,7 +189,7 @@ def store(w, space: str, addrs: np.ndarray, lanes: np.ndarray, data: np.ndarray,
             sp = ("global", "shared::cluster", "local", "param", "const")[int(c)]
             if sp in ("param", "const"):
                 raise _fault(w, f"{what}: a generic store to the .{sp} window; .{sp} is read-only (PTX §5.1)")
-            store(w, sp, _to_space(addrs[sel], int(c)), lanes[sel], data[sel], what)
+            store(w, sp, _to_space(addrs[sel], int(c)), lanes[sel], data[sel], what, sem)
         return
     _check_align(w, addrs, min(nbytes, 16), what)
     launch.events += 1
@@ -208,7 +208,7 @@ def store(w, space: str, addrs: np.ndarray, lanes: np.ndarray, data: np.ndarray,
             cta.smem_u8[idx] = rows
             cta.unfenced[idx] = w.wid + 1
             if launch.racecheck:
-                launch.race_write(w, cta, idx)
+                launch.race_write(w, cta, idx, sem)
         launch.record_shared(w, lanes, addrs, nbytes, "st")
         return
     if space == "local":
@@ -242,6 +242,18 @@ def _access(ins, ctx: Ctx, addr_op: int):
     return t, space, _vec_count(ins)
 
 
+def memory_semantics(ins) -> "str | None":
+    """The ``.sem`` of an ``ld``/``st`` for the race checker (PTX §8.4 "Strong operations"): None for a weak
+    access, ``"relaxed"`` for ``.relaxed`` and ``.volatile`` (PTX: ``.volatile`` is ``.relaxed.sys``),
+    ``"acquire"`` / ``"release"`` for those qualifiers."""
+    for m in ins.mods:
+        if m in ("acquire", "release", "relaxed"):
+            return m
+        if m == "volatile":
+            return "relaxed"
+    return None
+
+
 @register("ld", "ldu")
 def _ld(ins, ctx: Ctx):
     t, space, n = _access(ins, ctx, 1)
@@ -257,6 +269,7 @@ def _ld(ins, ctx: Ctx):
     udt = _UINT.get(es)
     what = ins.full
     where = ctx.where(ins)
+    sem = memory_semantics(ins)
     if space == "param" and src.base is not None and src.base.kind == "sym" and n == 1:
         # the common ld.param of a kernel argument: a lane-uniform value read once per launch
         name, off = src.base.name, src.offset
@@ -273,7 +286,7 @@ def _ld(ins, ctx: Ctx):
         if not full:
             a = a[lanes]
         try:
-            raw = load(w, space, a, lanes, nbytes, what)
+            raw = load(w, space, a, lanes, nbytes, what, sem)
         except (ExecutionError, RaceError) as exc:
             raise relocated(exc, where) from None
         w.cta.launch.record_global(w, space, lanes, a, nbytes)
@@ -306,6 +319,7 @@ def _st(ins, ctx: Ctx):
     udt = _UINT[es]
     what = ins.full
     where = ctx.where(ins)
+    sem = memory_semantics(ins)
 
     def k(w, m, full):
         lanes = np.flatnonzero(m) if not full else _ALL
@@ -318,7 +332,7 @@ def _st(ins, ctx: Ctx):
         else:
             data = np.stack([c[lanes] for c in cols], axis=1).view(np.uint8).reshape(len(lanes), es * n)
         try:
-            store(w, space, a, lanes, data, what)
+            store(w, space, a, lanes, data, what, sem)
         except (ExecutionError, RaceError) as exc:
             raise relocated(exc, where) from None
         w.cta.launch.record_global(w, space, lanes, a, es * n)

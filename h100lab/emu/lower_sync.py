@@ -9,8 +9,9 @@
   the CTA's shared-memory bytes; ``try_wait`` suspends the warp until the phase completes — and, when
   nothing else in the launch can move, returns False as its time limit would (§9.7.13.15.16);
 * fences: ``fence.proxy.async`` ends the executing warp's pending generic writes for the async proxy
-  (PTX §8.6 "Proxies"), ``fence.mbarrier_init`` makes initialised barriers visible to it; other fences and
-  ``membar`` order nothing more in an emulator that executes one instruction at a time;
+  (PTX §8.6 "Proxies"), ``fence.mbarrier_init`` makes initialised barriers visible to it; ``fence.sc``/``fence.acq_rel``/``membar``
+  order nothing more in an emulator that executes one instruction at a time, but count for ``racecheck``
+  as the release and acquire patterns of PTX §8.8 (a fence before a strong store; a strong load before a fence);
 * warp-level: ``shfl.sync``, ``vote.sync``, ``match.sync``, ``redux.sync``, ``activemask``, ``elect.sync``,
   ``bar.warp.sync`` (PTX §9.7.8): every lane named by ``membermask`` must be executing the instruction
   together, else the emulator raises (undefined on the GPU);
@@ -450,7 +451,12 @@ def _fence(ins, ctx: Ctx):
                             c.unfenced[off:off + 8] = 0
             launch.events += 1
         return fmi
-    return lambda w, m, full: None
+    if "proxy" in mods:
+        return lambda w, m, full: None
+
+    def facq(w, m, full):      # fence.sc / fence.acq_rel / membar: release and acquire for the race checker
+        w.cta.launch.race_fence(w)
+    return facq
 
 
 # ------------------------------------------------------------------------------------------------

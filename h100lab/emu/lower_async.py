@@ -28,6 +28,7 @@ from ..tma import bulk as tb
 from ..tma.tensor import TmaFault
 from .errors import ExecutionError, MemoryFault, ProxyFenceError
 from .lower import Ctx, guard_mask, register_step
+from . import lower_tensormap  # noqa: F401,E402  (tensormap.replace, fence.proxy.tensormap::generic)
 
 __all__ = ["TENSORMAP_MAGIC", "tensormap_registry"]
 
@@ -65,7 +66,10 @@ def _tmap(w, addr: int, ctx, ins):
     tm = tensormap_registry.get(tid)
     if tm is None:
         raise ExecutionError("unknown tensor map (was it made by this process's h100lab.emu.encode_tiled?)")
-    return tm
+    from .lower_tensormap import check_tensormap_use, resolve   # maps edited on the device (tensormap.replace)
+    where = f"{w.where_text()}\n{ctx.where(ins)}"
+    check_tensormap_use(w, addr, where)
+    return resolve(tm, where)
 
 
 def _fault(exc, w, ctx, ins):

@@ -67,7 +67,7 @@ def _tmap(w, addr: int, ctx, ins):
     if tm is None:
         raise ExecutionError("unknown tensor map (was it made by this process's h100lab.emu.encode_tiled?)")
     from .lower_tensormap import check_tensormap_use, resolve   # maps edited on the device (tensormap.replace)
-    where = f"{w.where_text()}\n{ctx.where(ins)}"
+    where = lambda: f"{w.where_text()}\n{ctx.where(ins)}"  # noqa: E731  (built only for a report)
     check_tensormap_use(w, addr, where)
     return resolve(tm, where)
 

@@ -136,7 +136,7 @@ def _generic(w, space: str, a: int) -> int:
     return SHARED_BASE + a if space == "shared" and a < SHARED_BASE else a
 
 
-def check_tensormap_use(w, addr: int, where: str) -> None:
+def check_tensormap_use(w, addr: int, where) -> None:
     """Called when a copy reads the map at generic address ``addr``: a map edited in this launch must have
     been released and acquired through the tensormap proxy first."""
     st = getattr(w.cta.launch, "_tensormap_edits", None)
@@ -254,12 +254,12 @@ class _Invalid:
     rule: str
 
 
-def resolve(tm, where: str):
-    """The model map for a copy, or an error naming the rule an edited map breaks."""
+def resolve(tm, where):
+    """The model map for a copy, or an error naming the rule an edited map breaks (``where()``: the location)."""
     if isinstance(tm, _Invalid):
         raise ExecutionError(f"the tensor map, as edited by tensormap.replace, breaks a rule of "
                              f"cuTensorMapEncodeTiled: {tm.rule} (the hardware checks nothing when a field is "
-                             "replaced; a copy through such a map is undefined)", where)
+                             "replaced; a copy through such a map is undefined)", where())
     return tm
 
 

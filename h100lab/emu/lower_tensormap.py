@@ -152,7 +152,7 @@ def check_tensormap_use(w, addr: int, where) -> None:
     raise ProxyFenceError(
         f"a copy reads the tensor map at 0x{int(addr):x} that {rec['by']} edited with tensormap.replace, without "
         f"{missing}: the TMA reads a map through the tensormap proxy, which does not see generic-proxy writes "
-        "until they are fenced (PTX §9.7.13.4.3, §9.7.9.28; CUDA Programming Guide, modifying a tensor map)", where)
+        "until they are fenced (PTX §9.7.13.4.3, §9.7.9.28; CUDA Programming Guide, modifying a tensor map)", where())
 
 
 @register("tensormap")

@@ -189,17 +189,19 @@ def _mma(ins, ctx, pc):
     from ..tensorcore import shapes
 
     nxt = pc + 1
-    name = "wgmma.mma_async.sync.aligned." + ".".join(ins.mods[3:] + tuple(ins.types)) if False else None
     opcode = ins.full
     # the parser lists the .and.popc of b1 among the modifiers; rebuild the canonical name
-    parts = [m for m in ins.mods[3:] if m not in ("and", "popc", "satfinite")]
+    parts = [m for m in ins.mods[3:] if m not in ("and", "popc", "satfinite", "b1")]
     sat = "satfinite" in ins.mods
+    types = tuple(ins.types)
+    if "b1" in ins.mods and len(types) == 1:       # the parser does not know .b1 as a type
+        types = (types[0], "b1", "b1")
     rs = len(ins.ops) > 1 and ins.ops[1].kind == "vec"
     try:
-        if len(parts) != 1 or len(ins.types) != 3:
+        if len(parts) != 1 or len(types) != 3:
             raise shapes.WgmmaError(f"{opcode}: expected wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype")
         text = (f"wgmma.mma_async.sync.aligned.{parts[0]}{'.satfinite' if sat else ''}."
-                + ".".join(ins.types) + (".and.popc" if "popc" in ins.mods else ""))
+                + ".".join(types) + (".and.popc" if "popc" in ins.mods else ""))
         base = shapes.parse_opcode(text, "rs" if rs else "ss")
     except shapes.WgmmaError as exc:
         raise ExecutionError(str(exc)) from None

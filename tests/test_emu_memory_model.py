@@ -63,3 +63,15 @@ def test_strong_accesses_without_release_acquire_leave_the_data_racy():
 def test_a_weak_flag_store_races_with_the_strong_load():
     with pytest.raises(RaceError, match="ld.relaxed|write"):
         _run(3)
+
+
+def test_trap_aborts_the_launch_and_keeps_the_printf_lines():
+    from h100lab.emu.errors import ExecutionError
+
+    k = emu.compile(r'''extern "C" __global__ void t(int n) {
+        if (threadIdx.x == 0) { printf("giving up after %d\n", n); __trap(); } }''').function("t")
+    emu.synchronize()
+    with pytest.raises(ExecutionError, match="trap") as e:
+        emu.launch(k, 1, 32, np.int32(5))
+    assert e.value.cuda_error == "CUDA_ERROR_LAUNCH_FAILED"
+    assert emu.synchronize() == ["giving up after 5\n"]

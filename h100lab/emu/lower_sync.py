@@ -25,6 +25,12 @@ import numpy as np
 from ..sync.mbarrier import MBarrier, MBarrierError, decode
 from ..sync.named import BarrierError
 from .errors import ExecutionError
+
+
+class Trapped(ExecutionError):
+    """The kernel executed ``trap``; on a GPU the launch fails and the context is lost."""
+
+    cuda_error = "CUDA_ERROR_LAUNCH_FAILED"
 from .lower import STOP, Ctx, guard_mask, register, register_step
 from .state import NO_PC, WARP
 
@@ -626,6 +632,21 @@ def _nanosleep(ins, ctx, pc):
         w.spin = True
         w.blocked_on = "a nanosleep polling loop"
         return STOP
+    return step
+
+
+@register_step("trap")
+def _trap(ins, ctx, pc):
+    """``trap`` (``__trap()``, PTX §9.7.19 "trap"): the kernel aborts; a GPU reports an error for the launch
+    and the context is lost. The printf lines printed before it stay in :func:`h100lab.emu.synchronize`."""
+    nxt = pc + 1
+    active = guard_mask(ins, ctx)
+
+    def step(w):
+        if not active(w).any():
+            return nxt
+        raise _err(Trapped, "trap: the kernel executed __trap() / trap (PTX §9.7.19) and aborted the launch", w, ctx,
+                   ins)
     return step
 
 

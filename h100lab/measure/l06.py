@@ -192,6 +192,7 @@ def descriptor_cases(quick: bool = False) -> list[dict[str, Any]]:
         for start, lbo, sbo, bo in mn:
             rows.append(("MN", "ss_n64_f32_f16_ta", swz, start, lbo, sbo, bo))
             rows.append(("MNB", "ss_n64_f32_f16_tb", swz, start, lbo, sbo, bo))
+    rows = list(dict.fromkeys(rows))
     if quick:
         rows = rows[::3]
     out = []

@@ -50,7 +50,7 @@ def cuda_cell(line: str, cell: str, namespace: dict) -> object:
 def load_ipython_extension(ipython) -> None:  # pragma: no cover - exercised through IPython in tests
     from IPython.core.magic import register_cell_magic
 
-    from .cuda.errors import CompileError
+    from .nvrtc import CompileError
 
     @register_cell_magic
     def cuda(line, cell):

@@ -376,3 +376,20 @@ def test_lanes_of_one_warp_wait_for_a_copy_their_warp_mate_issues():
     out = emu.zeros(32, np.int32)
     emu.launch(k, 1, 32, emu.to_device(np.arange(32, dtype=np.int32) * 3), out)
     np.testing.assert_array_equal(out.to_host(), np.arange(32) * 3 + 1)
+
+
+def test_the_emulator_needs_no_gpu_backend_and_no_driver_bindings():
+    """Issue 11: the NVRTC compiler has a neutral home (h100lab.nvrtc, ctypes on libnvrtc); compiling and
+    running a kernel on the emulator imports neither h100lab.cuda nor cuda.bindings (no driver)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\nfrom h100lab import emu\n"
+            "p = emu.compile('extern \"C\" __global__ void k(int* x) { x[threadIdx.x] = 2 * threadIdx.x; }')\n"
+            "d = emu.zeros(32, np.int32)\nemu.launch(p.function('k'), 1, 32, d)\n"
+            "assert d.to_host().tolist() == list(range(0, 64, 2))\n"
+            "bad = sorted(m for m in sys.modules if m.startswith(('cuda.bindings', 'h100lab.cuda')))\n"
+            "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..launchcfg import normalize_dims  # noqa: F401  (re-exported: part of this module's API)
 from .errors import CudaUnavailable, DriverError, LaunchConfigError
 
 __all__ = [
@@ -343,19 +344,6 @@ def load_function(program: Any, kernel_name: str) -> Kernel:
         program._module = check(d.cuModuleLoadData(program.cubin), "cuModuleLoadData")
     fn = check(d.cuModuleGetFunction(program._module, kernel_name.encode()), "cuModuleGetFunction")
     return Kernel(program, kernel_name, fn)
-
-
-def normalize_dims(dims: Any, what: str) -> tuple[int, int, int]:
-    """``int`` or a 1–3-tuple of positive ints → ``(x, y, z)`` (CUDA C++ Programming Guide §"Thread
-    Hierarchy": grids, blocks and clusters are 1-, 2- or 3-dimensional; missing dimensions are 1)."""
-    if isinstance(dims, (int, np.integer)):
-        dims = (int(dims),)
-    t = tuple(int(x) for x in dims)
-    if not 1 <= len(t) <= 3:
-        raise LaunchConfigError(f"{what} {dims}: a {what} has 1, 2 or 3 dimensions")
-    if any(x < 1 for x in t):
-        raise LaunchConfigError(f"{what} {dims}: every {what} dimension is at least 1")
-    return (t + (1, 1))[:3]
 
 
 def _config(kernel: Kernel, grid, block, shared_mem: int, cluster, stream=None):

@@ -6,7 +6,9 @@ failure into one of these exceptions, carrying the result's *name* so that a rea
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .. import nvrtc as _nvrtc
+from ..launchcfg import LaunchConfigError
+from ..nvrtc import SourceLine
 
 __all__ = ["CudaError", "CudaUnavailable", "DriverError", "CompileError", "SourceLine", "LaunchConfigError"]
 
@@ -35,38 +37,6 @@ class DriverError(CudaError):
         super().__init__(msg + (f": {detail}" if detail else ""))
 
 
-@dataclass(frozen=True)
-class SourceLine:
-    """One diagnostic of a failed compile: the source line it points at and the compiler's message."""
-
-    line: int          # 1-based line in the CUDA source (0 when the compiler named no line)
-    text: str          # that line of the source ("" when unknown)
-    message: str       # the compiler's message
-    ptx_line: int = 0  # for ptxas errors (inline PTX): the line in the generated PTX
-    ptx_text: str = ""
-
-    def __str__(self) -> str:
-        where = f"line {self.line}: {self.text.strip()}" if self.line else "(no source line)"
-        ptx = f"\n      PTX line {self.ptx_line}: {self.ptx_text.strip()}" if self.ptx_line else ""
-        return f"  {self.message}\n    {where}{ptx}"
-
-
-class CompileError(CudaError):
-    """NVRTC rejected a program. ``log`` is NVRTC's log; ``lines`` the diagnostics mapped to source lines.
-
-    Front-end errors carry NVRTC's ``name(line)`` location; errors that ptxas reports for inline PTX
-    name a line of the generated PTX, which is mapped back to the CUDA source through the ``.loc``
-    directives that ``-lineinfo`` puts in the PTX (PTX ISA §11.3 "Debugging directives: .loc").
-    """
-
-    def __init__(self, name: str, result: str, log: str, lines: list[SourceLine]):
-        self.name = name
-        self.result = result
-        self.log = log
-        self.lines = lines
-        body = "\n".join(str(s) for s in lines) if lines else log.strip()
-        super().__init__(f"NVRTC could not compile {name} ({result}):\n{body}")
-
-
-class LaunchConfigError(ValueError):
-    """A launch, occupancy query or kernel argument list breaks a CUDA rule before the driver sees it."""
+class CompileError(CudaError, _nvrtc.CompileError):
+    """NVRTC rejected a program (:class:`h100lab.nvrtc.CompileError`, also a :class:`CudaError` here):
+    ``log`` is NVRTC's log, ``lines`` the diagnostics mapped to source lines."""

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..cuda import compiler as _nvrtc
+from .. import nvrtc as _nvrtc
 from .launch import Launch, LaunchStats
 from .lower import layout_of, lower_function
 from .memory import DeviceMemory
@@ -69,11 +69,11 @@ def reset() -> None:
 
 def available() -> bool:
     """The emulator needs NVRTC (to compile) and nothing else: True when NVRTC loads."""
-    return _nvrtc.compiler_unavailable_reason() is None
+    return _nvrtc.unavailable_reason() is None
 
 
 def unavailable_reason() -> str | None:
-    return _nvrtc.compiler_unavailable_reason()
+    return _nvrtc.unavailable_reason()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -290,7 +290,8 @@ class Kernel:
 
 
 def compile(source: str, *, name: str = "kernel.cu", arch: str = "sm_90a", options: Sequence[str] = ()) -> Program:
-    """Compile CUDA C++ with NVRTC (:func:`h100lab.cuda.compile`, ``-lineinfo`` always on) and parse its PTX."""
+    """Compile CUDA C++ with NVRTC (:func:`h100lab.nvrtc.compile`, ``-lineinfo`` always on) and parse its PTX.
+    Raises :class:`h100lab.nvrtc.CompileError` with the failing source lines; needs no CUDA driver."""
     p = _nvrtc.compile(source, name=name, arch=arch, options=options)
     return Program(name, p.ptx, source, p.log, arch)
 
@@ -316,7 +317,7 @@ def from_ptx(ptx: str, name: str = "module.ptx") -> Program:
 def launch(kernel: Kernel, grid, block, *args: Any, shared_mem: int = 0, cluster=None, **options) -> LaunchStats:
     """Run ``kernel`` to completion on the emulator and return its :class:`LaunchStats` (the GPU backend's
     ``launch`` has the same positional form). ``options``: ``seed`` (shuffle warps and copies), ``racecheck``,
-    ``quantum``, ``max_instructions``, ``max_idle_rounds``, ``resident``, ``counters`` — see
+    ``quantum``, ``max_instructions``, ``max_idle_rounds``, ``resident``, ``counters``, ``fuse`` — see
     :class:`h100lab.emu.launch.Launch`."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"emu.launch needs a kernel from emu.compile(...).function(name), got {type(kernel).__name__}")

@@ -8,6 +8,14 @@
 * inside, warps take turns round-robin (CTA rank, then warp id); a warp runs until it blocks
   (``bar.sync``, ``barrier.cluster.wait``, an unfinished ``mbarrier.try_wait``), yields (a failed
   ``test_wait``, ``nanosleep``) or has issued ``quantum`` instructions;
+* **warp fusion** (``fuse=True``, the default; :mod:`h100lab.emu.fuse`): converged warps of the resident
+  CTAs that stand at the same instruction run a stretch of non-blocking instructions together — register
+  arithmetic as one NumPy operation over all their lanes, ``ld``/``st.global`` as one gather/scatter
+  (counted per warp), other memory instructions warp after warp — until a blocking or control instruction
+  or a branch that is not uniform over all their lanes. A warp that reaches such a stretch while converged
+  warps are behind it gives up its turn once per instruction. The results and counters are those of the
+  same launch with ``fuse=False``; only the interleaving differs (one instruction per warp in turn inside a
+  fused stretch — an interleaving a GPU may also produce);
 * copies issued during a round complete when the round ends (the copy engine), in issue order;
 * ``seed=k`` shuffles the warp order of every round and the completion order of copies with a seeded RNG,
   to expose kernels that rely on one interleaving;
@@ -28,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cuda.errors import LaunchConfigError
+from ..launchcfg import LaunchConfigError, normalize_dims
 from .errors import BudgetExceeded, DeadlockError, EmuError, ExecutionError
 from .state import RESERVED_SMEM, WARP, Cluster, Cta, Warp
 
@@ -78,7 +86,6 @@ class LaunchStats:
 
 
 def _dims(v, what):
-    from ..cuda.device import normalize_dims
     return normalize_dims(v, what)
 
 
@@ -87,7 +94,7 @@ class Launch:
 
     def __init__(self, emulator, kernel, grid, block, args, shared_mem=0, cluster=None, *, seed=None,
                  racecheck=False, quantum=256, max_instructions=200_000_000, counters=True, max_idle_rounds=1000,
-                 resident=1):
+                 resident=1, fuse=True):
         self.emu = emulator
         self.kernel = kernel
         self.program = kernel.program
@@ -128,6 +135,13 @@ class Launch:
         self._sregs = None
         self.code = kernel.code
         self.pc_counts = [0] * len(self.code)
+        self._plan = None
+        if fuse:
+            from .fuse import FusePlan
+            self._plan = getattr(kernel, "_fuse_plan", None)
+            if self._plan is None:
+                self._plan = kernel._fuse_plan = FusePlan(self.program.module, self.fn, self.lay, self.program)
+        self._cur_warps: list = []
 
     # -- configuration ----------------------------------------------------------------------------
     def _check_config(self):
@@ -326,6 +340,7 @@ class Launch:
     # -- scheduler --------------------------------------------------------------------------------
     def _run_group(self, group):
         warps = [w for cl in group for cta in cl.ctas for w in cta.warps]
+        self._cur_warps = warps
         idle = 0
         streak_timeouts = 0
         while True:
@@ -383,8 +398,23 @@ class Launch:
         n = 0
         exhausted = False
         self._run_start = w.icount
+        fk = self._plan.kind if self._plan is not None else None
+        tried = False
         try:
             while n < q:
+                if fk is not None and fk[pc] and not tried and w.full:
+                    tried = True
+                    w.pc = pc
+                    r = self._fuse(w, pc, q - n)
+                    if r < 0:        # gives up its turn once, for the warps behind it (fuse.py)
+                        w.pc = pc
+                        break
+                    if r:
+                        n += r
+                        pc = w.pc
+                        continue
+                elif fk is not None and not fk[pc]:
+                    tried = False
                 cnt[pc] += 1
                 w.icount += 1
                 w.pc = pc
@@ -414,6 +444,39 @@ class Launch:
             raise BudgetExceeded(f"the launch issued more than {self.max_instructions} warp-instructions (a kernel "
                                  "that never ends, or max_instructions set too low)", w.where_text())
         return exhausted
+
+    def _fuse(self, w, pc: int, limit: int) -> int:
+        """Warp fusion (:mod:`h100lab.emu.fuse`): run the register-only stretch at ``pc`` for ``w`` and the
+        converged warps standing at ``pc`` with it; 0 when there are none, -1 when ``w`` should give up its
+        turn because converged warps are behind it (once per instruction and warp in a launch)."""
+        group, behind = [], False
+        code = w.code
+        for x in self._cur_warps:
+            if x is w:
+                group.append(x)
+                continue
+            if x.done or x.wait is not None or not x.full or x.code is not code or x.stall:
+                continue
+            if x.pc == pc:
+                group.append(x)
+            elif x.pc < pc:
+                behind = True
+        if len(group) < 2:
+            if behind:
+                ys = w.fuse_yield
+                if ys is None:
+                    ys = w.fuse_yield = set()
+                if pc not in ys:
+                    ys.add(pc)
+                    return -1
+            return 0
+        from .fuse import run_fused
+        steps = run_fused(self._plan, group, pc, limit, self.pc_counts, self.code)
+        self.retired += steps * (len(group) - 1)
+        if self.retired > self.max_instructions:
+            raise BudgetExceeded(f"the launch issued more than {self.max_instructions} warp-instructions (a kernel "
+                                 "that never ends, or max_instructions set too low)", w.where_text())
+        return steps
 
     def _deadlock(self, waiting, spinning):
         rep = []

@@ -38,7 +38,8 @@ class Warp:
 
     __slots__ = ("cta", "wid", "R", "pc", "pcs", "alive", "mask", "full", "other", "done", "wait",
                  "sregs", "local", "code", "fn", "icount", "bulk_groups", "spin", "label",
-                 "stall", "lanes_valid", "blocked_on", "on_wake", "timed", "wait_pc", "parked_pc", "park_conds")
+                 "stall", "lanes_valid", "blocked_on", "on_wake", "timed", "wait_pc", "parked_pc", "park_conds",
+                 "fuse_yield")
 
     def __init__(self, cta: "Cta", wid: int, nlanes: int, regs: list, code: list, fn, local_bytes: int):
         self.cta = cta
@@ -68,6 +69,7 @@ class Warp:
         self.label = f"CTA {cta.label} warp {wid}"
         self.parked_pc = None      # per lane: the instruction a parked lane waits at (NO_PC: not parked)
         self.park_conds: list = []
+        self.fuse_yield = None     # the PCs where this warp gave up its turn for warp fusion (fuse.py)
 
     # -- divergence ------------------------------------------------------------------------------
     def _lane_pcs(self) -> np.ndarray:

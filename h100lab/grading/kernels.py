@@ -103,7 +103,7 @@ class KernelCheck:
     def __call__(self, source: Any, expected: Mapping[str, np.ndarray]) -> Feedback:
         import re
 
-        from h100lab.cuda.errors import CompileError, CudaUnavailable
+        from h100lab.nvrtc import CompileError, NvrtcUnavailable
         from h100lab.emu.errors import EmuError
 
         if not isinstance(source, str) or "__global__" not in source:
@@ -116,7 +116,7 @@ class KernelCheck:
             got = run_source(source, self.run, name=self.name, options=self.options)
         except CompileError as exc:
             return Feedback(False, "your kernel does not compile: " + _first_line(exc))
-        except CudaUnavailable as exc:
+        except NvrtcUnavailable as exc:
             return Feedback(False, "NVRTC is not available in the grader: " + _first_line(exc))
         except EmuError as exc:
             return Feedback(False, _emu_message(exc))

@@ -57,7 +57,10 @@ class KernelRun:
 @dataclass(frozen=True)
 class Symptom:
     """A typical mistake recognised from its effect: ``test(outputs, expected, stats) -> bool`` on a wrong
-    run (``outputs``/``expected``: dicts of arrays); ``hint`` answers the mistake."""
+    run (``outputs``/``expected``: dicts of arrays); ``hint`` answers the mistake. When the emulator stopped
+    the run (a deadlock, a race, a missing fence), ``test(None, expected, error)`` gets the
+    :class:`~h100lab.emu.errors.EmuError` instead, so a symptom can recognise a report (a deadlock on an
+    "empty" barrier) and answer it."""
 
     test: Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray], Any], bool]
     hint: str
@@ -119,7 +122,14 @@ class KernelCheck:
         except NvrtcUnavailable as exc:
             return Feedback(False, "NVRTC is not available in the grader: " + _first_line(exc))
         except EmuError as exc:
-            return Feedback(False, _emu_message(exc))
+            said = _emu_message(exc)
+            for s in self.symptoms:       # a symptom may recognise the report: test(None, expected, error)
+                try:
+                    if s.test(None, expected, exc):
+                        return Feedback(False, f"{said} Hint: {s.hint}")
+                except Exception:  # a symptom written for outputs does not apply to a stopped run
+                    continue
+            return Feedback(False, said)
         except (TypeError, ValueError, KeyError) as exc:
             return Feedback(False, f"your kernel cannot be launched as the exercise says "
                                    f"({type(exc).__name__}: {_first_line(exc, 300)})")

@@ -1,13 +1,16 @@
 """Exercise set 4 (chapter 4, "Tensor maps").
 
-Every reference answer is computed by the model the chapter teaches (h100lab.tma, h100lab.memory),
-never typed in. The parameters of each exercise are defined once here and imported by the solutions.
+Every reference answer is computed by the model the chapter teaches (h100lab.tma, h100lab.memory) or, for
+a kernel exercise (4.9-4.11), by running the solution kernel on the emulator in the grader's process —
+never typed in. The notebook states each exercise's parameters in its text; the same values are defined
+here for the reference. The student edition imports nothing from this module.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..registry import exercise
+from ..kernels import KernelRun, Property, Symptom, kernel_exercise
+from ..registry import Mistake, exercise
 
 # ---- the exercises' data (shared with solutions/04-tensormap.md) ----------------------------------
 #: 4.1: a K-major bf16 tile, 64 elements (128 B) per row, 64 rows, 128B swizzle, loaded at shared address 0
@@ -69,16 +72,28 @@ def column_wavefronts(swizzle: str, rows: int = E7_ROWS) -> int:
 
 
 # ---- reference answers --------------------------------------------------------------------------
-@exercise("4.1", points=2, hint="Pre-swizzle offset = row·128 + column·2; then XOR bits 7-9 into bits 4-6: "
-          "h100lab.tma.smem_address(tensor_map, (column, row)).")
+def _bytes_not_elements(v, ref):
+    return isinstance(v, (int, np.integer)) and v * 4 == ref
+
+
+@exercise("4.1", points=2, hint="Find the element's byte offset in the box before any swizzle, then apply the "
+          "128B pattern: which 16-byte chunk of its 128-byte line does it move to?",
+          mistakes=[Mistake("That is the address before the swizzle: the TMA writes the element elsewhere in its "
+                            "line. Which chunk does the 128B pattern send it to?", answer=5 * 128 + 13 * 2),
+                    Mistake("Column 13 is 13 elements of 2 bytes, not 13 bytes.", answer=5 * 128 + 13)])
 def _offset():
     from h100lab import tma
 
     return tma.smem_address(tma.encode_tiled(**E1), E1_ELEMENT)
 
 
-@exercise("4.2", points=2, hint="globalStrides has rank - 1 byte strides, innermost dimension first; a C-row of "
-          "40 B is padded to 48: tma.row_major_strides(globalDim, 2, pad_bytes).")
+@exercise("4.2", points=2, hint="globalStrides has rank - 1 byte strides, innermost dimension first, each a "
+          "multiple of 16 bytes.",
+          mistakes=[Mistake("Strides are in bytes, and every one must be a multiple of 16: pad a pixel's channels "
+                            "first.", answer=[40, 360, 2520]),
+                    Mistake("Strides are bytes, not elements.", answer=[24, 216, 1512]),
+                    Mistake("Dimension 0's stride is implicit (the element size): list rank - 1 strides.",
+                            answer=[2, 48, 432, 3024])])
 def _strides():
     from h100lab import tma
 
@@ -88,46 +103,221 @@ def _strides():
     return list(tma.row_major_strides([c, w, h, n], 2, pad))
 
 
-@exercise("4.3", points=2, unordered=True, hint="Check each rule: strides multiple of 16, inner box ≤ swizzle "
-          "span, elementStrides ≤ 8, NaN fill only for floating types (tma.verdict).")
+@exercise("4.3", points=2, unordered=True, hint="Check each rule: strides a multiple of 16 bytes, the inner box "
+          "within the swizzle span, elementStrides at most 8, the NaN fill only for floating-point types.",
+          mistakes=[Mistake("An element stride up to 8 is allowed, and dimension 0's is ignored anyway.",
+                            when=lambda v, ref: 3 in list(v))])
 def _refused():
     from h100lab import tma
 
     return [i for i, c in enumerate(E3_CANDIDATES) if not tma.verdict(**c).ok]
 
 
-@exercise("4.4", points=2, hint="Rows -2 and -1 and columns 10 to 15 lie outside the tensor and hold the OOB-NaN "
-          "0x7FF7 = 32759: tma.load(map, tensor, coords).view(np.uint16).reshape(4, 8).")
+@exercise("4.4", points=2, hint="Which elements of the box lie outside the tensor, and what does the NaN fill "
+          "write into a 2-byte slot?",
+          mistakes=[Mistake("This map asks for the NaN fill, not zeros: out-of-bounds slots hold the OOB-NaN "
+                            "pattern.", when=lambda v, ref: np.array_equal(np.where(np.array(ref) == 0x7FF7, 0,
+                                                                                      np.array(ref)), np.array(v)))])
 def _oob_box():
     from h100lab import tma
 
     return tma.load(e4_map(), e4_tensor(), E4_COORDS).view(np.uint16).reshape(4, 8).tolist()
 
 
-@exercise("4.5", points=1, hint="ceil(20 / 3) rows of 32 FP32 elements: tensor_map.tx_bytes.")
+@exercise("4.5", points=1, hint="How many rows does an element stride of 3 deliver from a box of 20 rows?",
+          mistakes=[Mistake("An element stride takes every 3rd row: fewer rows arrive than the box spans.",
+                            answer=32 * 20 * 4),
+                    Mistake("Count bytes, not elements (FP32 is 4 bytes).", when=_bytes_not_elements)])
 def _tx():
     from h100lab import tma
 
     return tma.encode_tiled(**E5).tx_bytes
 
 
-@exercise("4.6", points=1, hint="Each 32-byte row occupies a full 64-byte swizzle span: tensor_map.smem_bytes.")
+@exercise("4.6", points=1, hint="A row narrower than the swizzle span still occupies the whole span in shared "
+          "memory.", mistakes=[Mistake("That is the data size; the footprint pads every row to the swizzle span.",
+                                       answer=16 * 10 * 2)])
 def _footprint():
     from h100lab import tma
 
     return tma.encode_tiled(**E6).smem_bytes
 
 
-@exercise("4.7", points=2, hint="Quarter-warp phases of 8 lanes; without swizzle all 8 rows' chunk 0 sits in "
-          "banks 0-3: column_wavefronts('NONE'), column_wavefronts('128B').")
+@exercise("4.7", points=2, hint="16-byte loads are served a quarter-warp (8 lanes) at a time; count the distinct "
+          "4-byte words each bank must deliver per phase.",
+          mistakes=[Mistake("16-byte loads run in phases of 8 lanes: even a perfect read takes 4 wavefronts.",
+                            when=lambda v, ref: list(v)[1:] == [1])])
 def _wavefronts():
     return [column_wavefronts("CU_TENSOR_MAP_SWIZZLE_NONE"), column_wavefronts("CU_TENSOR_MAP_SWIZZLE_128B")]
 
 
-@exercise("4.8", points=1, hint="Each 48-byte row is filled as one 128-byte block: "
-          "L2Cache().read_segments(global_segments(map, (0, 0)), promotion=128).hbm_bytes.")
+@exercise("4.8", points=1, hint="With promotion the L2 fetches whole aligned blocks of the promotion size around "
+          "every row it touches.", mistakes=[Mistake("That is the data the box needs; L2 promotion fetches more.",
+                                                     answer=16 * 48)])
 def _promotion():
     from h100lab import tma
 
     tm = tma.encode_tiled(**E8)
     return tma.L2Cache(1 << 20).read_segments(tma.global_segments(tm, [0, 0]), promotion=128).hbm_bytes
+
+
+# ---- kernel exercises ----------------------------------------------------------------------------
+_KERNEL_HEAD = r"""#include <h100lab/tensormap.cuh>
+"""
+
+#: 4.9: a bf16 box of 64 x 16 loaded by one thread; status = 1 when the barrier's phase completed
+SOLUTION_4_9 = _KERNEL_HEAD + r"""
+#define BOX_X 64                           // bf16 elements per row (128 bytes)
+#define BOX_Y 16                           // rows
+#define TX_BYTES (BOX_X * BOX_Y * 2)       // what the box delivers: elements x sizeof(bf16)
+
+extern "C" __global__ void load_box(const __grid_constant__ CUtensorMap map, int x, int y,
+                                    unsigned short* out, int* status) {
+    __shared__ alignas(1024) unsigned short tile[BOX_X * BOX_Y];
+    __shared__ alignas(8) unsigned long long bar;
+    const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(TX_BYTES) : "memory");
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {%2, %3}], [%4];"
+                     :: "r"(d), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(b) : "memory");
+    }
+    __syncthreads();
+    unsigned done = 0;
+    for (int i = 0; i < 32 && !done; ++i)          // a bounded wait: gives up instead of hanging
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}" : "=r"(done) : "r"(b) : "memory");
+    if (threadIdx.x == 0) status[0] = done;
+    __syncthreads();
+    for (int i = threadIdx.x; i < BOX_X * BOX_Y; i += blockDim.x) out[i] = tile[i];
+}
+"""
+PROMPT_4_9 = SOLUTION_4_9.replace("#define TX_BYTES (BOX_X * BOX_Y * 2)       // what the box delivers: elements x "
+                                  "sizeof(bf16)", "#define TX_BYTES (BOX_X * BOX_Y)")
+PLANTED_4_9 = SOLUTION_4_9.replace("BOX_X * BOX_Y * 2)", "BOX_X * BOX_Y * 4)")
+
+
+def _run_4_9(program):
+    from h100lab import emu
+
+    x = np.random.default_rng(49).integers(0, 1 << 16, (64, 128), dtype=np.uint16)
+    g = emu.to_device(x)
+    m = emu.encode_tiled("BFLOAT16", 2, g, [128, 64], [256], [64, 16], [1, 1], swizzle="128B")
+    out, st = emu.zeros(64 * 16, np.uint16), emu.zeros(1, np.int32)
+    stats = emu.launch(program.function("load_box"), 1, 64, m, np.int32(64), np.int32(24), out, st)
+    return KernelRun({"image": out.to_host(), "status": st.to_host()}, stats)
+
+
+_TX_HINT = ("The barrier's phase never completed: expect_tx must announce exactly the bytes the copy delivers — the "
+            "box's elements times the size of this map's element type.")
+kernel_exercise("4.9", run=_run_4_9, reference=SOLUTION_4_9, points=3, budget=60,
+                symptoms=[Symptom(lambda out, ref, st: int(out["status"][0]) == 0, _TX_HINT)],
+                properties=[Property(lambda out, st: None if st.tma_bytes == 64 * 16 * 2 else
+                                     f"the copies delivered {st.tma_bytes} bytes, not one box")],
+                mistakes=[Mistake(_TX_HINT, answer=PROMPT_4_9), Mistake(_TX_HINT, answer=PLANTED_4_9)])
+
+#: 4.10: read a 128B-swizzled tile back in row-major order
+SOLUTION_4_10 = _KERNEL_HEAD + r"""
+#define BOX_X 64                           // bf16 per row: one 128-byte line
+#define BOX_Y 8
+
+// The byte offset, inside the 1024-byte aligned tile, at which the TMA stored byte `off` of the
+// row-major box under CU_TENSOR_MAP_SWIZZLE_128B.
+__device__ __forceinline__ unsigned swizzled(unsigned off) {
+    return off ^ (((off >> 7) & 7u) << 4);
+}
+
+extern "C" __global__ void unswizzle(const __grid_constant__ CUtensorMap map, unsigned short* out) {
+    __shared__ alignas(1024) unsigned short tile[BOX_X * BOX_Y];
+    __shared__ alignas(8) unsigned long long bar;
+    const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(BOX_X * BOX_Y * 2) : "memory");
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                     " [%0], [%1, {0, 0}], [%2];"
+                     :: "r"(static_cast<unsigned>(__cvta_generic_to_shared(tile))),
+                        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(b) : "memory");
+    }
+    __syncthreads();
+    asm volatile("{\n\t.reg .pred p;\nW:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t@!p bra W;\n\t}"
+                 :: "r"(b) : "memory");
+    const unsigned char* bytes = reinterpret_cast<const unsigned char*>(tile);
+    for (int e = threadIdx.x; e < BOX_X * BOX_Y; e += blockDim.x)       // element (row e / 64, column e % 64)
+        out[e] = *reinterpret_cast<const unsigned short*>(bytes + swizzled(2 * e));
+}
+"""
+PROMPT_4_10 = SOLUTION_4_10.replace("    return off ^ (((off >> 7) & 7u) << 4);", "    return off;   // TODO")
+PLANTED_4_10 = SOLUTION_4_10.replace("(off >> 7) & 7u", "(off >> 7) & 3u")
+
+
+def _run_4_10(program):
+    from h100lab import emu
+
+    x = np.random.default_rng(410).integers(0, 1 << 16, (8, 64), dtype=np.uint16)
+    g = emu.to_device(x)                   # keep the tensor alive while the kernel reads it
+    m = emu.encode_tiled("BFLOAT16", 2, g, [64, 8], [128], [64, 8], [1, 1], swizzle="128B")
+    out = emu.zeros(512, np.uint16)
+    stats = emu.launch(program.function("unswizzle"), 1, 128, m, out)
+    return KernelRun({"tile": out.to_host().reshape(8, 64)}, stats)
+
+
+_NO_SWZ = ("Row 0 is right and the others are not: the TMA stored each 16-byte chunk of line r somewhere else in "
+           "that line. Which address bits choose the new chunk?")
+_MASK = ("Lines 0-3 are right, lines 4-7 are not: the 128B pattern repeats every 8 lines of 128 bytes, so it reads "
+         "more line bits than the 64B pattern does.")
+kernel_exercise("4.10", run=_run_4_10, reference=SOLUTION_4_10, points=3, budget=60,
+                symptoms=[Symptom(lambda out, ref, st: np.array_equal(out["tile"][:4], ref["tile"][:4]), _MASK),
+                          Symptom(lambda out, ref, st: np.array_equal(out["tile"][0], ref["tile"][0]), _NO_SWZ)],
+                mistakes=[Mistake(_NO_SWZ, answer=PROMPT_4_10), Mistake(_MASK, answer=PLANTED_4_10)])
+
+#: 4.11: publish a device-side edit of a tensor map (l04_tensormap_replace.cu without its fences)
+_FENCES = ('        asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");\n'
+           '        asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(mine) : "memory");\n')
+
+
+def _solution_4_11() -> str:
+    from h100lab.nvrtc import kernel_source
+
+    return kernel_source("l04_tensormap_replace")
+
+
+def _run_4_11(program):
+    from h100lab import emu
+
+    rows = np.array([8, 2, 6], np.int32)
+    hosts = [(1000 * b + np.arange(16 * 32)).astype(np.float32).reshape(16, 32) for b in range(3)]
+    mats = [emu.to_device(h) for h in hosts]
+    m = emu.encode_tiled("FLOAT32", 2, mats[0], [32, 16], [128], [32, 8], [1, 1])
+    slots, tiles = emu.zeros((3, 128), np.uint8), emu.zeros((3, 8, 32), np.float32)
+    stats = emu.launch(program.function("tma_batched_rows"), 3, 64, m, slots,
+                       emu.to_device(np.array([a.ptr for a in mats], np.uint64)), emu.to_device(rows), tiles)
+    return KernelRun({"tiles": tiles.to_host()}, stats)
+
+
+def _fenced(src, kind: str) -> bool:
+    """Whether the kernel issues fence.proxy.tensormap::generic.<kind> (in an asm statement, not a comment)."""
+    import re
+
+    return isinstance(src, str) and re.search(r'asm\s+volatile\s*\(\s*"fence\.proxy\.tensormap::generic\.'
+                                             + kind, src) is not None
+
+
+SOLUTION_4_11 = _solution_4_11()
+PROMPT_4_11 = SOLUTION_4_11.replace(_FENCES, "        // TODO: make the edit visible to the TMA before the copy\n")
+PLANTED_4_11 = SOLUTION_4_11.replace(_FENCES.splitlines(True)[1], "")
+_ACQ = ("The edit is released but never acquired: the thread whose copy reads the map must acquire it through the "
+        "tensormap proxy (naming the map's address and size) before the copy.")
+_BOTH = ("The TMA reads the map through its own proxy, which does not see the edit until it is released after the "
+         "edit and acquired before the copy.")
+kernel_exercise("4.11", run=_run_4_11, reference=SOLUTION_4_11, points=3, budget=60,
+                must_contain=[(r"tensormap\.replace", "keep the two tensormap.replace edits: the exercise is about "
+                                                      "publishing them")],
+                mistakes=[Mistake(_ACQ, answer=PLANTED_4_11,
+                                  when=lambda v, ref: _fenced(v, "release") and not _fenced(v, "acquire")),
+                          Mistake(_BOTH, answer=PROMPT_4_11,
+                                  when=lambda v, ref: not _fenced(v, "release") and not _fenced(v, "acquire"))])

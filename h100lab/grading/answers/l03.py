@@ -1,31 +1,32 @@
-"""Exercise set 3 (chapter 3, "Asynchrony and barriers"): parity waits, mbarrier states, missing
-fences, bulk async-groups, buffers and utilisation of a pipeline.
+"""Exercise set 3 (chapter 3, "Asynchrony and barriers"): parity waits, mbarrier states, async-groups,
+buffers, the tx-count of a broken pipeline, and four kernel exercises graded on the emulator — fix a
+pipeline's parity, add the fence after ``mbarrier.init``, fence generic writes before a bulk store, write the
+``expect_tx`` byte count of a two-copy stage, and message passing with release/acquire.
 
-Every reference answer is computed by the model the chapter teaches (h100lab.sync, h100lab.sim),
-never typed in.
+Every reference answer is computed by the model the chapter teaches (h100lab.sync, h100lab.sim) or by running
+the reference kernel on the emulator in the grader's process, never typed in. The kernels' sources live here
+(the solution notebook shows the same text); the student edition shows only the prompts.
 """
 from __future__ import annotations
 
-from ..registry import exercise
+import numpy as np
+
+from ..kernels import KernelRun, Property, Symptom, kernel_exercise
+from ..registry import Mistake, exercise
 
 #: the operation sequence of exercises 3.2 and 3.3
 SEQUENCE_3_2 = "arrive; arrive.expect_tx 2048; complete_tx 1024; arrive; complete_tx 1024; arrive_drop; arrive"
 
-
-def epilogue_trace():
-    """Exercise 3.4's trace: a consumer writes a staging tile, both warps meet at bar.sync 1, the storer
-    sends the tile with a TMA store."""
-    from h100lab.sync.trace import record
-
-    return [record(0, 10, "consumer", "st.shared", proxy="generic", access="w", addr=0, size=2048),
-            record(10, 18, "consumer", "bar.sync", bar=1, phase=0),
-            record(0, 18, "storer", "bar.sync", bar=1, phase=0),
-            record(18, 800, "storer", "cp.async.bulk.global.shared::cta.bulk_group", proxy="async", access="r",
-                   addr=0, size=2048, lane="tma")]
+PARITY_HINT = ("Each round of a buffer is one phase of its barriers. Right after mbarrier.init, which parity names "
+               "a phase that has already completed — the one the producer's first wait on 'empty' must ask for?")
 
 
 @exercise("3.1", points=1, hint="Iteration k uses buffer k % S in round k // S; the consumer waits for that "
-          "round's phase of full (parity round & 1), the producer for the previous round's release of empty.")
+          "round's phase of full (parity round & 1), the producer for the previous round's release of empty.",
+          mistakes=[Mistake("The parity is the round's, not the iteration's: the round is k // S.",
+                            when=lambda v, ref: isinstance(v, tuple) and len(v) == 3 and v[1] == 7 % 2 != ref[1]),
+                    Mistake(PARITY_HINT, when=lambda v, ref: isinstance(v, tuple) and len(v) == 3
+                            and v[:2] == ref[:2] and v[2] == ref[1])])
 def _parity():
     from h100lab.sim.pipeline import parity_for_iteration
 
@@ -48,27 +49,10 @@ def _waits():
     return run_ops(3, SEQUENCE_3_2)[-1].waits
 
 
-@exercise("3.4", points=1, hint="Which proxy writes the tile, and which one reads it?")
-def _missing_fence():
-    from h100lab.sync.hazards import check
-
-    return check(epilogue_trace())[0].fix
-
-
-@exercise("3.5", points=2, hint="A WAR whose earlier access is the TMA store's read of the staging buffer: "
-          "who must wait for that read to finish before the buffer is handed back?")
-def _removed_step():
-    from h100lab.sim.programs import STEPS, run_program
-
-    for step in STEPS:
-        hz = run_program([step]).hazards
-        if [h.kind for h in hz] == ["WAR"] and hz[0].first.op.endswith("bulk_group"):
-            return step
-    raise AssertionError("no step matches")
-
-
-@exercise("3.6", points=1, hint="Count committed groups; a wait N leaves at most N of them pending, and an "
-          "empty group is complete at once.")
+@exercise("3.4", points=1, hint="Count committed groups; a wait N leaves at most N of them pending, and an "
+          "empty group is complete at once.",
+          mistakes=[Mistake("An empty group (a commit with no copy since the last one) is complete as soon as it is "
+                            "committed.", when=lambda v, ref: v == ref + 1)])
 def _groups():
     from h100lab.sync.groups import pending_after
 
@@ -76,18 +60,320 @@ def _groups():
                           "cp", "commit"])
 
 
-@exercise("3.7", points=1, hint="While the consumer works on one buffer the others must cover the round trip "
-          "compute + latency + transfer.")
+@exercise("3.5", points=1, hint="While the consumer works on one buffer the others must cover the round trip "
+          "compute + latency + transfer.",
+          mistakes=[Mistake("The buffer being consumed is in flight too: round up the whole round trip over the "
+                            "time per tile.", when=lambda v, ref: v == ref - 1)])
 def _buffers():
     from h100lab.sim.pipeline import buffers_to_hide
 
     return buffers_to_hide(1200, 350, 100)
 
 
-@exercise("3.8", points=2, rtol=1e-6, hint="analytic(cfg, H200_ESTIMATES): the period is the largest of the "
-          "consumer's busy time, the transfer time and the round trip divided by the buffers.")
-def _utilization():
-    from h100lab.sim import H200_ESTIMATES
-    from h100lab.sim.pipeline import PipelineConfig, analytic
+TX_TILE_3_6 = 2048
 
-    return analytic(PipelineConfig(stages=2, tile_bytes=16384, compute_ns=500), H200_ESTIMATES).utilization
+
+@exercise("3.6", points=1, hint="expect_tx adds to the tx-count, the copy's completion subtracts the bytes it "
+          "delivered; the phase completes only at exactly zero.",
+          mistakes=[Mistake("Which happens first in the count, the expectation or the delivery? Mind the sign.",
+                            when=lambda v, ref: v == -ref),
+                    Mistake("The tile is 2048 bytes; expect_tx was given its count of 32-bit words.",
+                            when=lambda v, ref: v == -TX_TILE_3_6)])
+def _tx_left():
+    from h100lab.sync import mbarrier as mb
+
+    s = mb.init(1)
+    s, _ = mb.arrive_expect_tx(s, TX_TILE_3_6 // 4)     # the words, not the bytes
+    s = mb.complete_tx(s, TX_TILE_3_6)
+    return s.tx
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Kernel exercises. The pipeline of 3.7 and 3.8: warp 0 produces (one elected lane), warp 1 sums each tile.
+
+PIPELINE_3_7 = r'''
+#define STAGES 2
+#define MAX_TILE_BYTES 2048
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n\t.reg .pred p;\n"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+                 "@!p bra WAIT_%=;\n\t}" :: "r"(bar), "r"(parity) : "memory");
+}
+extern "C" __global__ void tile_sums(const unsigned* src, int tiles, int tile_bytes, unsigned* out) {
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    __shared__ __align__(128) unsigned char buf[STAGES * MAX_TILE_BYTES];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&full[s])) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&empty[s])) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == 0 && lane == 0) {
+        for (int t = 0; t < tiles; ++t) {
+            const int s = t % STAGES;
+            const unsigned round = t / STAGES;
+            wait(smem_addr(&empty[s]), (round & 1) ^ 1);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                         :: "r"(smem_addr(&full[s])), "r"(tile_bytes) : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         :: "r"(smem_addr(buf + s * tile_bytes)), "l"(src + t * (tile_bytes / 4)),
+                            "r"(tile_bytes), "r"(smem_addr(&full[s])) : "memory");
+        }
+    } else if (warp == 1) {
+        for (int t = 0; t < tiles; ++t) {
+            const int s = t % STAGES;
+            const unsigned round = t / STAGES;
+            wait(smem_addr(&full[s]), round & 1);
+            const unsigned* tile = reinterpret_cast<const unsigned*>(buf + s * tile_bytes);
+            unsigned acc = 0;
+            for (int i = lane; i < tile_bytes / 4; i += 32) acc += tile[i];
+            for (int d = 16; d > 0; d /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, d);
+            if (lane == 0) out[t] = acc;
+            __syncwarp();
+            if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(&empty[s])) : "memory");
+        }
+    }
+}
+'''
+
+_PRODUCER_WAIT = "wait(smem_addr(&empty[s]), (round & 1) ^ 1);"
+_CONSUMER_WAIT = "wait(smem_addr(&full[s]), round & 1);"
+_INIT_FENCE = 'asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");'
+
+#: 3.7's prompt (the producer waits with the consumer's parity) and a typical wrong fix (both parities flipped)
+PROMPT_3_7 = PIPELINE_3_7.replace(_PRODUCER_WAIT, "wait(smem_addr(&empty[s]), round & 1);")
+BOTH_FLIPPED_3_7 = PROMPT_3_7.replace(_CONSUMER_WAIT, "wait(smem_addr(&full[s]), (round & 1) ^ 1);")
+
+#: 3.8's prompt (no fence after mbarrier.init) and a typical wrong fix (a memory fence, not a proxy fence)
+PROMPT_3_8 = PIPELINE_3_7.replace(_INIT_FENCE, "")
+MEMBAR_3_8 = PIPELINE_3_7.replace(_INIT_FENCE, "__threadfence_block();")
+
+
+def _tiles_run(program, tiles=7, tile_bytes=1024, seed=11, **options):
+    from h100lab import emu
+
+    x = np.random.default_rng(seed).integers(0, 2**32, tiles * tile_bytes // 4, dtype=np.uint32)
+    dx, out = emu.to_device(x), emu.zeros(tiles, np.uint32)
+    from ..kernels import MAX_INSTRUCTIONS
+
+    stats = emu.launch(program.function("tile_sums"), 1, 64, dx, np.int32(tiles), np.int32(tile_bytes), out,
+                       max_instructions=MAX_INSTRUCTIONS, **options)
+    return KernelRun({"out": out.to_host()}, stats)
+
+
+def _report(err, kind):
+    return type(err).__name__ == kind
+
+
+def _deadlocked_on_parity(out, ref, err):
+    return _report(err, "DeadlockError") and "waiting for the phase of parity" in str(err)
+
+
+EARLY_READ_HINT = ("The consumer's wait returned before the copy had landed: its parity must name the phase of 'full' "
+                   "that this tile's copy completes, and round 0 completes phase 0.")
+
+kernel_exercise("3.7", run=_tiles_run, reference=PIPELINE_3_7, points=3,
+                hint="Write out, for the first three tiles, the phase of each barrier that each wait needs.",
+                symptoms=[Symptom(_deadlocked_on_parity, PARITY_HINT),
+                          Symptom(lambda out, ref, st: bool((out["out"] != ref["out"])[0]), EARLY_READ_HINT)],
+                mistakes=[Mistake(EARLY_READ_HINT, answer=BOTH_FLIPPED_3_7)])
+
+INIT_FENCE_HINT = ("mbarrier.init is an ordinary (generic-proxy) write; the copy engine signals the barrier through "
+                   "the async proxy. A memory fence orders one proxy's accesses — which fence orders the two proxies "
+                   "for a freshly initialised barrier?")
+
+
+def _unfenced_init(out, ref, err):
+    return _report(err, "ProxyFenceError") and "mbarrier.init" in str(err)
+
+
+kernel_exercise("3.8", run=_tiles_run, reference=PIPELINE_3_7, points=3,
+                hint="Who reads the barrier after mbarrier.init, and through which proxy?",
+                symptoms=[Symptom(_unfenced_init, INIT_FENCE_HINT)],
+                mistakes=[Mistake(INIT_FENCE_HINT, answer=MEMBAR_3_8)])
+
+# ------------------------------------------------------------------------------------------------------------
+# 3.9: generic writes, then a bulk store (async proxy) of the same shared memory
+
+STORE_3_9 = r'''
+extern "C" __global__ void triple_store(const unsigned* src, unsigned* dst) {
+    __shared__ __align__(128) unsigned tile[128];
+    const unsigned* in = src + blockIdx.x * 128;
+    tile[threadIdx.x] = 3u * in[threadIdx.x];                      // every thread writes (generic proxy)
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // each writer orders its writes for the async proxy
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 512;"
+                     :: "l"(dst + blockIdx.x * 128), "r"(static_cast<unsigned>(__cvta_generic_to_shared(tile)))
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+}
+'''
+_STORE_FENCE = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // each writer orders its writes for the async proxy\n'
+PROMPT_3_9 = STORE_3_9.replace(_STORE_FENCE, "")
+ONE_FENCE_3_9 = PROMPT_3_9.replace('    if (threadIdx.x == 0) {\n', '    if (threadIdx.x == 0) {\n'
+                                   '        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n')
+
+
+def _store_run(program):
+    from h100lab import emu
+
+    from ..kernels import MAX_INSTRUCTIONS
+
+    x = np.random.default_rng(23).integers(0, 2**30, 4 * 128, dtype=np.uint32)
+    dx, out = emu.to_device(x), emu.zeros(4 * 128, np.uint32)
+    stats = emu.launch(program.function("triple_store"), 4, 128, dx, out, max_instructions=MAX_INSTRUCTIONS)
+    return KernelRun({"dst": out.to_host()}, stats)
+
+
+STORE_FENCE_HINT = ("fence.proxy.async orders the accesses of the thread that executes it. Which threads wrote the "
+                    "tile, and where must their fences stand relative to the barrier that hands the tile to the "
+                    "issuing thread?")
+
+kernel_exercise("3.9", run=_store_run, reference=STORE_3_9, points=3,
+                hint="The tile is written by the generic proxy and read by the async proxy (the bulk store).",
+                symptoms=[Symptom(lambda out, ref, err: _report(err, "ProxyFenceError") and "ordinary stores" in str(err),
+                                  STORE_FENCE_HINT)],
+                properties=[Property(lambda out, st: None if st.tma_bytes == 4 * 512 else
+                                     f"the bulk stores moved {st.tma_bytes} B, not one 512-B tile per block")],
+                mistakes=[Mistake(STORE_FENCE_HINT, answer=ONE_FENCE_3_9)])
+
+# ------------------------------------------------------------------------------------------------------------
+# 3.10: the expect_tx of a stage filled by two copies
+
+EXPECT_3_10 = r'''
+extern "C" __global__ void scale_rows(const float* a, int na, const float* b, int nb, float* out) {
+    __shared__ __align__(128) float sa[1024];
+    __shared__ __align__(128) float sb[256];
+    __shared__ __align__(8) unsigned long long full;
+    const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&full));
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned tx_bytes = (na + nb) * sizeof(float);        // every byte that will signal `full`
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(tx_bytes) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(static_cast<unsigned>(__cvta_generic_to_shared(sa))), "l"(a), "r"(na * 4), "r"(bar) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(static_cast<unsigned>(__cvta_generic_to_shared(sb))), "l"(b), "r"(nb * 4), "r"(bar) : "memory");
+    }
+    asm volatile("{\n\t.reg .pred p;\nW_%=:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t@!p bra W_%=;\n\t}"
+                 :: "r"(bar) : "memory");
+    for (int i = threadIdx.x; i < na; i += blockDim.x) out[i] = sa[i] * sb[i % nb];
+}
+'''
+_TX_LINE = "        const unsigned tx_bytes = (na + nb) * sizeof(float);        // every byte that will signal `full`\n"
+PROMPT_3_10 = EXPECT_3_10.replace(_TX_LINE, "        const unsigned tx_bytes = 0;   // YOUR ANSWER: every byte that will signal `full`\n")
+ELEMENTS_3_10 = EXPECT_3_10.replace("(na + nb) * sizeof(float);", "na + nb;                    ")
+ONE_COPY_3_10 = EXPECT_3_10.replace("(na + nb) * sizeof(float);", "na * sizeof(float);         ")
+NA_3_10, NB_3_10 = 768, 96
+
+
+#: schedules the kernel runs under: the default, and seed 3, which lands the second copy before the first
+SEEDS_3_10 = (None, 3)
+
+
+def _expect_run(program):
+    from h100lab import emu
+
+    from ..kernels import MAX_INSTRUCTIONS
+
+    rng = np.random.default_rng(31)
+    a = rng.standard_normal(NA_3_10).astype(np.float32)
+    b = rng.standard_normal(NB_3_10).astype(np.float32)
+    outs, stats = [], None
+    for seed in SEEDS_3_10:
+        out = emu.zeros(NA_3_10, np.float32)
+        stats = emu.launch(program.function("scale_rows"), 1, 128, emu.to_device(a), np.int32(NA_3_10),
+                           emu.to_device(b), np.int32(NB_3_10), out, seed=seed, max_instructions=MAX_INSTRUCTIONS)
+        outs.append(out.to_host())
+    return KernelRun({"out": np.concatenate(outs)}, stats)
+
+
+def _tx_left(err):
+    import re
+
+    m = re.search(r"tx ([+-]?\d+)", str(err))
+    return int(m.group(1)) if m and type(err).__name__ == "DeadlockError" else None
+
+
+BYTES_HINT = "The tx-count counts bytes, not elements: how large is one element of each copy?"
+BOTH_COPIES_HINT = "Both copies complete_tx on the same barrier: the expectation must cover every byte that signals it."
+
+kernel_exercise("3.10", run=_expect_run, reference=EXPECT_3_10, points=3,
+                hint="The phase completes when the tx-count returns exactly to zero.",
+                symptoms=[Symptom(lambda out, ref, err: _tx_left(err) == -3 * (NA_3_10 + NB_3_10), BYTES_HINT),
+                          Symptom(lambda out, ref, err: _tx_left(err) in (-4 * NB_3_10, -4 * NA_3_10), BOTH_COPIES_HINT),
+                          Symptom(lambda out, ref, err: _tx_left(err) == -4 * (NA_3_10 + NB_3_10),
+                                  "The barrier never expected any bytes: arrive.expect_tx must announce them."),
+                          Symptom(lambda out, ref, err: (_tx_left(err) or 0) > 0,
+                                  "The barrier expects more bytes than the copies bring."),
+                          Symptom(lambda out, ref, err: _report(err, "RaceError"),
+                                  "The phase completed before the bytes landed: with nothing expected, the producer's "
+                                  "arrive alone completes it.")],
+                properties=[Property(lambda out, st: None if st.tma_bytes == 4 * (NA_3_10 + NB_3_10) else
+                                     f"the copies delivered {st.tma_bytes} B; the stage holds {4 * (NA_3_10 + NB_3_10)} B")],
+                mistakes=[Mistake(BYTES_HINT, answer=ELEMENTS_3_10), Mistake(BOTH_COPIES_HINT, answer=ONE_COPY_3_10)])
+
+# ------------------------------------------------------------------------------------------------------------
+# 3.11: message passing between two warps with release/acquire, graded under several schedules + racecheck
+
+MP_3_11 = r'''
+extern "C" __global__ void publish(const unsigned* in, unsigned* out) {
+    __shared__ unsigned data[32];
+    __shared__ unsigned flag;
+    const unsigned f = static_cast<unsigned>(__cvta_generic_to_shared(&flag));
+    if (threadIdx.x == 0) flag = 0;
+    __syncthreads();
+    const int lane = threadIdx.x % 32;
+    if (threadIdx.x < 32) {                                   // warp 0: the producer
+        data[lane] = 2u * in[lane] + 1u;
+        __syncwarp();
+        if (lane == 0) asm volatile("st.release.cta.shared.u32 [%0], 1;" :: "r"(f) : "memory");
+    } else {                                                  // warp 1: the consumer
+        unsigned seen = 0;
+        while (!seen) asm volatile("ld.acquire.cta.shared.u32 %0, [%1];" : "=r"(seen) : "r"(f) : "memory");
+        out[lane] = data[lane];
+    }
+}
+'''
+PROMPT_3_11 = MP_3_11.replace("st.release.cta.shared.u32", "st.volatile.shared.u32").replace(
+    "ld.acquire.cta.shared.u32", "ld.volatile.shared.u32")
+RELEASE_ONLY_3_11 = MP_3_11.replace("ld.acquire.cta.shared.u32", "ld.volatile.shared.u32")
+SEEDS_3_11 = (None, 1, 2, 3)
+
+
+def _mp_run(program):
+    from h100lab import emu
+
+    from ..kernels import MAX_INSTRUCTIONS
+
+    x = np.random.default_rng(41).integers(0, 2**31, 32, dtype=np.uint32)
+    outs, stats = [], None
+    for seed in SEEDS_3_11:
+        out = emu.zeros(32, np.uint32)
+        stats = emu.launch(program.function("publish"), 1, 64, emu.to_device(x), out, seed=seed, racecheck=True,
+                           max_instructions=MAX_INSTRUCTIONS)
+        outs.append(out.to_host())
+    return KernelRun({"out": np.concatenate(outs)}, stats)
+
+
+MP_HINT = ("A release orders the writer's earlier stores only for a reader whose load *acquires* the flag (or who "
+           "fences after reading it). Do both sides of the flag carry their half of the pair?")
+
+kernel_exercise("3.11", run=_mp_run, reference=MP_3_11, points=3,
+                hint="The flag must carry ordering, not just a value.",
+                symptoms=[Symptom(lambda out, ref, err: _report(err, "RaceError"), MP_HINT)],
+                mistakes=[Mistake(MP_HINT, answer=RELEASE_ONLY_3_11)])

@@ -75,3 +75,13 @@ def test_trap_aborts_the_launch_and_keeps_the_printf_lines():
         emu.launch(k, 1, 32, np.int32(5))
     assert e.value.cuda_error == "CUDA_ERROR_LAUNCH_FAILED"
     assert emu.synchronize() == ["giving up after 5\n"]
+
+
+def test_measure_litmus_runs_on_the_emulator():
+    from h100lab.measure.l03 import LITMUS_KERNELS, measure_litmus
+
+    recs = measure_litmus(emu, ctas=4, launches=1)
+    assert [r["kernel"] for r in recs] == [*LITMUS_KERNELS, "tile_sums"] and recs[-1]["ok"]
+    for r in recs[:3]:
+        assert r["outcomes"] == [[1, 42, 4]]          # every CTA read the published data
+    assert sum(n for _, _, n in recs[3]["outcomes"]) == 4

@@ -14,6 +14,12 @@ sources are L2-resident after the warm-up launches; the full-GPU runs stream 138
 L2, from HBM. This script needs no simulator; the chapter and ``h100lab/validation/l03.py`` compare
 the simulator with the dataset. The case list, the checksum and the statistics are plain Python,
 tested without a GPU. Runs in well under a minute on an H200.
+
+``python -m h100lab.measure.l03 --litmus [--out DIR]`` writes only ``l03/litmus`` (:func:`measure_litmus`): the
+message-passing kernels of ``l03_litmus.cu`` run in many CTAs at once, many times — for each kernel the count of
+every ``(flag, data)`` outcome it observed (``mp_once``) or every data value read after the flag (the ``mp_*``
+spin kernels) — and ``l03_tile_pipeline.cu``'s sums against the host's. It runs on either backend (the
+emulator with ``backend=h100lab.emu``, which the tests use).
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ import numpy as np
 from . import begin
 
 __all__ = ["CONSUMERS", "SRC_BYTES", "LCG_A", "LCG_C", "cases", "lcg", "expected_sums", "summarize_stats",
-           "shared_bytes", "measure", "main"]
+           "shared_bytes", "measure", "measure_litmus", "LITMUS_KERNELS", "main"]
 
 CONSUMERS = 2                 # consumer warps per CTA (block = 32 · (1 + CONSUMERS) threads)
 SRC_BYTES = 192 << 20         # source buffer: 3 × the H200's 60 MiB L2
@@ -133,12 +139,61 @@ def measure(case_list: Sequence[dict[str, Any]], seed: int = 3) -> list[dict[str
     return out
 
 
+LITMUS_KERNELS = ("mp_relaxed", "mp_release_acquire", "mp_fences", "mp_once")
+
+
+def measure_litmus(be=None, ctas: int = 1056, launches: int = 64) -> list[dict[str, Any]]:
+    """The litmus kernels of ``l03_litmus.cu`` (``ctas`` CTAs of 64 threads per launch, ``launches`` launches
+    each) and one run of ``l03_tile_pipeline.cu``, on backend ``be`` (default :mod:`h100lab.cuda`). Records:
+    ``{"kernel", "ctas", "launches", "outcomes": [[flag, data, count], ...]}`` (the spin kernels' flag is 1) and
+    ``{"kernel": "tile_sums", "tiles", "tile_bytes", "ok"}``."""
+    if be is None:
+        from .. import cuda as be
+    prog = be.compile_kernel("l03_litmus")
+    out_records = []
+    for name in LITMUS_KERNELS:
+        k = prog.function(name)
+        counts: dict[tuple[int, int], int] = {}
+        for _ in range(launches):
+            out = be.zeros(2 * ctas, np.uint32)
+            be.launch(k, ctas, 64, out)
+            if hasattr(be, "synchronize"):
+                be.synchronize()
+            o = out.to_host().reshape(ctas, 2)
+            pairs = o if name == "mp_once" else np.stack([np.ones(ctas, np.uint32), o[:, 0]], axis=1)
+            for (f, d), n in zip(*np.unique(pairs, axis=0, return_counts=True)):
+                counts[(int(f), int(d))] = counts.get((int(f), int(d)), 0) + int(n)
+        out_records.append({"kernel": name, "ctas": ctas, "launches": launches,
+                            "outcomes": [[f, d, n] for (f, d), n in sorted(counts.items())]})
+    tiles, tile_bytes = 6, 1024
+    x = np.random.default_rng(5).integers(0, 2**32, tiles * tile_bytes // 4, dtype=np.uint32)
+    sums = be.zeros(tiles, np.uint32)
+    be.launch(be.compile_kernel("l03_tile_pipeline").function("tile_sums"), 1, 64, be.to_device(x), np.int32(tiles),
+              np.int32(tile_bytes), sums)
+    if hasattr(be, "synchronize"):
+        be.synchronize()
+    ok = bool(np.array_equal(sums.to_host(), x.reshape(tiles, -1).sum(axis=1, dtype=np.uint32)))
+    out_records.append({"kernel": "tile_sums", "tiles": tiles, "tile_bytes": tile_bytes, "ok": ok})
+    return out_records
+
+
+def _litmus_flag(ap) -> None:
+    ap.add_argument("--litmus", action="store_true", help="only the litmus kernels and l03_tile_pipeline (l03/litmus)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    s = begin("l03", argv, __doc__.splitlines()[0], "fewer cases and iterations")
+    s = begin("l03", argv, __doc__.splitlines()[0], "fewer cases and iterations", _litmus_flag)
     if s is None:
         return 2
     args, meta = s.args, s.meta
     from .. import cuda, data
+
+    if args.litmus:
+        recs = measure_litmus(cuda, launches=8 if args.quick else 64)
+        data.write("l03/litmus", recs, meta)
+        for r in recs:
+            print(r)
+        return 0 if recs[-1]["ok"] else 1
 
     num_sms = int(cuda.device_properties(0)["multiProcessorCount"])
     records = measure(cases(args.quick, num_sms))

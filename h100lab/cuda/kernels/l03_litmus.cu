@@ -6,7 +6,8 @@
 // ld.acquire (PTX ISA 9.7.9.8/9.7.9.9), mp_fences the fence patterns fence.acq_rel + st.relaxed and
 // ld.relaxed + fence.acq_rel (§8.8 "Release and acquire patterns", 9.7.13.4): both are race-free.
 // mp_once reads flag once and data once (no spin) and records both, to tabulate which interleavings a
-// scheduler produces. (2) proxy_race: a thread writes a shared-memory word with st.shared (generic proxy) and a
+// scheduler produces. Every mp_* kernel writes out[2·blockIdx.x …], so many CTAs run the test at once on a GPU
+// (python -m h100lab.measure.l03 --litmus). (2) proxy_race: a thread writes a shared-memory word with st.shared (generic proxy) and a
 // bulk copy (async proxy) then writes the same bytes; with fence_first = 0 nothing orders the two writes, a
 // race PTX leaves undefined (§8.6 "Proxies"); with fence_first = 1 a fence.proxy.async orders them, and the
 // mbarrier wait makes the copy's bytes visible to the generic read after it.
@@ -18,6 +19,7 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 // ---- message passing -------------------------------------------------------------------------------------
 extern "C" __global__ void mp_relaxed(unsigned* out) {
     __shared__ unsigned data, flag;
+    out += 2 * blockIdx.x;
     if (threadIdx.x == 0) { data = 0; flag = 0; }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -32,6 +34,7 @@ extern "C" __global__ void mp_relaxed(unsigned* out) {
 
 extern "C" __global__ void mp_release_acquire(unsigned* out) {
     __shared__ unsigned data, flag;
+    out += 2 * blockIdx.x;
     if (threadIdx.x == 0) { data = 0; flag = 0; }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -46,6 +49,7 @@ extern "C" __global__ void mp_release_acquire(unsigned* out) {
 
 extern "C" __global__ void mp_fences(unsigned* out) {
     __shared__ unsigned data, flag;
+    out += 2 * blockIdx.x;
     if (threadIdx.x == 0) { data = 0; flag = 0; }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -62,6 +66,7 @@ extern "C" __global__ void mp_fences(unsigned* out) {
 
 extern "C" __global__ void mp_once(unsigned* out) {
     __shared__ unsigned data, flag;
+    out += 2 * blockIdx.x;
     if (threadIdx.x == 0) { data = 0; flag = 0; }
     __syncthreads();
     if (threadIdx.x == 0) {

@@ -1171,13 +1171,24 @@ def test_cvt_float_float_specials():
 def test_cvt_tf32():
     x = fb([0x3F801000, 0x3F803000, 0x3F802000, 0xBF801000, 0x7F7FFFFF, 0x7FC00001, 0x00001FFF], "f32")
     assert one("cvt", ("rna",), ("tf32", "f32"), x).tolist() == \
-        [0x3F802000, 0x3F804000, 0x3F802000, 0xBF802000, 0x7F800000, 0x7FFFFFFF, 0x00002000]
+        [0x3F802000, 0x3F804000, 0x3F802000, 0xBF802000, 0x7F800000, 0x7FC00000, 0x00002000]  # NaN: H200 truncates
     assert one("cvt", ("rn",), ("tf32", "f32"), x).tolist() == \
-        [0x3F800000, 0x3F804000, 0x3F802000, 0xBF800000, 0x7F800000, 0x7FFFFFFF, 0x00002000]
+        [0x3F800000, 0x3F804000, 0x3F802000, 0xBF800000, 0x7F800000, 0x7FFFE000, 0x00002000]
     assert one("cvt", ("rz",), ("tf32", "f32"), x).tolist() == \
-        [0x3F800000, 0x3F802000, 0x3F802000, 0xBF800000, 0x7F7FE000, 0x7FFFFFFF, 0x00000000]
-    assert one("cvt", ("rna", "satfinite"), ("tf32", "f32"), x[4:6]).tolist() == [0x7F7FE000, 0x7FFFFFFF]
+        [0x3F800000, 0x3F802000, 0x3F802000, 0xBF800000, 0x7F7FE000, 0x7FFFE000, 0x00000000]
+    # .satfinite: the H200 truncates a NaN and subtracts one tf32 ulp (data/l01/cvt_bits)
+    assert one("cvt", ("rna", "satfinite"), ("tf32", "f32"), x[4:6]).tolist() == [0x7F7FE000, 0x7FBFE000]
     assert one("cvt", ("rn", "relu"), ("tf32", "f32"), x[3:4]).tolist() == [0]
+
+
+def test_cvt_f32_bf16_keeps_nan_payloads_f16_does_not():
+    """H200 (data/l01/cvt_bits): bf16 → f32 is a 16-bit shift (signalling NaN payloads and signs kept);
+    f16 → f32 gives the canonical NaN."""
+    b = np.array([0x7F81, 0xFFC1, 0x3F80, 0x8001], np.uint16).view(ml_dtypes.bfloat16)
+    assert one("cvt", (), ("f32", "bf16"), b).view(np.uint32).tolist() == [0x7F810000, 0xFFC10000, 0x3F800000,
+                                                                          0x80010000]
+    h = np.array([0x7C01, 0xFE00], np.uint16).view(np.float16)
+    assert one("cvt", (), ("f32", "f16"), h).view(np.uint32).tolist() == [0x7FFFFFFF, 0x7FFFFFFF]
 
 
 def test_cvt_sat_and_packed_rz():

@@ -341,3 +341,88 @@ def test_l01_bank_wavefronts_match_nsight_compute():
         if got != w["wavefronts"]:
             bad.append((c["name"], got, w["wavefronts"]))
     assert not bad, f"{len(bad)} of {len(cases)} cases differ (name, emulator, ncu): {bad[:10]}"
+
+
+def test_l01_occupancy_probe_variants():
+    """Every compiled variant of l01_occupancy_regs.cu the measurement asks the driver about (data/l01/occupancy):
+    the emulator's static shared memory equals the driver's ``static_smem`` of the record, and the kernel,
+    launched with inputs that keep its float arithmetic exact (small integers, multiplier 1), writes what
+    exact integer arithmetic gives. (``num_regs`` is ptxas's register allocation, below PTX: not emulated.)"""
+    from h100lab.measure import l01
+
+    recs = records("l01/occupancy")
+    static_of = {(r["maxrregcount"], r["static_request"]): r["static_smem"] for r in recs}
+    rng = np.random.default_rng(11)
+    inp = rng.integers(0, 4, 1024).astype(np.float32)
+    inp[0] = 1.0                                   # the loop's multiplier x = in[blockIdx.x + i] = 1
+    nacc, threads = 256, 32
+    acc = np.array([[inp[(t + 7 * j) & 1023] for j in range(nacc)] for t in range(threads)], np.int64)
+    for j in range(nacc):                          # one iteration: acc[j] = acc[j] * 1 + acc[(j + 1) % 256]
+        acc[:, j] = acc[:, j] + acc[:, (j + 1) % nacc]
+    base = (acc * np.arange(1, nacc + 1)).sum(axis=1)
+    assert base.max() < 2 ** 24                    # exact in binary32, whatever the compiler contracts
+    seen = set()
+    for reg, static in l01.KERNEL_VARIANTS:
+        if (reg, static) not in static_of or static in seen:
+            continue                               # the register cap changes SASS only: one PTX per static size
+        seen.add(static)
+        k = emu.compile_kernel("l01_occupancy_regs", options=l01.variant_options(reg, static)).function("occupancy_probe")
+        assert k.attributes()["shared_size_bytes"] == static_of[(reg, static)]
+        out = emu.zeros(threads, np.float32)
+        emu.launch(k, 1, threads, emu.to_device(inp), out, np.int32(1))
+        want = base.copy()
+        if static:                                 # stage[t] = in[t]; thread t adds stage[t + 1]
+            want[:-1] += inp[1:threads].astype(np.int64)
+        got = out.to_host()
+        n = threads - 1 if static else threads     # the last thread reads a word no thread wrote
+        assert (got[:n] == want[:n].astype(np.float32)).all()
+    assert seen == {s for (_, s) in static_of}
+
+
+def test_l01_bank_latency_data_and_wavefronts():
+    """Every pattern of data/l01/bank_latency, launched as the measurement does (one warp, 64 KiB of zeroed
+    dynamic shared memory) at a reduced chain length: every load reads 0 (the dataset's data check), the
+    clock advances, and each timed ``ld.volatile.shared`` costs the wavefronts the record lists."""
+    recs = records("l01/bank_latency")
+    kernels = {}
+    iters = 4
+    for r in recs:
+        w = r["width"]
+        if w not in kernels:
+            k = emu.compile_kernel("l01_bank_latency", options=(f"-DWIDTH={w}",)).function("bank_latency")
+            k.set_max_dynamic_shared_memory(65536)
+            lines = {ins.line for ins in k.fn.body if ins.opcode == "ld" and "volatile" in ins.mods}
+            kernels[w] = (k, lines)
+        k, lines = kernels[w]
+        cyc, sink = emu.zeros(1, np.int64), emu.empty(32, np.uint32)
+        st = emu.launch(k, 1, 32, emu.to_device(np.asarray(r["offsets"], np.uint32)), np.int32(iters), cyc, sink,
+                        shared_mem=65536)
+        assert (sink.to_host() == 0).all() and int(cyc.to_host()[0]) > 0
+        reqs = sum(q for line, _, q, _ in st.shared_by_pc if line in lines)
+        wave = sum(f for line, _, _, f in st.shared_by_pc if line in lines)
+        assert reqs == 2 * iters and wave == reqs * r["model_wavefronts"], (r["name"], reqs, wave)
+
+
+def test_l01_cvt_bits_every_conversion():
+    """data/l01/cvt_bits: every conversion the H200 made with l01_cvt_probe.cu (FP8 with and without .relu and
+    .satfinite, f32 → f16/bf16 in every rounding mode with NaN payloads, f16/bf16 → f32, f32 → tf32), re-run on
+    the emulator from the recorded inputs: the same result bits, every one."""
+    from h100lab.measure.l04 import unpack
+
+    k = emu.compile_kernel("l01_cvt_probe").function("cvt_probe")
+    bad = []
+    total = 0
+    for r in records("l01/cvt_bits"):
+        a = unpack(r["a"]).view(np.uint32)
+        b = unpack(r["b"]).view(np.uint32) if r["b"] is not None else np.zeros_like(a)
+        want = unpack(r["out"]).view(np.uint32)
+        n = r["n"]
+        out = emu.zeros(n, np.uint32)
+        emu.launch(k, -(-n // 256), 256, emu.to_device(a), emu.to_device(b), out, np.int32(n), np.int32(r["code"]))
+        got = out.to_host()
+        total += n
+        if not np.array_equal(got, want):
+            i = int(np.flatnonzero(got != want)[0])
+            bad.append((r["op"], int(np.count_nonzero(got != want)), hex(a[i]), hex(b[i]), hex(got[i]), hex(want[i])))
+    assert not bad, f"{len(bad)} ops differ from the H200 (op, count, a, b, emulator, silicon): {bad}"
+    assert total > 300_000

@@ -231,6 +231,14 @@ def _float_float(dt: str, at: str, m: Mods) -> AluOp:
         if frnd:
             raise _err(f"{dt}.{at}: a widening conversion is exact and takes no rounding modifier")
 
+        if (at, dt) == ("bf16", "f32") and not sat and not ftz:
+            # bf16 is the high half of an f32: the H200 widens by a 16-bit shift, NaN payloads (signalling ones
+            # too) and signs kept bit for bit (data/l01/cvt_bits, all 254 bf16 NaNs); f16 → f32 gives the
+            # canonical NaN instead (same dataset)
+            def widen_bf16(a):
+                return ((a.view(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32),)
+            return AluOp(widen_bf16, (at,), (dt,))
+
         def fn(a):
             b = a.view(afmt.udtype)
             if ftz and afmt is F32:
@@ -259,8 +267,13 @@ def _float_float(dt: str, at: str, m: Mods) -> AluOp:
 # --- tf32, f16x2/bf16x2 and FP8 ----------------------------------------------------------------------------
 def _tf32(dt: str, at: str, m: Mods) -> AluOp:
     """``cvt.rna{.satfinite}.tf32.f32`` (ties away from zero) and ``cvt.{rn,rz}{.satfinite}{.relu}.tf32.f32``:
-    an f32 bit pattern with the low 13 bits cleared after rounding; NaN → 0x7FFFFFFF (as
-    ``h100lab.ptx.types`` encodes it), ``.satfinite`` turns ±∞ into ±0x7F7FE000."""
+    an f32 bit pattern with the low 13 bits cleared after rounding; ``.satfinite`` turns ±∞ into ±0x7F7FE000.
+
+    NaN inputs, as the H200 converts them (``data/l01/cvt_bits``, every NaN class of both signs; the PTX ISA
+    only says "NaN"): ``.rna`` keeps the pattern with its low 13 bits cleared — no rounding, no quieting, so a
+    NaN whose payload lies in those bits comes out as ±∞; ``.rna.satfinite`` clears the low 13 bits and then
+    subtracts one tf32 ulp (0x2000), the same step that turns ∞ into the largest finite value; ``.rn`` gives
+    0x7FFFE000 for every NaN. ``.rz`` and ``.rn.satfinite`` were not measured: [model] 0x7FFFE000 like ``.rn``."""
     if at != "f32":
         raise _err(".tf32 converts from .f32 only")
     mode = m.pick(_FRND)
@@ -279,9 +292,13 @@ def _tf32(dt: str, at: str, m: Mods) -> AluOp:
             r = (b + np.uint32(0xFFF) + ((b >> np.uint32(13)) & np.uint32(1))) & mask
         else:
             r = b & mask
-        r = np.where(is_nan_bits(b, F32), np.uint32(0x7FFFFFFF), r)
+        nan = is_nan_bits(b, F32)
+        if mode == "rna":
+            r = np.where(nan, (b & mask) - np.uint32(0x2000) if satf else b & mask, r)
+        else:
+            r = np.where(nan, np.uint32(0x7FFFE000), r)
         if satf:
-            r = np.where((r & np.uint32(0x7FFFFFFF)) == np.uint32(0x7F800000),
+            r = np.where(((r & np.uint32(0x7FFFFFFF)) == np.uint32(0x7F800000)) & ~nan,
                          (r & np.uint32(0x80000000)) | np.uint32(0x7F7FE000), r)
         if relu:
             r = np.where(((r & np.uint32(0x80000000)) != 0) & ~is_nan_bits(r, F32), np.uint32(0), r)

@@ -52,7 +52,7 @@ class LaunchStats:
     ``instructions``: warp-instructions issued; ``by_opcode``: per full PTX opcode; ``per_warp``:
     instructions of each (CTA linear index, warp id); ``shared_wavefronts`` / ``shared_requests`` and
     ``bank_conflicts`` (wavefronts beyond one per request) from :func:`h100lab.memory.banks.wavefronts_trace`;
-    ``shared_by_pc``: (PTX line, requests, wavefronts) per shared-memory instruction; ``global_sectors`` /
+    ``shared_by_pc``: (PTX line, PTX text, requests, wavefronts) per shared-memory instruction; ``global_sectors`` /
     ``global_requests`` from :func:`h100lab.memory.coalescing.sectors_trace`; ``tma_bytes``: bytes the
     copies delivered (tx bytes); ``copies``; ``barrier_waits``: times a warp blocked on a barrier;
     ``output``: printf lines; ``wgmma``: warpgroup MMAs; ``matrix_wavefronts``: ldmatrix/stmatrix wavefronts."""

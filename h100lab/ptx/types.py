@@ -158,11 +158,13 @@ def _uint(bits: int):
 
 
 def _encode_tf32(x: float) -> int:
-    """``cvt.rna.tf32.f32``: round the f32 to 10 mantissa bits, ties away from zero; NaN and inf pass
-    through [PTX §9.7.9.21 cvt, ``.rna`` for ``.tf32``]."""
+    """``cvt.rna.tf32.f32``: round the f32 to 10 mantissa bits, ties away from zero [PTX §9.7.9.21 cvt,
+    ``.rna`` for ``.tf32``]; inf and NaN are truncated to 10 mantissa bits, not rounded and not made
+    canonical — what the H200 does (``data/l01/cvt_bits``; the ISA only says NaN stays NaN). A NaN given as
+    a Python float arrives as the f32 pattern NumPy gives it."""
     b = int(np.array(x, np.float32).view(np.uint32))
-    if (b >> 23) & 0xFF == 0xFF:          # inf / NaN: keep (canonical NaN for NaN)
-        return b & 0xFFFFE000 if b & 0x7FFFFF == 0 else 0x7FFFFFFF
+    if (b >> 23) & 0xFF == 0xFF:          # inf / NaN: truncated, as the H200 does
+        return b & 0xFFFFE000
     b = (b + 0x1000) & 0xFFFFE000         # add half an ulp of the 10-bit mantissa: ties away from zero
     return b
 

@@ -113,3 +113,84 @@ def test_prompt_lines_must_be_commented_out():
 
     with pytest.raises(GradingFormatError, match="commented out"):
         stub_code("# BEGIN SOLUTION\na = 1\n# END SOLUTION\n# BEGIN PROMPT\na = 2\n# END PROMPT\n")
+
+
+ANSWERS_94 = '''
+import numpy as np
+from h100lab.grading.kernels import KernelRun, kernel_exercise
+
+GOOD = r"""
+extern "C" __global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}"""
+
+
+def run(program):
+    from h100lab import emu
+    x = np.arange(256, dtype=np.float32)
+    dx, dy = emu.to_device(x), emu.zeros(256, np.float32)
+    stats = emu.launch(program.function("scale"), 2, 128, dx, dy, np.int32(256))
+    return KernelRun({"y": dy.to_host()}, stats)
+
+
+kernel_exercise("94.7", run=run, reference=GOOD, points=3, budget=60)
+'''
+
+LOOPS = r'''
+extern "C" __global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    while (x[0] == 0.0f) { i += 1; }              // x[0] is 0: never ends
+    if (i < n) y[i] = 2.0f * x[i];
+}'''
+
+HANGS = r'''
+#include <cuda/std/cstdint>
+extern "C" __global__ void scale(const float* x, float* y, int n) {
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned a = (unsigned)__cvta_generic_to_shared(&bar);
+    if (threadIdx.x == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1000;" :: "r"(a) : "memory");
+    __syncthreads();
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(a) : "memory");   // 128 of 1000 arrivals:
+    unsigned done = 0;                                                                 // phase 0 never completes
+    while (!done) asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                               : "=r"(done) : "r"(a) : "memory");
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}'''
+
+
+def _notebook(source_var: str) -> str:
+    from mystkit import MYST_HEADER
+
+    return (MYST_HEADER + "\n# Set 94\n\n```{code-cell} ipython3\nfrom h100lab.grading import check\n```\n\n"
+            "```{code-cell} ipython3\n" + source_var + "\n```\n\n"
+            "```{code-cell} ipython3\n:tags: [grade:94.7]\n\ncheck(\"94.7\", SRC)\n```\n")
+
+
+def test_the_grader_scores_hostile_kernels_with_the_emulators_report(tmp_path):
+    """Issue 14, grader item 6: a student's kernel runs on the emulator inside the grader's process with a
+    time and an instruction budget; a kernel that never ends or deadlocks scores 0 with the emulator's
+    report (the CUDA line) as the message, and the correct one full marks — every run the same."""
+    import json
+
+    from h100lab.grading.grader import grade
+
+    answers = tmp_path / "answers94.py"
+    answers.write_text(ANSWERS_94)
+    sols = tmp_path / "solutions"
+    sols.mkdir()
+    good = "SRC = r'''" + ANSWERS_94.split('GOOD = r"""')[1].split('"""')[0] + "'''"
+    (sols / "94-kernels.md").write_text(_notebook(good))
+    subs = tmp_path / "subs"
+    for who, src in (("good", good), ("loops", f"SRC = r'''{LOOPS}'''"), ("hangs", f"SRC = r'''{HANGS}'''")):
+        (subs / who).mkdir(parents=True)
+        (subs / who / "94-kernels.md").write_text(_notebook(src))
+    books = [grade(subs, 94, out_dir=None, timeout=120, solutions_dir=sols, answers_modules=[str(answers)])
+             for _ in range(2)]
+    rows = {r["student"]: r for r in books[0].rows}
+    assert rows["good"]["status"] == "correct" and rows["good"]["points"] == 3
+    assert rows["loops"]["points"] == 0 and "BudgetExceeded" in rows["loops"]["message"] \
+        and "line 4" in rows["loops"]["message"]
+    assert rows["hangs"]["points"] == 0 and "DeadlockError" in rows["hangs"]["message"]
+    assert json.dumps(books[0].rows, sort_keys=True) == json.dumps(books[1].rows, sort_keys=True)

@@ -10,7 +10,9 @@ Memory lives in one emulated device per process (:func:`device`); :func:`reset` 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -25,7 +27,7 @@ from .ptx import Module, parse
 
 __all__ = ["Emulator", "device", "reset", "DeviceArray", "to_device", "empty", "zeros", "Program", "Kernel",
            "compile", "compile_kernel", "from_ptx", "launch", "synchronize", "TensorMap", "encode_tiled",
-           "available", "unavailable_reason"]
+           "available", "unavailable_reason", "limits"]
 
 
 class Emulator:
@@ -314,6 +316,22 @@ def from_ptx(ptx: str, name: str = "module.ptx") -> Program:
     return Program(name, ptx)
 
 
+_LIMITS = threading.local()
+
+
+@contextlib.contextmanager
+def limits(*, max_instructions: int):
+    """Within the block, every launch of this thread stops after ``max_instructions`` warp-instructions
+    (:class:`~h100lab.emu.errors.BudgetExceeded`, naming where each warp was) unless it asks for fewer —
+    how the grader bounds a student's kernel that never ends, whatever the exercise's own launch asks."""
+    old = getattr(_LIMITS, "max_instructions", None)
+    _LIMITS.max_instructions = int(max_instructions)
+    try:
+        yield
+    finally:
+        _LIMITS.max_instructions = old
+
+
 def launch(kernel: Kernel, grid, block, *args: Any, shared_mem: int = 0, cluster=None, **options) -> LaunchStats:
     """Run ``kernel`` to completion on the emulator and return its :class:`LaunchStats` (the GPU backend's
     ``launch`` has the same positional form). ``options``: ``seed`` (shuffle warps and copies), ``racecheck``,
@@ -321,6 +339,9 @@ def launch(kernel: Kernel, grid, block, *args: Any, shared_mem: int = 0, cluster
     :class:`h100lab.emu.launch.Launch`."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f"emu.launch needs a kernel from emu.compile(...).function(name), got {type(kernel).__name__}")
+    cap = getattr(_LIMITS, "max_instructions", None)
+    if cap is not None:
+        options["max_instructions"] = min(int(options.get("max_instructions", cap)), cap)
     dev = device()
     run = Launch(dev, kernel, grid, block, args, shared_mem, cluster, **options)
     dev.mark(run)

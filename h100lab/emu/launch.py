@@ -441,8 +441,7 @@ class Launch:
             raise ExecutionError(f"{type(exc).__name__}: {exc}", f"{w.where_text()}\n{_where(self.program.module, ins)}") from exc
         self.retired += n
         if self.retired > self.max_instructions:
-            raise BudgetExceeded(f"the launch issued more than {self.max_instructions} warp-instructions (a kernel "
-                                 "that never ends, or max_instructions set too low)", w.where_text())
+            self._over_budget(w)
         return exhausted
 
     def _fuse(self, w, pc: int, limit: int) -> int:
@@ -474,9 +473,16 @@ class Launch:
         steps = run_fused(self._plan, group, pc, limit, self.pc_counts, self.code)
         self.retired += steps * (len(group) - 1)
         if self.retired > self.max_instructions:
-            raise BudgetExceeded(f"the launch issued more than {self.max_instructions} warp-instructions (a kernel "
-                                 "that never ends, or max_instructions set too low)", w.where_text())
+            self._over_budget(w)
         return steps
+
+    def _over_budget(self, w):
+        from .lower import _where
+        where = w.where_text()
+        if 0 <= w.pc < len(self.fn.body):
+            where += "\n" + _where(self.program.module, self.fn.body[w.pc])
+        raise BudgetExceeded(f"the launch issued more than {self.max_instructions} warp-instructions (a kernel "
+                             "that never ends, or max_instructions set too low)", where)
 
     def _deadlock(self, waiting, spinning):
         rep = []

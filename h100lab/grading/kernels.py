@@ -86,7 +86,8 @@ def run_source(source: str, run: Callable[[Any], KernelRun], *, name: str = "exe
     from h100lab import emu
 
     program = emu.compile(source, name=name, options=tuple(options))
-    return run(program)
+    with emu.limits(max_instructions=MAX_INSTRUCTIONS):
+        return run(program)
 
 
 @dataclass

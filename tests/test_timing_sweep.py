@@ -158,6 +158,48 @@ def test_latency_and_sync_cases():
     assert len(ts.read_configs()) == 72
 
 
+def test_copytune_cases_fit_and_respect_the_lag_rule():
+    cases = ts.copytune_cases()
+    assert cases and all(ts.copytune_fits(c["tile_bytes"] // 1024, c["stages"], c["ctas_per_sm"]) for c in cases)
+    assert all(0 <= c["lag"] < c["stages"] and c["lag"] <= 7 for c in cases)
+    assert {c["flags"] for c in cases} == {0, 4} and {c["ctas_per_sm"] for c in cases} >= {1, 2, 3, 4}
+    # bytes in flight per SM: 48 KiB … 192 KiB
+    flight = {c["tile_bytes"] * c["stages"] * c["ctas_per_sm"] for c in cases}
+    assert min(flight) >= 48 << 10 and max(flight) <= 192 << 10
+    assert not ts.copytune_fits(64, 4, 1) and not ts.copytune_fits(16, 4, 4) and ts.copytune_fits(16, 3, 4)
+    assert len(ts.copytune_cases(quick=True)) < len(cases) / 4
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("tile,stages,lag,flags,grid", [(2048, 2, 0, 0, 3), (1024, 4, 2, 5, 2), (4096, 3, 1, 8, 4),
+                                                         (1024, 3, 2, 15, 5), (8192, 1, 0, 4, 2), (4096, 2, 1, 3, 40)])
+def test_copy_tune_kernel_copies_every_byte_on_the_emulator(tile, stages, lag, flags, grid):
+    """l05_copy_tune.cu on the PTX emulator: every variant (lag, hints, contiguous chunks, prefetch, more CTAs than
+    tiles) copies the source exactly, moves each byte through the TMA twice and raises no error bit."""
+    from h100lab import emu
+    k = emu.compile_kernel("l05_copy_tune").function("copy_tune")
+    n = 64 * 1024
+    src = emu.to_device(np.arange(n // 4, dtype=np.uint32))
+    dst = emu.to_device(np.full(n // 4, 0xFFFFFFFF, np.uint32))
+    err = emu.zeros(1, np.uint32)
+    st = emu.launch(k, grid, 32, src, dst, np.int64(n), np.int32(tile), np.int32(stages), np.int32(lag),
+                    np.int32(flags), np.int64(2_000_000_000), err, shared_mem=1024 + stages * tile)
+    assert np.array_equal(dst.to_host(), np.arange(n // 4, dtype=np.uint32))
+    assert int(err.to_host()[0]) == 0 and st.tma_bytes == 2 * n
+
+
+@needs_nvrtc
+def test_copy_tune_kernel_refuses_a_lag_without_a_free_buffer():
+    from h100lab import emu
+    k = emu.compile_kernel("l05_copy_tune").function("copy_tune")
+    src = emu.to_device(np.arange(1024, dtype=np.uint32))
+    dst = emu.zeros(1024, np.uint32)
+    err = emu.zeros(1, np.uint32)
+    emu.launch(k, 1, 32, src, dst, np.int64(4096), np.int32(1024), np.int32(2), np.int32(2), np.int32(0),
+               np.int64(2_000_000_000), err, shared_mem=1024 + 2048)
+    assert int(err.to_host()[0]) == 2 and not dst.to_host().any()
+
+
 def test_budget():
     t = [0.0]
     b = ts.Budget(10.0, clock=lambda: t[0])
@@ -426,6 +468,10 @@ class FakeGpu:
         n = int(n16) * 16
         dst.buf[:n] = src.buf[:n]
 
+    def _k_copy_tune(self, grid, block, src, dst, total, tile, stages, lag, flags, timeout, err):
+        assert block == 32 and 0 <= int(lag) < int(stages) <= 16 and int(total) % int(tile) == 0
+        dst.buf[:int(total)] = src.buf[:int(total)]
+
     def _k_tma_copy(self, grid, block, tin, tout, bx, by, tiles_x, n_tiles, stages, tile):
         src = tin.args[2]
         dst = tout.args[2]
@@ -495,7 +541,14 @@ def test_every_step_on_the_fake_gpu(datadir):
     names = {n for n, *_ in gpu.launches}
     assert {"stream", "verify_copy", "tma_latency", "tma_latency_tensor", "tma_issue", "mbar_costs", "bar_sync_cost",
             "cluster_barrier_cost", "dsmem_chase", "dsmem_stream", "cvt_probe", "fill_index", "device_copy",
-            "tma_copy"} <= names
+            "tma_copy", "copy_tune"} <= names
+    # copytune: every variant checked, memcpy in the same run, ratios recorded
+    ct = data.load("l05/copy_tune").records
+    assert {x["kind"] for x in ct} == {"memcpy", "copy_tune", "tma_copy", "device_copy"}
+    assert all(x["correct"] and x["ratio_memcpy"] > 0 for x in ct)
+    assert {x["phase"] for x in ct} == {"A", "B", "C"}
+    assert all("ratio_round" in x for x in ct if x["phase"] == "C")
+    assert len([x for x in ct if x["kind"] == "memcpy" and x["phase"] == "C"]) == 3
 
 
 @needs_nvrtc
@@ -553,7 +606,8 @@ def test_main_without_a_gpu_says_why(monkeypatch, capsys):
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("name", ["l03_stream", "l03_tma_latency", "l03_sync_cost", "l05_read_stream", "l01_cvt_probe"])
+@pytest.mark.parametrize("name", ["l03_stream", "l03_tma_latency", "l03_sync_cost", "l05_read_stream", "l01_cvt_probe",
+                                  "l05_copy_tune"])
 def test_new_kernels_compile_and_say_what_they_prove(name):
     from h100lab.cuda import compile_kernel, kernel_info
     info = kernel_info(name)

@@ -24,6 +24,11 @@ runs these steps in this order (``--steps`` picks some) and writes one dataset p
                (``l03_stream.cu`` modes 0 and 2, cache-hint variants), the book's tensor copy (``l05_tma_copy.cu``),
                and cuBLAS GEMMs through PyTorch — the roofline's measured ceilings
                (:func:`h100lab.roofline.measured_ceilings`) and the copy kernel's performance goal.
+``copytune`` → ``l05/copy_tune``: tuned TMA copies (``l05_copy_tune.cu``: bulk loads + bulk stores from one thread,
+               more bytes in flight per SM, several CTAs per SM, store/load overlap through ``wait_group.read``
+               lag, contiguous chunks, L2 prefetch, ``evict_first`` cache hints) and ``cuMemcpyDtoDAsync``
+               interleaved in the same run, each copy checked word by word; every record carries its ratio to the
+               run's memcpy (:func:`copytune_cases`, :meth:`Runner.step_copytune`).
 
 Conventions: the source buffer's 32-bit word *i* holds *i* (``fill_index``), so a checksum or a copied word
 can be checked against its address; "cold" sources are read once per run (a cursor walks the 2 GiB
@@ -53,12 +58,13 @@ from .l04 import pack
 
 __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT_OPS", "cvt_inputs", "enum_cases",
            "stream_smem", "stream_fits", "stream_cases", "plan_tiles", "stream_tile_ids", "expected_stream_sums",
-           "summarize_stream", "latency_cases", "sync_cases", "read_configs", "Budget", "CudaBackend", "Runner",
-           "estimate_seconds", "DATASETS", "main"]
+           "summarize_stream", "latency_cases", "sync_cases", "read_configs", "copytune_cases", "copytune_fits",
+           "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
-STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings")
+STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune")
 DATASETS = {"cvt": "l01/cvt_bits", "encode": "l04/encode_enum_values", "latency": "l03/tma_latency",
-            "sync": "l03/sync_cost", "stream": "l03/stream_sweep", "ceilings": "l05/ceilings"}
+            "sync": "l03/sync_cost", "stream": "l03/stream_sweep", "ceilings": "l05/ceilings",
+            "copytune": "l05/copy_tune"}
 
 BUF_BYTES = 2 << 30          # source and destination buffers of the streams: 2 GiB each (34 × the L2)
 QUICK_BUF_BYTES = 256 << 20
@@ -384,6 +390,14 @@ COPY_FLAGS = (0, 1, 2, 3, 4, 7)
 TENSOR_COPY_CONFIGS = ((256, 64, 3, 1), (128, 64, 3, 2), (64, 64, 4, 2), (256, 32, 4, 1))
 GEMM_SIZES = (4096, 8192, 16384)
 
+#: step copytune, phase A: (tile KiB, stages, CTAs per SM) of ``l05_copy_tune.cu`` — 48 KiB to 192 KiB in flight
+#: per SM, one to four CTAs per SM
+COPYTUNE_SHAPES = ((16, 4, 2), (16, 6, 2), (16, 12, 1), (32, 3, 2), (32, 6, 1), (64, 3, 1), (16, 3, 4), (8, 6, 4),
+                   (16, 4, 3), (32, 2, 3), (8, 12, 2), (64, 2, 1))
+#: phase B: the flags tried on the best phase-A variants (bit 0/1 evict_first loads/stores, 2 contiguous, 3 prefetch)
+COPYTUNE_FLAGS = (1, 2, 3, 8, 9, 11)
+COPYTUNE_QUICK_SHAPES = ((16, 4, 2), (8, 6, 4), (32, 3, 1))
+
 #: the child process of :meth:`CudaBackend.gemms` (argv: JSON list of [dtype, n], repeats); prints one line
 #: ``H100LAB_GEMM {json}``
 GEMM_SCRIPT = r"""
@@ -438,13 +452,35 @@ print("H100LAB_GEMM " + json.dumps(out), flush=True)
 """
 
 
+def copytune_fits(tile_kib: int, stages: int, ctas_per_sm: int, *, smem_per_sm: int = SMEM_PER_SM,
+                  optin: int = SMEM_OPTIN) -> bool:
+    """Whether ``ctas_per_sm`` CTAs of ``l05_copy_tune.cu`` (1 KiB header + stages × tile) fit one SM."""
+    need = STREAM_HEADER + stages * tile_kib * 1024
+    return stages <= 16 and need <= optin and ctas_per_sm * (need + SMEM_RESERVED) <= smem_per_sm
+
+
+def copytune_cases(quick: bool = False, **fit) -> list[dict[str, Any]]:
+    """Phase A of step copytune: every shape of :data:`COPYTUNE_SHAPES` that fits, with the refill lag 0, 1 and
+    ``stages − 1`` (``cp.async.bulk.wait_group.read lag``; lag < stages, ≤ 7) and tiles interleaved (flags 0) or in
+    contiguous chunks (flags 4)."""
+    out = []
+    for tkb, st, per in (COPYTUNE_QUICK_SHAPES if quick else COPYTUNE_SHAPES):
+        if not copytune_fits(tkb, st, per, **fit):
+            continue
+        for lag in sorted({0, min(1, st - 1), min(st - 1, 7)}):
+            for flags in ((0,) if quick else (0, 4)):
+                out.append(dict(tile_bytes=tkb * 1024, stages=st, ctas_per_sm=per, lag=lag, flags=flags))
+    return out
+
+
 def estimate_seconds(quick: bool = False, num_sms: int = 132) -> dict[str, float]:
     """A rough wall-time estimate per step on an H200 (launch overheads, kernel times, compilation)."""
     n_stream = len(stream_cases(quick))
     n_lat = len(latency_cases(quick))
     n_sync = len(sync_cases(quick))
     return {"cvt": 3.0, "encode": 1.0, "latency": 2.0 + 0.02 * n_lat, "sync": 2.0 + 0.02 * n_sync,
-            "stream": 3.0 + n_stream * 0.012, "ceilings": 25.0 + len(read_configs(quick)) * 0.01}
+            "stream": 3.0 + n_stream * 0.012, "ceilings": 25.0 + len(read_configs(quick)) * 0.01,
+            "copytune": 8.0 + 0.03 * (len(copytune_cases(quick)) + 5 * len(COPYTUNE_FLAGS) + 60)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1064,6 +1100,149 @@ class Runner:
             if best:
                 self.say(f"ceilings: cuBLAS {dtype} {max(r['tflops'] for r in best):.0f} TFLOP/s")
         return out
+
+
+    # step copytune -------------------------------------------------------------------------------
+    def _copy_bad_words(self, verify, dst, nb: int) -> int:
+        """Words of ``dst[:nb]`` that are not the copy of ``fill_index``'s source (verify_copy of l03_stream.cu)."""
+        badc = self.gpu.zeros(1, np.uint64)
+        self.gpu.launch(verify, self.num_sms * 4, 256, dst, np.int64(0), np.int64(nb // 4),
+                        np.int64(self.buf_bytes // 4), badc)
+        self.gpu.sync()
+        return int(self.gpu.to_host(badc)[0])
+
+    def _memcpy_record(self, nb: int, reps: int, **extra) -> dict[str, Any]:
+        src, dst = self.buffers()
+        ms = self.gpu.timed([lambda: self.gpu.memcpy_dtod(dst, src, nb) for _ in range(reps + 1)])[1:]
+        return dict(kind="memcpy", **extra, bytes=nb, moved_bytes=2 * nb, median_ms=_med(ms), min_ms=min(ms),
+                    gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, correct=True)
+
+    def _copy_tune_record(self, k, verify, c: dict[str, Any], nb: int, reps: int, **extra) -> dict[str, Any]:
+        """One ``l05_copy_tune.cu`` variant: a checked launch (dst poisoned first, every word verified), then
+        ``reps`` timed launches after a warm-up."""
+        src, dst = self.buffers()
+        grid = self.num_sms * c["ctas_per_sm"]
+        smem = STREAM_HEADER + c["stages"] * c["tile_bytes"]
+        err = self.gpu.zeros(1, np.uint32)
+        args = (src, dst, np.int64(nb), np.int32(c["tile_bytes"]), np.int32(c["stages"]), np.int32(c["lag"]),
+                np.int32(c["flags"]), np.int64(TIMEOUT_NS), err)
+        self.gpu.memset32(dst, 0xFFFFFFFF, nb // 4)
+        self.gpu.launch(k, grid, 32, *args, shared_mem=smem)
+        self.gpu.sync()
+        bad = self._copy_bad_words(verify, dst, nb)
+        ms = self.gpu.timed([lambda: self.gpu.launch(k, grid, 32, *args, shared_mem=smem)
+                             for _ in range(reps + 1)])[1:]
+        e = int(self.gpu.to_host(err)[0])
+        return dict(kind="copy_tune", **{x: c[x] for x in ("tile_bytes", "stages", "ctas_per_sm", "lag", "flags")},
+                    **extra, grid=grid, smem_bytes=smem, bytes=nb, moved_bytes=2 * nb, median_ms=_med(ms),
+                    min_ms=min(ms), gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, bad_words=bad, error_bits=e,
+                    correct=bad == 0 and e == 0)
+
+    def _tensor_copy_record(self, verify, nb: int, reps: int, cfg=TENSOR_COPY_CONFIGS[0], **extra) -> dict[str, Any]:
+        """The book's tensor copy ``l05_tma_copy.cu`` (best configuration of ``l05/ceilings``) on ``nb`` bytes."""
+        src, dst = self.buffers()
+        bx, by, stages, per_sm = cfg
+        kt = self.gpu.function("l05_tma_copy", "tma_copy")
+        kt.set_max_dynamic_shared_memory(self.optin - 64)
+        cols = 16384
+        rows_t = nb // (4 * cols)
+        tile = bx * by * 4
+        smem = stages * (-(-tile // 1024) * 1024) + 1024
+        tin = self.gpu.encode_tiled("FLOAT32", 2, src, [cols, rows_t], [cols * 4], [bx, by], [1, 1], "NONE", "NONE",
+                                    "L2_256B", "NONE")
+        tout = self.gpu.encode_tiled("FLOAT32", 2, dst, [cols, rows_t], [cols * 4], [bx, by], [1, 1], "NONE", "NONE",
+                                     "L2_256B", "NONE")
+        tiles_x = cols // bx
+        grid = self.num_sms * per_sm
+        args = (tin, tout, np.int32(bx), np.int32(by), np.int32(tiles_x), np.int32(tiles_x * (rows_t // by)),
+                np.int32(stages), np.int32(tile))
+        self.gpu.memset32(dst, 0xFFFFFFFF, nb // 4)
+        self.gpu.launch(kt, grid, 32, *args, shared_mem=smem)
+        self.gpu.sync()
+        bad = self._copy_bad_words(verify, dst, nb)
+        ms = self.gpu.timed([lambda: self.gpu.launch(kt, grid, 32, *args, shared_mem=smem)
+                             for _ in range(reps + 1)])[1:]
+        return dict(kind="tma_copy", box_x=bx, box_y=by, tile_bytes=tile, stages=stages, ctas_per_sm=per_sm, **extra,
+                    grid=grid, bytes=nb, moved_bytes=2 * nb, median_ms=_med(ms), min_ms=min(ms),
+                    gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, bad_words=bad, correct=bad == 0)
+
+    def step_copytune(self) -> list[dict[str, Any]]:
+        """Tuned TMA copies against ``cuMemcpyDtoDAsync`` in one run, at 1 GiB (``--quick``: half the buffer).
+
+        Phase A: :func:`copytune_cases` (shapes × refill lag × partition), memcpy re-measured every 12 variants;
+        phase B: the 4 fastest correct phase-A variants with each of :data:`COPYTUNE_FLAGS` (cache hints, L2
+        prefetch; the variant's partition kept); phase C: head to head in 3 rounds, each round memcpy then the 3
+        fastest variants, the book's tensor copy and the vectorised copy kernel, with twice the repeats. Every
+        record gets ``ratio_memcpy`` (its GB/s over the median GB/s of every memcpy of the run); phase C records
+        also ``ratio_round`` (over the memcpy of the same round)."""
+        src, dst = self.buffers()
+        k = self.gpu.function("l05_copy_tune", "copy_tune")
+        k.set_max_dynamic_shared_memory(self.optin)
+        verify = self.gpu.function("l03_stream", "verify_copy")
+        nb = GIB if not self.quick else self.buf_bytes // 2
+        reps = self.repeats
+        recs: list[dict[str, Any]] = [self._memcpy_record(nb, reps, phase="A", round=0)]
+        self.say(f"copytune: memcpy {recs[0]['gbps']:.0f} GB/s")
+        cases = copytune_cases(self.quick, smem_per_sm=self.smem_per_sm, optin=self.optin)
+        done = set()
+        for i, c in enumerate(cases):
+            if self.budget.over():
+                self.say(f"copytune: budget spent after {i} of {len(cases)} phase-A variants")
+                break
+            recs.append(self._copy_tune_record(k, verify, c, nb, reps, phase="A"))
+            done.add(tuple(c[x] for x in ("tile_bytes", "stages", "ctas_per_sm", "lag", "flags")))
+            if (i + 1) % 12 == 0:
+                recs.append(self._memcpy_record(nb, reps, phase="A", round=(i + 1) // 12))
+
+        def best(n: int) -> list[dict[str, Any]]:
+            rows = sorted((r for r in recs if r["kind"] == "copy_tune" and r["correct"]), key=lambda r: -r["gbps"])
+            return rows[:n]
+
+        for b in best(2 if self.quick else 4):
+            for f in COPYTUNE_FLAGS:
+                c = dict(b, flags=(b["flags"] & 4) | f)
+                key = tuple(c[x] for x in ("tile_bytes", "stages", "ctas_per_sm", "lag", "flags"))
+                if key in done or self.budget.over():
+                    continue
+                done.add(key)
+                recs.append(self._copy_tune_record(k, verify, c, nb, reps, phase="B"))
+        recs.append(self._memcpy_record(nb, reps, phase="B", round=0))
+        top = best(3)
+        kc = self.gpu.function("l05_tma_copy", "device_copy")
+        for rnd in range(3):
+            if self.budget.over():
+                break
+            mc = self._memcpy_record(nb, 2 * reps, phase="C", round=rnd)
+            mc["ratio_round"] = 1.0
+            recs.append(mc)
+            row = []
+            for b in top:
+                row.append(self._copy_tune_record(k, verify, b, nb, 2 * reps, phase="C", round=rnd))
+            try:
+                row.append(self._tensor_copy_record(verify, nb, 2 * reps, phase="C", round=rnd))
+            except Exception as exc:       # the reference must not cost the tuned variants their records
+                self.say(f"copytune: tensor copy failed: {type(exc).__name__}: {exc}")
+            ms = self.gpu.timed([lambda: self.gpu.launch(kc, self.num_sms * 4, 256, src, dst, np.int64(nb // 16))
+                                 for _ in range(2 * reps + 1)])[1:]
+            row.append(dict(kind="device_copy", blocks_per_sm=4, threads=256, grid=self.num_sms * 4, phase="C",
+                            round=rnd, bytes=nb, moved_bytes=2 * nb, median_ms=_med(ms), min_ms=min(ms),
+                            gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, correct=True))
+            for r in row:
+                r["ratio_round"] = r["gbps"] / mc["gbps"]
+            recs += row
+        ref = _med([r["gbps"] for r in recs if r["kind"] == "memcpy"])
+        for r in recs:
+            r["ratio_memcpy"] = r["gbps"] / ref
+        fin = [r for r in recs if r["kind"] == "copy_tune" and r.get("phase") == "C" and r["correct"]]
+        if fin:
+            b = max(fin, key=lambda r: r["gbps"])
+            self.say(f"copytune: best {b['gbps']:.0f} GB/s = {b['ratio_memcpy']:.3f} × memcpy ({ref:.0f} GB/s): "
+                     f"{b['tile_bytes'] // 1024} KiB × {b['stages']} stages × {b['ctas_per_sm']}/SM, lag {b['lag']}, "
+                     f"flags {b['flags']}")
+        bad = [r for r in recs if not r["correct"]]
+        if bad:
+            self.say(f"copytune: {len(bad)} records failed their check")
+        return recs
 
 
 def _stats(x: np.ndarray) -> dict[str, float]:

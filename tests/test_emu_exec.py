@@ -393,3 +393,53 @@ def test_the_emulator_needs_no_gpu_backend_and_no_driver_bindings():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+FUNC_SRC = r"""
+__device__ __noinline__ int twice(int v) { return v + v; }
+__device__ __noinline__ int nested(int v) { return twice(v) + twice(v + 1); }
+__device__ __noinline__ int collatz(unsigned v) {      // a loop and two returns inside a device function
+    int steps = 0;
+    while (v != 1u) { if (steps > 200) return -1; v = (v & 1u) ? 3u * v + 1u : v >> 1; ++steps; }
+    return steps;
+}
+extern "C" __global__ void calls(int* out, int* guarded, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = nested(i) * 1000 + collatz((unsigned)i + 1u);
+    if (i & 1) guarded[i] = twice(i);                  // a call only half the lanes make
+}
+"""
+
+
+def _collatz(v):
+    s = 0
+    while v != 1:
+        if s > 200:
+            return -1
+        v = 3 * v + 1 if v & 1 else v >> 1
+        s += 1
+    return s
+
+
+def test_device_function_calls_are_inlined_with_their_returns_and_guards():
+    """PTX §9.7.12.3 call / §9.7.12.4 ret on __noinline__ device functions: nested calls, a loop with two
+    returns, a call made by half of the lanes — the results exact integer arithmetic gives."""
+    p = emu.compile(FUNC_SRC, name="calls.cu")
+    assert sum(ins.opcode == "call" for ins in p.module.functions["calls"].body) >= 2   # NVRTC kept the calls
+    n = 150
+    out, g = emu.zeros(n, np.int32), emu.zeros(n, np.int32)
+    emu.launch(p.function("calls"), 3, 64, out, g, np.int32(n))
+    want = [(4 * i + 2) * 1000 + _collatz(i + 1) for i in range(n)]
+    assert out.to_host().tolist() == want
+    assert g.to_host().tolist() == [2 * i if i & 1 else 0 for i in range(n)]
+
+
+def test_recursion_is_refused_by_name():
+    src = r"""
+    __device__ __noinline__ int fib(int v) { return v < 2 ? v : fib(v - 1) + fib(v - 2); }
+    extern "C" __global__ void k(int* o) { o[threadIdx.x] = fib(threadIdx.x); }
+    """
+    p = emu.compile(src, name="rec.cu")
+    with pytest.raises(emu.UnsupportedInstruction, match="recursion"):
+        p.function("k")

@@ -88,3 +88,20 @@ def test_book_kernels_agree(name, kernel, args):
             cuda.synchronize()
         res.append(c.to_host())
     assert res[0].tobytes() == res[1].tobytes()
+
+
+def test_device_function_calls_agree():
+    """__noinline__ device functions (PTX call/ret, inlined by the emulator) give the H200's results."""
+    if not cuda.available():
+        pytest.skip(f"no Hopper GPU: {cuda.unavailable_reason()}")
+    from test_emu_exec import FUNC_SRC
+
+    res = []
+    for be in (cuda, emu):
+        k = be.compile(FUNC_SRC, name="calls.cu").function("calls")
+        out, g = be.zeros(1000, np.int32), be.zeros(1000, np.int32)
+        be.launch(k, 8, 128, out, g, np.int32(1000))
+        if be is cuda:
+            cuda.synchronize()
+        res.append((out.to_host().tobytes(), g.to_host().tobytes()))
+    assert res[0] == res[1]

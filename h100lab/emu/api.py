@@ -253,6 +253,8 @@ class Kernel:
         self.program = program
         self.name = name
         self.fn = program.module.functions[name]
+        from .inline import inline_function
+        inline_function(program.module, self.fn)     # .func calls: the callee's body in place of each call
         self.layout = layout_of(program.module, self.fn)
         self.code = lower_function(program.module, self.fn, self.layout, program)
         self.max_dynamic_shared = 48 * 1024

@@ -405,8 +405,8 @@ def _call(ins: Instr, ctx: Ctx, pc: int):
     if name == "vprintf":
         from .lower_sync import printf_step
         return printf_step(ins, ctx, pc)
-    raise UnsupportedInstruction(f"call {name}: the emulator runs kernels whose device functions NVRTC inlined "
-                                 "(declare them __forceinline__; PTX §9.7.12.3 call is not emulated yet)")
+    raise UnsupportedInstruction(f"call {name}: calls of device functions are inlined before lowering "
+                                 "(h100lab.emu.inline); this one could not be (PTX §9.7.12.3)")
 
 
 # no-ops for the functional model: hints and performance directives that change no state

@@ -112,9 +112,7 @@ def _wgmma(ins, ctx: Ctx, pc: int):
     if what == "wait_group":
         return _wait(ins, ctx, pc)
     if what == "mma_async":
-        if "sp" in ins.mods:
-            raise ExecutionError("wgmma.mma_async.sp (sparse) is not emulated yet")
-        return _mma(ins, ctx, pc)
+        return _mma(ins, ctx, pc, sparse="sp" in ins.mods)
     raise ExecutionError(f"unknown wgmma instruction {ins.full} (PTX ISA §9.7.15)")
 
 
@@ -185,13 +183,15 @@ def _regs_of(op, ctx):
     return idx
 
 
-def _mma(ins, ctx, pc):
-    from ..tensorcore import shapes
+def _mma(ins, ctx, pc, sparse=False):
+    """``wgmma.mma_async`` and, with ``sparse``, ``wgmma.mma_async.sp`` (PTX ISA §9.7.15.6: operands
+    ``d, a, b-desc, sp-meta, sp-sel, scale-d, imm...``; :mod:`h100lab.tensorcore.sparsity`)."""
+    from ..tensorcore import shapes, sparsity
 
     nxt = pc + 1
     opcode = ins.full
     # the parser lists the .and.popc of b1 among the modifiers; rebuild the canonical name
-    parts = [m for m in ins.mods[3:] if m not in ("and", "popc", "satfinite", "b1")]
+    parts = [m for m in ins.mods[4 if sparse else 3:] if m not in ("and", "popc", "satfinite", "b1")]
     sat = "satfinite" in ins.mods
     types = tuple(ins.types)
     if "b1" in ins.mods and len(types) == 1:       # the parser does not know .b1 as a type
@@ -200,12 +200,25 @@ def _mma(ins, ctx, pc):
     try:
         if len(parts) != 1 or len(types) != 3:
             raise shapes.WgmmaError(f"{opcode}: expected wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype")
-        text = (f"wgmma.mma_async.sync.aligned.{parts[0]}{'.satfinite' if sat else ''}."
+        text = (f"wgmma.mma_async{'.sp' if sparse else ''}.sync.aligned.{parts[0]}{'.satfinite' if sat else ''}."
                 + ".".join(types) + (".and.popc" if "popc" in ins.mods else ""))
-        base = shapes.parse_opcode(text, "rs" if rs else "ss")
+        if sparse:
+            sbase = sparsity.parse_sparse_opcode(text, "rs" if rs else "ss")
+            base = sbase.dense
+        else:
+            base = shapes.parse_opcode(text, "rs" if rs else "ss")
     except shapes.WgmmaError as exc:
         raise ExecutionError(str(exc)) from None
     ops = list(ins.ops)
+    get_meta = None
+    sp_sel = 0
+    if sparse:
+        if len(ops) < 6 or ops[4].kind != "imm":
+            raise ExecutionError(f"{opcode}: operands are d, a, b-desc, sp-meta, sp-sel (an integer constant), scale-d, "
+                                 "... (PTX ISA §9.7.15.6)")
+        get_meta = ctx.get(ops[3], "b32")
+        sp_sel = int(ops[4].value)
+        ops = ops[:3] + ops[5:]
     d_idx = _regs_of(ops[0], ctx)
     if len(d_idx) != base.d_regs:
         raise ExecutionError(f"{opcode} needs {base.d_regs} accumulator registers per thread, got {len(d_idx)} "
@@ -243,6 +256,9 @@ def _mma(ins, ctx, pc):
     try:
         sp = shapes.spec(base.n, base.dtype, base.atype, base.btype, base.a_source, satfinite=sat, scale_a=sa,
                          scale_b=sb, trans_a=ta, trans_b=tb)
+        if sparse:
+            sp = sparsity.sparse_spec(base.n, base.dtype, base.atype, base.btype, base.a_source, sp_sel=sp_sel,
+                                      satfinite=sat, scale_a=sa, scale_b=sb, trans_a=ta, trans_b=tb)
     except shapes.WgmmaError as exc:
         raise ExecutionError(str(exc)) from None
     d_rt = raw_dtype(ctx.lay.regtypes[d_idx[0]])
@@ -284,6 +300,7 @@ def _mma(ins, ctx, pc):
             "da": None if get_a is None else np.asarray(get_a(w)).astype(np.uint64),
             "db": np.asarray(get_b(w)).astype(np.uint64),
             "sd": np.asarray(get_sd(w)).astype(bool),
+            "meta": None if get_meta is None else np.asarray(get_meta(w)).astype(np.uint32),
         }
         launch.events += 1
         group = [x for x in cta.warps if x.wid // 4 == wg]
@@ -331,9 +348,11 @@ def _async_read_check(cta, addrs, nbytes, w, ctx, ins):
 
 def _execute(sp, warps, d_idx, a_idx, d_rt, names, w, ctx, ins, line):
     from ..tensorcore import descriptor as dsc
-    from ..tensorcore import fragments, numerics
+    from ..tensorcore import fragments, numerics, sparsity
 
     order = [warps[k] for k in sorted(warps)]
+    sparse = isinstance(sp, sparsity.SparseSpec)
+    ak = sp.packed_k if sparse else sp.k          # columns of A as stored (a sparse A is packed to K/2)
     cta = w.cta
     smem = cta.smem_u8
     sd = bool(_uniform([x["sd"] for x in order], "scale-d predicate", w, ctx, ins))
@@ -346,10 +365,10 @@ def _execute(sp, warps, d_idx, a_idx, d_rt, names, w, ctx, ins, line):
         b = dsc.gather(smem, db, "MN" if sp.trans_b else "K", sp.n, sp.k, sp.btype).T
         if sp.a_source == "ss":
             da = dsc.MatrixDescriptor.decode(int(_uniform([x["da"] for x in order], "A descriptor", w, ctx, ins)))
-            acols = sp.k // 8 if sp.atype == "b1" else sp.k
+            acols = ak // 8 if sp.atype == "b1" else ak
             aadr = dsc.addresses(da, "MN" if sp.trans_a else "K", 64, acols, "u8" if sp.atype == "b1" else sp.atype)
             _async_read_check(cta, aadr, es, w, ctx, ins)
-            a = dsc.gather(smem, da, "MN" if sp.trans_a else "K", 64, sp.k, sp.atype)
+            a = dsc.gather(smem, da, "MN" if sp.trans_a else "K", 64, ak, sp.atype)
         else:
             regs = np.stack([np.stack([np.asarray(r).view(np.uint32) for r in x["a"]], axis=1) for x in order])
             a = fragments.unpack_a_fragment(regs.reshape(128, 4), sp.atype)
@@ -366,8 +385,17 @@ def _execute(sp, warps, d_idx, a_idx, d_rt, names, w, ctx, ins, line):
     else:
         vals = c_regs
     c = fragments.accumulator_to_matrix(vals, sp.n)
-    d = numerics.mma(a, b, c, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd, scale_a=sp.scale_a,
-                     scale_b=sp.scale_b, satfinite=sp.satfinite)
+    if sparse:
+        meta = np.concatenate([x["meta"] for x in order])
+        nib = sparsity.metadata_from_registers(meta, sp.atype, sp.sp_sel)
+        try:
+            d = sparsity.mma_sp(a, nib, b, c, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd,
+                                scale_a=sp.scale_a, scale_b=sp.scale_b, satfinite=sp.satfinite)
+        except sparsity.SparsityError as exc:
+            raise _err(f"{ins.full}: the sp-meta registers hold invalid metadata — {exc}", w, ctx, ins) from None
+    else:
+        d = numerics.mma(a, b, c, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd, scale_a=sp.scale_a,
+                         scale_b=sp.scale_b, satfinite=sp.satfinite)
     out = fragments.matrix_to_accumulator(d, sp.n)
     if sp.dtype == "f16":
         o = out.astype(np.uint32).reshape(128, sp.d_regs, 2)

@@ -1,0 +1,68 @@
+"""Exercise set 6: every exercise is registered, its answer means what the statement says, and the kernel
+exercises' prompts and planted mistakes are diagnosed (PTX ISA §9.7.15: wgmma; §9.7.14.5.15: ldmatrix)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from h100lab import emu
+from h100lab.grading import check
+from h100lab.grading.answers import l06 as L
+from h100lab.grading.registry import all_exercises, get
+from h100lab.tensorcore import MatrixDescriptor, accumulator_layout
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_registered_and_graded_in_the_solutions():
+    ids = [e.id for e in all_exercises(6)]
+    assert ids == [f"6.{i}" for i in range(1, 13)]
+    text = (ROOT / "solutions" / "06-wgmma.md").read_text()
+    for i in ids:
+        var = ("kernel_" if i in ("6.9", "6.10", "6.11", "6.12") else "answer_") + i.replace(".", "_")
+        assert f":tags: [grade:{i}]" in text and f'check("{i}", {var})' in text
+
+
+def test_answers_mean_what_the_statements_say():
+    a = {e.id: e.answer() for e in all_exercises(6) if e.id not in ("6.9", "6.10", "6.11", "6.12")}
+    row, col = accumulator_layout(64)
+    t, r = a["6.1"]
+    assert (row[t, r], col[t, r]) == L.E1_ELEMENT
+    assert a["6.2"] == 128 and a["6.3"] == [8, 16, 32, 32, 256]
+    d = MatrixDescriptor.decode(a["6.4"])
+    assert (d.start, d.sbo, d.swizzle, d.base_offset) == (0x2400, 1024, "128B", 0)
+    assert a["6.5"] == [1, 3, 5] and a["6.6"] == [19, 23, 2]
+    assert a["6.7"][0] > a["6.7"][1] == 4 and a["6.8"] == 1.0
+
+
+def test_value_mistakes_get_their_hints():
+    with pytest.raises(AssertionError, match="K = 8"):
+        check("6.3", [16, 16, 32, 32, 256])
+    with pytest.raises(AssertionError, match="Two values share a register"):
+        check("6.2", 64)
+    with pytest.raises(AssertionError, match="divided by 16"):
+        check("6.4", 0x2400 | 16 << 16 | 1024 << 32 | 1 << 62)
+    with pytest.raises(AssertionError, match="exact sum"):
+        check("6.8", 1.0 + 3 * 2.0 ** -14)
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+@pytest.mark.parametrize("ex, source, words", [
+    ("6.9", "PLANTED_6_9_SBO", "8 rows"), ("6.9", "PROMPT_6_9", "layout-type"),
+    ("6.10", "PLANTED_6_10_ELEMS", "counts bytes"), ("6.11", "PLANTED_6_11_SWAP", "wrong registers"),
+    ("6.12", "PLANTED_6_12_EARLY", "after those writes"),
+])
+def test_kernel_mistakes_are_diagnosed(ex, source, words):
+    with pytest.raises(AssertionError, match=words):
+        check(ex, getattr(L, source))
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+def test_solution_kernels_pass_and_counts():
+    check("6.11", L.SOLUTION_RS)
+    A, Bt = L._inputs(1)
+    d = L._ss_variant(1, lambda k: 32 * k, lambda k: 32 * k)        # the model's D of the right kernel
+    prog = emu.compile(L.SOLUTION_SS, name="ss.cu")
+    D = emu.zeros(4096, np.float32)
+    emu.launch(prog.function("gemm_ss"), 1, 128, emu.to_device(A), emu.to_device(Bt), D, shared_mem=17 * 1024)
+    assert np.array_equal(D.to_host().view(np.uint32), d.reshape(-1).view(np.uint32))

@@ -297,11 +297,13 @@ def test_fit_recovers_the_constants_and_predicts_the_held_out_runs():
     assert rep.held_out["stream ns/tile"].fraction >= 0.95 and rep.held_out["stream GB/s"].fraction >= 0.95
     assert rep.meets_goal() or all(a.fraction >= 0.9 for a in rep.held_out.values())
     assert "held-out agreement" in rep.summary()
-    # the simulator agrees with the closed form on a sample of held-out runs
+    # the simulator agrees with the closed form on a sample of held-out runs (the closed form's smooth maximum
+    # (assumption i) switched off: the simulator's events give the hard one)
     sample = f.held_out["stream"][::40]
+    hard = f.timing.with_values(period_sharpness=0.0)
     for r in sample:
-        p = vt.predict_stream(r, f.timing, f.kernel, "sim")
-        q = vt.predict_stream(r, f.timing, f.kernel, "analytic")
+        p = vt.predict_stream(r, hard, f.kernel, "sim")
+        q = vt.predict_stream(r, hard, f.kernel, "analytic")
         assert p["ns_per_tile"] == pytest.approx(q["ns_per_tile"], rel=0.08), vt.stream_label(r)
 
 

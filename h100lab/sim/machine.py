@@ -56,7 +56,7 @@ from ..sync.smem import SMEM_MAX_PER_BLOCK, SharedMemory
 from ..sync.trace import Record
 from .engine import Deadlock, Engine, Event, SimulationError, Sleep
 from .resources import Pipe, reserve_path
-from .timing import Timing, default_timing, read_ceiling, write_cost
+from .timing import Timing, default_timing, read_ceiling, store_rate, write_cost
 
 __all__ = ["GPU", "SM", "Warp", "SimBarrier"]
 
@@ -312,6 +312,7 @@ class Warp:
         self._issue, self._arrive_ns, self._hit = t.issue_ns, t.mbarrier_arrive_ns, t.wait_hit_ns
         self._wake, self._fence = t.wait_wake_ns, t.fence_ns
         self._smem_lat, self._tma_issue, self._tma_lat = t.smem_latency_ns, t.tma_issue_ns, t.tma_latency_ns
+        self._overlap = bool(t.params["tma_issue_overlap"].value) if "tma_issue_overlap" in t.params else False
         self._m2 = sm.gpu.model2
 
     def __repr__(self) -> str:
@@ -522,7 +523,7 @@ class Warp:
         and the memory server cut-through; ``hbm_bytes`` read bytes, default ``nbytes``, 0 for an L2 hit) and
         return when it lands (assumption c)."""
         t = self.t
-        a = self._tma_slot(t0 + self._tma_issue)
+        a = self._tma_slot(t0 if self._overlap else t0 + self._tma_issue)
         me = self.sm
         if hbm_bytes is None:
             hbm_bytes = nbytes
@@ -577,8 +578,8 @@ class Warp:
         reading the source, the memory server writing ``nbytes × write_cost``. Returns (source read, complete)
         (assumptions a, d, e)."""
         t = self.t
-        a = self._tma_slot(t0 + self._tma_issue)
-        _, f_tma = self.sm.tma.reserve(a, nbytes)
+        a = self._tma_slot(t0 if self._overlap else t0 + self._tma_issue)
+        _, f_tma = self.sm.tma.reserve(a, nbytes * t.tma_bytes_per_ns / store_rate(t))   # (e) the store's read rate
         _, f_hbm = self.sm.hbm.reserve(a, nbytes * self.gpu.write_cost)
         return f_tma + t.tma_store_read_ns, max(f_tma, f_hbm) + t.tma_latency_ns
 

@@ -15,7 +15,7 @@ rate scaled to their share) and a truncated tile count whose steady-state period
 table on hundreds of runs (:mod:`h100lab.validation.timing`); ``tests/test_timing_model.py`` checks the two
 agree. Symbols (all :class:`~h100lab.sim.timing.Timing` entries or :class:`StreamKernel` constants)::
 
-    transfer   X_tma = c · n_copies · T / tma_bytes_per_ns        (c CTAs per SM share the TMA unit)
+    transfer   X_tma = c · (T / tma_bytes_per_ns [+ T / store rate for a copy])   (c CTAs per SM share the TMA unit)
                X_ops = c · n_copies · tma_op_ns                   (the SM's issue limit)
                X_mem = G · T · (1 [+ w for a copy]) / R           (the device's memory, R read ceiling)
                X_lsu = c · T / smem_bytes_per_ns                  (consume: the SM's shared-memory reads)
@@ -24,12 +24,14 @@ agree. Symbols (all :class:`~h100lab.sim.timing.Timing` entries or :class:`Strea
     round trip RT = expect_tx + tma_issue + tma_op + T / b1 + L + wake + work(mode) + wake
                (b1 = min(tma_bytes_per_ns, R) with a shared memory queue, R / G with slices;
                 L = tma_latency + tma_latency_per_kb · T/KiB [+ dram_latency for a DRAM source])
-    period     P = max(C, Q, X_tma, X_ops, X_mem, X_lsu, RT / stages)
+    period     P = max(C, Q, X_tma, X_ops, X_mem, X_lsu, RT / stages)      (closed form: their k-norm, soft_period)
     span       ≈ first-tile latency + (tiles − 1) · P + drain;   kernel time = span + launch_ns
 
 ``work(load) = 0``; ``work(consume) = smem_latency + T / smem_bytes_per_ns (both halves through the LSUs) +
-consume_fixed_ns + (T/2) / consume_warp_bytes_per_ns + fence``; ``work(copy) = tma_issue + tma_op + T / tma_bytes_per_ns + tma_store_read_ns + commit`` (the store
-must have read the buffer before it is handed back). Assumptions beyond those of the timing table: the two
+consume_fixed_ns + (T/2) / consume_warp_bytes_per_ns + fence``; ``work(copy) = max(tma_issue, [tma_issue +] tma_op + T / store rate + tma_store_read_ns) + commit`` (the store
+must have read the buffer before it is handed back; the bracket is absent when the issue overlaps the travel,
+assumption c' of :mod:`h100lab.sim.timing`). The period is the hard maximum of the bounds in the simulator and
+their smooth maximum (``period_sharpness``, assumption i) in the closed form. Assumptions beyond those of the timing table: the two
 consumer warps run in parallel; the kernel's loop and bookkeeping cost ``loop_ns`` per tile per thread; the
 producer and consumer start together after the barrier initialisation.
 """
@@ -39,7 +41,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from .machine import GPU
-from .timing import Timing, default_timing, read_ceiling, write_cost
+from .timing import Timing, default_timing, read_ceiling, soft_period, store_rate, write_cost
 
 __all__ = ["StreamKernel", "STREAM_KERNEL", "StreamConfig", "StreamResult", "simulate_stream", "analytic_stream",
            "StreamAnalytic", "config_from_record"]
@@ -280,21 +282,23 @@ def analytic_stream(cfg: StreamConfig, timing: Timing | None = None,
         work = t.smem_latency_ns + half / t.smem_bytes_per_ns + own        # one warp, its own half
         work_rt = t.smem_latency_ns + T / t.smem_bytes_per_ns + own        # both halves: the second queues
     else:
-        store_read = T / t.tma_bytes_per_ns + (t.tma_store_read_ns if t.memory_model >= 2 else 0.0)
-        work = work_rt = t.tma_issue_ns + op + store_read + t.issue_ns + t.wait_hit_ns
+        store_read = T / store_rate(t) + (t.tma_store_read_ns if t.memory_model >= 2 else 0.0)
+        st_start = 0.0 if (t.memory_model >= 2 and t.tma_issue_overlap) else t.tma_issue_ns
+        work = work_rt = max(t.tma_issue_ns, st_start + op + store_read) + t.issue_ns + t.wait_hit_ns
     C = t.wait_hit_ns + work + t.mbarrier_arrive_ns + loop
     Q = t.wait_hit_ns + expect + t.tma_issue_ns + loop
-    x_tma = c * n_cp * T / t.tma_bytes_per_ns
+    x_tma = c * (T / t.tma_bytes_per_ns + (T / store_rate(t) if cfg.mode == "copy" else 0.0))   # (e) store rate
     x_ops = c * n_cp * op
     units = T * (1.0 + (w if cfg.mode == "copy" else 0.0))
     x_mem = G * units / R if shared else units / (R / G)
     x_lsu = c * T / t.smem_bytes_per_ns if cfg.mode == "consume" else 0.0
-    first = t.tma_issue_ns + op + T / b1 + lat + t.wait_wake_ns
+    start = 0.0 if (t.memory_model >= 2 and t.tma_issue_overlap) else t.tma_issue_ns   # (c') issue overlaps travel
+    first = start + op + T / b1 + lat + t.wait_wake_ns
     rt = expect + first + work_rt + t.wait_wake_ns   # stage handed back → producer awake again
     terms = {"consumer": C, "producer": Q, "tma": x_tma, "ops": x_ops, "memory": x_mem, "lsu": x_lsu,
              "latency": rt / S}
     bound = max(terms, key=terms.get)
-    P = terms[bound]
+    P = soft_period(terms.values(), t)
     drain = 0.0
     if cfg.mode == "copy":
         drain = t.tma_latency_ns + max(0.0, T * w / (R if shared else R / G) - T / t.tma_bytes_per_ns)

@@ -56,8 +56,15 @@ c. **The copy latency in parts.** A copy lands ``tma_latency_ns`` (data in L2) +
    not occupy any unit (it is pipelined), the transfer does.
 d. **An issue limit per SM.** The SM's TMA unit accepts one copy every ``tma_op_ns`` (loads and stores, all CTAs
    of the SM), whatever its size; ``0`` = no limit. The issuing thread spends ``tma_issue_ns`` per copy.
-e. **Store read-back.** A bulk store has read its shared-memory source (``cp.async.bulk.wait_group.read``)
-   ``tma_store_read_ns`` after the TMA unit moved its bytes.
+c'. **The issue overlaps the travel** (``tma_issue_overlap = 1``, what :func:`h100lab.validation.timing.fit` uses):
+   the TMA unit starts on a copy when its issuing instruction begins; the thread still spends ``tma_issue_ns``.
+   The data: on the H200 a warm 16-byte copy lands ~54 ns after the issuing thread has spent ~100 ns on
+   ``expect_tx`` + issue (``data/l03/tma_latency``), less than any L2 round trip, so the two run in parallel.
+e. **Store read-back.** A bulk store reads its shared-memory source at ``tma_store_bytes_per_ns`` (0: at
+   ``tma_bytes_per_ns``), occupying the SM's TMA unit that long, and has read it (``cp.async.bulk.wait_group.read``)
+   ``tma_store_read_ns`` later. The data: one CTA's copy stream costs ~8 ns more per extra KiB of tile up to
+   16 KiB and ~20 ns beyond, while a load-only stream's time per tile does not grow with the tile
+   (``data/l03/stream_sweep``, scope ``cta``): the store's read, not the load, sets a copy's pace.
 f. **Waits.** ``wait_hit_ns`` is a ``try_wait`` that finds its phase complete (measured directly on the
    H200, not the per-tile wait of a kernel loop), ``wait_wake_ns`` the wake-up of a suspended one.
 g. **CTA and cluster barriers.** ``bar.sync`` releases ``bar_sync_ns + bar_sync_per_warp_ns × warps`` after
@@ -66,6 +73,10 @@ g. **CTA and cluster barriers.** ``bar.sync`` releases ``bar_sync_ns + bar_sync_
    ``cluster_arrive_release_ns + cluster_arrive_release_per_warp_ns × warps`` (``.release``: it waits for the
    earlier memory operations) or ``cluster_arrive_relaxed_ns``. ``mbarrier.arrive.expect_tx`` costs the thread
    ``mbarrier_expect_tx_ns`` (a plain arrive ``mbarrier_arrive_ns``).
+i. **A smooth maximum** (closed form only, :func:`soft_period`): the steady period of the streaming pipeline is
+   the k-norm of its bounds (``period_sharpness`` = k; 0 = the hard maximum the simulator's events give). The
+   data: a 2-stage stream runs ~25 ns per tile slower than half its 1-stage round trip even where the consumers
+   are not the bound — bounds that are nearly equal delay each other, as a queue near saturation does.
 h. **DSMEM.** A load from another CTA's shared memory (``ld.shared::cluster``) returns
    ``dsmem_latency_ns`` + bytes / ``dsmem_bytes_per_ns`` (one pipe per SM) after issue; a local one
    ``smem_latency_ns`` + bytes / ``smem_bytes_per_ns``.
@@ -80,7 +91,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 __all__ = ["Param", "Timing", "H200_ESTIMATES", "default_timing", "calibrate", "calibrate_hbm", "copy_stream_period",
-           "fit_latency_bandwidth", "write_cost", "read_ceiling", "MODEL2_ESTIMATES", "MODEL2_PARAMS"]
+           "fit_latency_bandwidth", "write_cost", "read_ceiling", "store_rate", "soft_period", "MODEL2_ESTIMATES", "MODEL2_PARAMS"]
 
 
 @dataclass(frozen=True)
@@ -175,6 +186,17 @@ _H200 = {
     "mbarrier_expect_tx_ns": Param(round(8 / _CLOCK, 4), "ns", "estimate",
                                    "(f) mbarrier.arrive.expect_tx, issuing thread's cost (model 1 charges "
                                    "mbarrier_arrive_ns)"),
+    "tma_store_bytes_per_ns": Param(0.0, "B/ns", "estimate",
+                                    "(e) rate at which one bulk store reads its shared-memory source (what "
+                                    "cp.async.bulk.wait_group.read waits for); 0 = tma_bytes_per_ns"),
+    "tma_issue_overlap": Param(0, "flag", "estimate",
+                               "(c') 1: the TMA unit starts on a copy when its issuing instruction begins, so the "
+                               "issue cost overlaps the copy's travel (the H200: a warm 16-byte copy lands ~54 ns after "
+                               "the issuing thread has spent ~100 ns on expect_tx + issue, data/l03/tma_latency); "
+                               "0: the copy starts after the issue cost (model 1)"),
+    "period_sharpness": Param(0.0, "exponent", "estimate",
+                              "(i) the closed form's period is the k-norm of its bounds (a smooth maximum: a resource "
+                              "near saturation still delays the others); 0 = the hard maximum (the simulator's)"),
     "dsmem_latency_ns": Param(round(200 / _CLOCK, 4), "ns", "estimate",
                               "(h) ld.shared::cluster from another CTA's shared memory, round trip; order of "
                               "magnitude only"),
@@ -250,6 +272,28 @@ def read_ceiling(t: Timing) -> float:
     """The device's read ceiling R (B/ns): ``hbm_read_bytes_per_ns``, or ``hbm_bytes_per_ns`` when it is 0."""
     r = t.hbm_read_bytes_per_ns
     return r if r > 0 else t.hbm_bytes_per_ns
+
+
+def store_rate(t: Timing) -> float:
+    """Rate (B/ns) at which one bulk store reads its shared-memory source (assumption e):
+    ``tma_store_bytes_per_ns``, or the SM's bulk-copy rate ``tma_bytes_per_ns`` when it is 0 (model 1)."""
+    r = t.params["tma_store_bytes_per_ns"].value if "tma_store_bytes_per_ns" in t.params else 0.0
+    return r if r > 0 else t.tma_bytes_per_ns
+
+
+def soft_period(terms, t: Timing) -> float:
+    """The steady period of a pipeline from its per-tile bounds (assumption i): the hard maximum when
+    ``period_sharpness`` is 0, else their k-norm ``(Σ bᵏ)^(1/k)`` — a smooth maximum, ≥ the largest bound and
+    within a factor ``n^(1/k)`` of it (n bounds), so two nearly equal bounds slow each other as a queue near
+    saturation does. Raises ValueError for a negative bound."""
+    b = [float(x) for x in terms]
+    if any(x < 0 for x in b):
+        raise ValueError("a pipeline bound is a time: it cannot be negative")
+    k = t.params["period_sharpness"].value if "period_sharpness" in t.params else 0.0
+    m = max(b)
+    if k <= 0 or m == 0:
+        return m
+    return m * sum((x / m) ** k for x in b) ** (1.0 / k)
 
 
 def write_cost(t: Timing) -> float:

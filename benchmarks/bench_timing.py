@@ -82,6 +82,19 @@ def main(argv=None) -> int:
               f"{H200_SXM.dense_tflops[d]:.0f}")
     if not r["gemm_tflops"]:
         print("  cuBLAS: no GEMM record (python -m h100lab.measure.timing_sweep --steps ceilings)")
+    if data.available("l05/copy_tune"):
+        ct = data.load("l05/copy_tune").records
+        fin = [x for x in ct if x.get("phase") == "C" and x.get("correct") and x["kind"] != "memcpy"]
+        print(f"copy tuning (data/l05/copy_tune, {len(ct)} records, every copy verified; ratio to the memcpy of the "
+              "same round):")
+        for kind in ("copy_tune", "tma_copy", "device_copy"):
+            rows = [x for x in fin if x["kind"] == kind]
+            if rows:
+                b = max(rows, key=lambda x: x["ratio_round"])
+                cfg = (f"{b['tile_bytes'] // 1024} KiB × {b['stages']} stages × {b['ctas_per_sm']}/SM, lag {b['lag']}, "
+                       f"flags {b['flags']}" if kind == "copy_tune" else kind)
+                print(f"  best {kind}: {b['gbps']:.0f} GB/s = {b['ratio_round']:.3f} × cuMemcpyDtoDAsync ({cfg}; "
+                      f"{'meets' if b['ratio_round'] >= 1.0 else 'below'} the goal of 1.00)")
     if a.fit:
         from h100lab.validation import timing as vt
 

@@ -47,14 +47,16 @@ def main() -> int:
     rows = []
     k = emu.compile(COMPUTE, name="compute.cu").function("compute")
     o, fo = emu.zeros(4 * 128, np.uint32), emu.zeros(4 * 128, np.float32)
-    t, st = _best(lambda: emu.launch(k, 4, 128, o, fo, np.int32(500)))
-    rows.append(("compute-bound (LCG + FMA loop, 16 warps x 500 iterations)", st.instructions, t))
-    k = emu.compile(MEMORY, name="copy4.cu").function("copy4")
+    km = emu.compile(MEMORY, name="copy4.cu").function("copy4")
     n = 1 << 16
     src, dst = emu.to_device(np.arange(4 * n, dtype=np.uint32)), emu.zeros(4 * n, np.uint32)
-    t, st = _best(lambda: emu.launch(k, 16, 128, src, dst, np.int32(n)))
-    assert (dst.to_host() == np.arange(4 * n)).all()
-    rows.append(("memory-bound (grid-stride ld/st.global.v4, 1 MiB)", st.instructions, t))
+    for fuse in (True, False):
+        tag = "" if fuse else ", fuse=False"
+        t, st = _best(lambda: emu.launch(k, 4, 128, o, fo, np.int32(500), fuse=fuse))
+        rows.append((f"compute-bound (LCG + FMA loop, 16 warps x 500 it.{tag})", st.instructions, t))
+        t, st = _best(lambda: emu.launch(km, 16, 128, src, dst, np.int32(n), fuse=fuse))
+        assert (dst.to_host() == np.arange(4 * n)).all()
+        rows.append((f"memory-bound (grid-stride ld/st.global.v4, 1 MiB{tag})", st.instructions, t))
     print(f"{'kernel':60s} {'warp-instr':>10s} {'seconds':>8s} {'warp-instr/s':>13s}")
     for name, n_i, sec in rows:
         print(f"{name:60s} {n_i:10d} {sec:8.3f} {n_i / sec:13,.0f}")

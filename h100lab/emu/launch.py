@@ -678,9 +678,14 @@ class Launch:
             for lanes, addrs, nb in self._global_log:
                 by_w.setdefault(nb, []).append((lanes, addrs))
             for nb, items in by_w.items():
+                full = [a for lanes, a in items if len(lanes) == WARP]
+                part = [(lanes, a) for lanes, a in items if len(lanes) != WARP]
                 addr = np.zeros((len(items), WARP), np.int64)
                 act = np.zeros((len(items), WARP), bool)
-                for i, (lanes, a) in enumerate(items):
+                if full:              # whole-warp requests (lanes 0..31 in order): one copy for all of them
+                    addr[:len(full)] = np.stack(full)
+                    act[:len(full)] = True
+                for i, (lanes, a) in enumerate(part, start=len(full)):
                     addr[i, lanes] = a
                     act[i, lanes] = True
                 if nb in (1, 2, 4, 8, 16):

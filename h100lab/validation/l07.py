@@ -1,0 +1,114 @@
+"""Lesson 7 model-vs-silicon checks: sparse wgmma (every output of every form, invalid metadata included), the FP8
+GEMM tile with per-block scales and two-level accumulation, the stmatrix + TMA-store epilogue, long FP8 chains —
+each bit for bit — and the wgmma timing model (calibrated on a documented subset, checked on the rest).
+
+Datasets from ``python -m h100lab.measure.l07``; the inputs of every record are regenerated from its seed
+(:mod:`h100lab.measure.l07`). A record that failed to run on the GPU counts as a mismatch.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..data import Dataset
+from . import CheckResult, silicon_check
+
+__all__ = ["check", "compare_record", "check_timing", "DATASETS", "BIT_EXACT", "TIMING_TOLERANCE"]
+
+BIT_EXACT = ("l07/sparse", "l07/fp8_gemm", "l07/epilogue", "l07/fp8_accumulation")
+DATASETS = BIT_EXACT + ("l07/wgmma_timing",)
+#: a held-out timing case passes when the model is within this relative error of the median measured cycles
+TIMING_TOLERANCE = 0.25
+
+
+def compare_record(r: dict[str, Any]) -> tuple[int, int, dict | None]:
+    """(values compared, values different, first difference or None) for one bit-exact record."""
+    from ..measure.l04 import unpack
+    from ..measure.l07 import model_outputs
+
+    if not r.get("ok", False):
+        return 1, 1, {"id": r["id"], "error": r.get("error", "did not run")}
+    want = model_outputs(r)
+    n = bad = 0
+    first = None
+    for k, m in want.items():
+        m = np.ascontiguousarray(m).reshape(-1)
+        got = unpack(r[k]).view(m.dtype)
+        if got.shape != m.shape:
+            return 1, 1, {"id": r["id"], "output": k, "size": [int(got.size), int(m.size)]}
+        diff = np.flatnonzero(got != m)
+        n += got.size
+        bad += diff.size
+        if diff.size and first is None:
+            i = int(diff[0])
+            first = {"id": r["id"], "output": k, "index": i, "silicon": int(got[i]), "model": int(m[i])}
+    return n, bad, first
+
+
+def check(records: Sequence[dict[str, Any]], per_value: bool = False) -> CheckResult:
+    """Records (or, with ``per_value``, output values) whose silicon outputs differ from the model's; timing
+    records go to :func:`check_timing`."""
+    if records and records[0].get("kind") == "timing":
+        return check_timing(records)
+    cases = mism = 0
+    examples = []
+    for r in records:
+        n, b, first = compare_record(r)
+        cases += n if per_value else 1
+        mism += b if per_value else int(b > 0)
+        if first is not None and len(examples) < 5:
+            examples.append(first)
+    return CheckResult(cases, mism, examples)
+
+
+def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TOLERANCE) -> CheckResult:
+    """Calibrate :mod:`h100lab.tensorcore.timing` on its documented subset (:func:`~h100lab.tensorcore.timing.
+    is_calibration`) and count the held-out records whose prediction is off by more than ``tolerance``."""
+    from ..tensorcore import timing
+    ok = [r for r in records if r.get("ok")]
+    params = timing.calibrate(ok)
+    cases = mism = 0
+    examples = []
+    for r in records:
+        if r.get("ok") and timing.is_calibration(r):
+            continue
+        cases += 1
+        if not r.get("ok"):
+            mism += 1
+            examples.append({"id": r["id"], "error": r.get("error")})
+            continue
+        got = float(np.median(r["cycles"]))
+        want = timing.predict_case(r, params)
+        if abs(want - got) > tolerance * got:
+            mism += 1
+            if len(examples) < 5:
+                examples.append({"id": r["id"], "silicon": got, "model": round(want, 1)})
+    return CheckResult(cases, mism, examples)
+
+
+@silicon_check("Sparse wgmma (2:4 / 1:2): every output of every type, selector and metadata kind", lesson=7,
+               dataset="l07/sparse")
+def _sparse(ds: Dataset) -> CheckResult:
+    return check(ds.records, per_value=True)
+
+
+@silicon_check("FP8 GEMM tile: per-block scales, two-level accumulation, bf16 stmatrix/TMA epilogue", lesson=7,
+               dataset="l07/fp8_gemm")
+def _fp8_gemm(ds: Dataset) -> CheckResult:
+    return check(ds.records, per_value=True)
+
+
+@silicon_check("stmatrix epilogue: bf16 / f16 / e4m3 staging tiles stored by TMA", lesson=7, dataset="l07/epilogue")
+def _epilogue(ds: Dataset) -> CheckResult:
+    return check(ds.records, per_value=True)
+
+
+@silicon_check("FP8 accumulation along chains of wgmmas (K up to 1536)", lesson=7, dataset="l07/fp8_accumulation")
+def _accumulation(ds: Dataset) -> CheckResult:
+    return check(ds.records, per_value=True)
+
+
+@silicon_check("wgmma timing model on held-out types, N and group depths", lesson=7, dataset="l07/wgmma_timing")
+def _timing(ds: Dataset) -> CheckResult:
+    return check_timing(ds.records)

@@ -1,0 +1,241 @@
+// Used by: lesson 8 (kernel design: the capstone GEMM), tests/test_l08_gemm_emu.py, benchmarks/bench_gemm.py
+// (side by side with cuBLAS on the H200, data/l08/gemm_bench.json), h100lab/design/capstone.py (launch shape).
+// Proves: a persistent, warp-specialized BF16 GEMM built only from the lessons' parts computes
+// C = alpha * A * B^T + beta * C (A: M x K, B: N x K, both K-major bf16; C: M x N row-major bf16; f32 accumulation)
+// bit for bit as h100lab.tensorcore.mma chained over k16 steps (emulator) -- and, timed next to cuBLAS, how close a
+// from-scratch kernel gets on silicon. Its parts, each from an earlier lesson:
+//  * persistent grid (gridDim.x <= SMs): CTA b takes tiles b, b + gridDim.x, ... of a grouped ("swizzled") tile
+//    order that walks `group` tile-rows (raster = 0, along M) or tile-columns (raster = 1, along N) before moving on,
+//    so neighbouring CTAs share A or B panels in L2 (h100lab.design.schedule);
+//  * warp specialization: warpgroup 0 is the TMA producer and gives registers back (setmaxnreg.dec 40, PTX ISA
+//    9.7.17.1), warpgroups 1-2 are consumers (setmaxnreg.inc 232): 128 x 40 + 256 x 232 = 64,512 <= 65,536 registers;
+//  * an S-stage ring of shared-memory stages, each guarded by a `full` mbarrier (producer's arrive.expect_tx +
+//    the TMA's complete_tx bytes, PTX ISA 9.7.13.15) and an `empty` mbarrier (one arrival per consuming warpgroup);
+//    ring slot i lives in stage i % S and its phase parity is (i / S) & 1 (h100lab.design.ring);
+//  * TMA tiles (cp.async.bulk.tensor.2d, PTX ISA 9.7.9.25.5.1) of 64 K-elements (128 B) x rows with
+//    CU_TENSOR_MAP_SWIZZLE_128B; rows past M/N and columns past K are zero-filled by the TMA (OOB fill), and still
+//    count in the transaction bytes, so ragged K needs no special case;
+//  * SS wgmma.mma_async m64n256k16 (PTX ISA 9.7.15.5.2) on 128B-swizzled K-major descriptors (SBO 1024 B, the
+//    K-advance inside the swizzle atom is +32 B on the start address), scale-d = 0 on a tile's first k-step;
+//  * consumer variants (compile-time): cooperative (default; a 128 x 256 tile, consumer c owns rows 64c..64c+63,
+//    both consume every stage) and -DPINGPONG=1 (64 x 256 tiles; consumer c takes every other tile of the CTA,
+//    and an ordered pair of mbarriers lets their mainloops alternate, so one's epilogue hides under the other's
+//    mainloop -- and a consumer never waits on a ring slot two laps ahead, the ABA case of h100lab.design.ring);
+//  * epilogue: alpha * acc (+ beta * C when beta != 0, BLAS rule: C is not read when beta == 0) in f32
+//    (__fmul_rn / __fmaf_rn), cvt.rn.bf16x2.f32, direct global stores with bounds checks for ragged M and N.
+// Host rules: K a multiple of 8 (TMA global strides are multiples of 16 B, CUDA Driver API cuTensorMapEncodeTiled);
+// dynamic shared memory = h100lab.design.capstone.smem_bytes(); 384 threads per CTA.
+#include <h100lab/tensormap.cuh>
+
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#ifndef STAGES
+#if PINGPONG
+#define STAGES 5
+#else
+#define STAGES 4
+#endif
+#endif
+
+namespace {
+
+constexpr int BK = 64;                       // K elements per stage: one 128-byte swizzle row
+constexpr int BN = 256;                      // wgmma N
+#if PINGPONG
+constexpr int BM = 64;                       // one consumer warpgroup per tile
+constexpr int CONSUMERS_PER_STAGE = 1;
+#else
+constexpr int BM = 128;                      // two consumer warpgroups per tile, 64 rows each
+constexpr int CONSUMERS_PER_STAGE = 2;
+#endif
+constexpr int A_BYTES = BM * BK * 2;
+constexpr int B_BYTES = BN * BK * 2;
+constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = 232;
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void bar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra WAIT_%=;\n\t}"
+                 :: "r"(bar), "r"(parity) : "memory");
+}
+
+__device__ __forceinline__ void bar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap* map, int x, int y, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {
+    // start >> 4 (bits 0-13), LBO enc 1 (unused for swizzled K-major), SBO 1024 B (enc 64), layout type 1 = 128B
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// the tile at position t of the grouped order: `group` tile-rows (raster 0) or tile-columns (raster 1) at a time
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group, int raster, int& tm, int& tn) {
+    const int major = raster ? tiles_n : tiles_m;       // the dimension walked inside a group
+    const int minor = raster ? tiles_m : tiles_n;
+    const int per_group = group * minor;
+    const int g = t / per_group, first = g * group, r = t % per_group;
+    const int size = min(major - first, group);
+    const int a = first + r % size, b = r / size;
+    tm = raster ? b : a;
+    tn = raster ? a : b;
+}
+
+__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));   // first source -> upper half
+    return r;
+}
+
+__device__ __forceinline__ float bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+
+__device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(da), "l"(db), "r"(scale_d) : "memory");
+}
+
+// acc (this warpgroup's 64 x 256 fragment: row 16w + g + 8((r >> 1) & 1), column 8(r >> 2) + 2c + (r & 1),
+// PTX ISA 9.7.15.5.1.1.1) -> alpha * acc + beta * C -> bf16, stored straight to global memory within M x N
+__device__ __forceinline__ void epilogue(const float (&d)[128], unsigned short* __restrict__ C, int M, int N,
+                                         int row0, int col0, float alpha, float beta, unsigned t) {
+    const unsigned w = t / 32, g = (t % 32) / 4, c = t % 4;
+    const bool even = (N & 1) == 0;              // then every (row, even column) pair is 4-byte aligned
+#pragma unroll
+    for (int r = 0; r < 128; r += 2) {
+        const int row = row0 + 16 * w + g + 8 * ((r >> 1) & 1);
+        const int col = col0 + 8 * (r >> 2) + 2 * c;
+        if (row >= M || col >= N) continue;
+        unsigned short* p = C + (size_t)row * N + col;
+        float v0 = __fmul_rn(alpha, d[r]), v1 = __fmul_rn(alpha, d[r + 1]);
+        if (col + 1 < N) {
+            if (beta != 0.f) {
+                const unsigned short o0 = p[0], o1 = p[1];
+                v0 = __fmaf_rn(beta, bf16_to_f32(o0), v0);
+                v1 = __fmaf_rn(beta, bf16_to_f32(o1), v1);
+            }
+            const unsigned packed = pack_bf16(v0, v1);
+            if (even) {
+                *reinterpret_cast<unsigned*>(p) = packed;
+            } else {
+                p[0] = (unsigned short)(packed & 0xFFFFu);
+                p[1] = (unsigned short)(packed >> 16);
+            }
+        } else {
+            if (beta != 0.f) v0 = __fmaf_rn(beta, bf16_to_f32(p[0]), v0);
+            p[0] = (unsigned short)(pack_bf16(v0, 0.f) & 0xFFFFu);
+        }
+    }
+}
+
+}  // namespace
+
+// map_a: A (K x M elements, dims {K, M}), box {64, BM}; map_b: B (dims {K, N}), box {64, 256}; both bf16,
+// CU_TENSOR_MAP_SWIZZLE_128B, zero OOB fill. group >= 1 tiles per raster group, raster 0 (along M) or 1 (along N).
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
+        const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+        unsigned short* __restrict__ C, int M, int N, int K, float alpha, float beta, int group, int raster) {
+    extern __shared__ __align__(16) unsigned char dyn[];
+    const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;    // 128B swizzle: 1024-aligned tiles
+    const unsigned a_base = base, b_base = base + STAGES * A_BYTES;
+    const unsigned bars = b_base + STAGES * B_BYTES;                        // full[S], empty[S], order[2]
+    const int wg = threadIdx.x / 128;
+    const unsigned t = threadIdx.x % 128;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+    const int nk = (K + BK - 1) / BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            bar_init(bars + 8 * s, 1);                                      // the producer's arrive.expect_tx
+            bar_init(bars + 8 * (STAGES + s), 4 * CONSUMERS_PER_STAGE);      // one arrival per consumer warp
+        }
+        bar_init(bars + 8 * (2 * STAGES), 1);
+        bar_init(bars + 8 * (2 * STAGES + 1), 1);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // initialised barriers -> the TMA (async proxy)
+    }
+    __syncthreads();
+
+    if (wg == 0) {                                                          // ---- producer warpgroup
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
+        if (t == 0) {
+            asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(&map_a)) : "memory");
+            asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(&map_b)) : "memory");
+            int it = 0;                                                     // ring slot: stage it % S, lap it / S
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int tm, tn;
+                tile_coords(tile, tiles_m, tiles_n, group, raster, tm, tn);
+                for (int kb = 0; kb < nk; ++kb, ++it) {
+                    const int s = it % STAGES;
+                    const unsigned lap = (unsigned)(it / STAGES) & 1u;
+                    bar_wait(bars + 8 * (STAGES + s), lap ^ 1u);            // lap 0 passes: the slot starts empty
+                    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                                 :: "r"(bars + 8 * s), "r"(STAGE_BYTES) : "memory");
+                    tma_load(a_base + s * A_BYTES, &map_a, kb * BK, tm * BM, bars + 8 * s);
+                    tma_load(b_base + s * B_BYTES, &map_b, kb * BK, tn * BN, bars + 8 * s);
+                }
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));   // ---- consumer warpgroups
+    const int c = wg - 1;
+    float d[128];
+#pragma unroll
+    for (int r = 0; r < 128; ++r) d[r] = 0.f;
+    int j = 0;                                                              // this CTA's tile counter
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++j) {
+#if PINGPONG
+        if ((j & 1) != c) continue;                                         // consumer c takes every other tile
+        const int q = j >> 1;
+        const unsigned order_mine = bars + 8 * (2 * STAGES + c), order_other = bars + 8 * (2 * STAGES + (c ^ 1));
+        if (c == 1 || q > 0) bar_wait(order_mine, (unsigned)(c == 0 ? q - 1 : q) & 1u);   // the other's mainloop ended
+        const unsigned a_off = 0;
+        const int row0_in_tile = 0;
+#else
+        const unsigned a_off = c * 64 * 128;                                // rows 64c.. of the 128-row A tile
+        const int row0_in_tile = 64 * c;
+#endif
+        int tm, tn;
+        tile_coords(tile, tiles_m, tiles_n, group, raster, tm, tn);
+        int it = j * nk;
+        for (int kb = 0; kb < nk; ++kb, ++it) {
+            const int s = it % STAGES;
+            bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
+#pragma unroll
+            for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const unsigned long long da = desc_sw128(a_base + s * A_BYTES + a_off + 32 * k);
+                const unsigned long long db = desc_sw128(b_base + s * B_BYTES + 32 * k);
+                wgmma_n256(d, da, db, kb | k);                              // scale-d = 0 on the tile's first k-step
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+            for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
+            if (t % 32 == 0) bar_arrive(bars + 8 * (STAGES + s));           // this warp is done with the stage
+        }
+#if PINGPONG
+        if (t == 0) bar_arrive(order_other);                                // the other consumer may start its mainloop
+#endif
+        epilogue(d, C, M, N, tm * BM + row0_in_tile, tn * BN, alpha, beta, t);
+    }
+}

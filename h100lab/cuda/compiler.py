@@ -48,6 +48,7 @@ class Program:
     cubin: bytes
     log: str
     _module: Any = field(default=None, repr=False)
+    _source: Any = field(default=None, repr=False, compare=False)
 
     def function(self, kernel_name: str):
         """The ``extern "C" __global__`` function ``kernel_name`` of this program, loaded from the cubin
@@ -66,22 +67,29 @@ def compile(source: str, *, name: str = "kernel.cu", arch: str = "sm_90a",
     """Compile CUDA C++ ``source`` with NVRTC for ``arch`` (default ``sm_90a``); no GPU needed
     (:func:`h100lab.nvrtc.compile`: ``-lineinfo``, ``-std=c++17`` and the package's include folders always
     given). Raises :class:`~h100lab.cuda.errors.CompileError` with the failing source lines."""
+    return _program(lambda: _nvrtc.compile(source, name=name, arch=arch, options=options))
+
+
+_PROGRAMS: dict[int, Program] = {}
+
+
+def compile_kernel(name: str, *, arch: str = "sm_90a", options: Sequence[str] = ()) -> Program:
+    """Compile ``h100lab/cuda/kernels/<name>.cu`` (see :func:`compile`); cached per (source, arch, options)
+    by :func:`h100lab.nvrtc.compile_kernel`, one loaded :class:`Program` per compiled result."""
+    c = _program(lambda: _nvrtc.compile_kernel(name, arch=arch, options=options), wrap=False)
+    p = _PROGRAMS.get(id(c))
+    if p is None or p._source is not c:
+        p = _PROGRAMS[id(c)] = Program(c.name, c.arch, c.options, c.ptx, c.cubin, c.log)
+        p._source = c
+    return p
+
+
+def _program(make, wrap: bool = True):
+    """NVRTC's result (a :class:`Program` when ``wrap``), its errors as this backend's error types."""
     try:
-        c = _nvrtc.compile(source, name=name, arch=arch, options=options)
+        c = make()
     except _nvrtc.CompileError as exc:
         raise CompileError(exc.name, exc.result, exc.log, exc.lines) from None
     except _nvrtc.NvrtcUnavailable as exc:
         raise CudaUnavailable(str(exc)) from exc
-    return Program(c.name, c.arch, c.options, c.ptx, c.cubin, c.log)
-
-
-_CACHE: dict[tuple[str, str, tuple[str, ...]], Program] = {}
-
-
-def compile_kernel(name: str, *, arch: str = "sm_90a", options: Sequence[str] = ()) -> Program:
-    """Compile ``h100lab/cuda/kernels/<name>.cu`` (see :func:`compile`); cached per (source, arch, options)."""
-    source = kernel_source(name)
-    key = (source, arch, tuple(options))
-    if key not in _CACHE:
-        _CACHE[key] = compile(source, name=f"{name}.cu", arch=arch, options=options)
-    return _CACHE[key]
+    return Program(c.name, c.arch, c.options, c.ptx, c.cubin, c.log) if wrap else c

@@ -67,7 +67,7 @@ def test_checks_agree_and_catch_differences():
           dict(kind="device_copy", gbps=1.0)]
     assert v.run_on("l05/copy_bandwidth", bw).ok
     assert v.check_copy_output([dict(bw[0], correct=False)]).mismatches == 1
-    assert len([c for c in all_checks() if c.lesson == 5]) == 5
+    assert len([c for c in all_checks() if c.lesson == 5 and not c.dataset == "l05/ceilings"]) == 5  # + the timing model's ceilings check (validation.timing)
 
 
 def test_simulated_bandwidth_is_bounded_by_hbm():

@@ -65,8 +65,11 @@ extern "C" __global__ void __launch_bounds__(128) sp_ss_n64_f32_tf32_s0(
         asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %35, 0;\n\twgmma.mma_async.sp.sync.aligned.m64n64k16.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, %34, 0, p, 1, 1;\n\t}"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                      : "l"(da), "l"(db), "r"(me_meta), "r"(sd) : "memory");
+        // retire each step before the loop moves the accumulators (a chain either way: D feeds the next C)
+        wgmma_commit_wait0();
+#pragma unroll
+        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
     }
-    wgmma_commit_wait0();
 #pragma unroll
     for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
 #pragma unroll
@@ -102,8 +105,11 @@ extern "C" __global__ void __launch_bounds__(128) sp_ss_n64_f32_tf32_s1(
         asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %35, 0;\n\twgmma.mma_async.sp.sync.aligned.m64n64k16.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, %34, 1, p, 1, 1;\n\t}"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                      : "l"(da), "l"(db), "r"(me_meta), "r"(sd) : "memory");
+        // retire each step before the loop moves the accumulators (a chain either way: D feeds the next C)
+        wgmma_commit_wait0();
+#pragma unroll
+        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
     }
-    wgmma_commit_wait0();
 #pragma unroll
     for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
 #pragma unroll
@@ -139,8 +145,11 @@ extern "C" __global__ void __launch_bounds__(128) sp_rs_n64_f32_bf16_s0(
         asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %38, 0;\n\twgmma.mma_async.sp.sync.aligned.m64n64k32.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, 0, p, 1, 1, 0;\n\t}"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                      : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(me_meta), "r"(sd) : "memory");
+        // retire each step before the loop moves the accumulators (a chain either way: D feeds the next C)
+        wgmma_commit_wait0();
+#pragma unroll
+        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
     }
-    wgmma_commit_wait0();
 #pragma unroll
     for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
 #pragma unroll
@@ -176,8 +185,11 @@ extern "C" __global__ void __launch_bounds__(128) sp_rs_n64_f32_tf32_s1(
         asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %38, 0;\n\twgmma.mma_async.sp.sync.aligned.m64n64k16.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, 1, p, 1, 1;\n\t}"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                      : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(me_meta), "r"(sd) : "memory");
+        // retire each step before the loop moves the accumulators (a chain either way: D feeds the next C)
+        wgmma_commit_wait0();
+#pragma unroll
+        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
     }
-    wgmma_commit_wait0();
 #pragma unroll
     for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
 #pragma unroll
@@ -213,8 +225,11 @@ extern "C" __global__ void __launch_bounds__(128) sp_rs_n64_f32_e4m3_e4m3_s0(
         asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %38, 0;\n\twgmma.mma_async.sp.sync.aligned.m64n64k64.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, 0, p, 1, 1;\n\t}"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                      : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(me_meta), "r"(sd) : "memory");
+        // retire each step before the loop moves the accumulators (a chain either way: D feeds the next C)
+        wgmma_commit_wait0();
+#pragma unroll
+        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
     }
-    wgmma_commit_wait0();
 #pragma unroll
     for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
 #pragma unroll
@@ -250,8 +265,11 @@ extern "C" __global__ void __launch_bounds__(128) sp_rs_n64_s32_s8_s8_s0(
         asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %38, 0;\n\twgmma.mma_async.sp.sync.aligned.m64n64k64.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, %37, 0, p;\n\t}"
                      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
                      : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(db), "r"(me_meta), "r"(sd) : "memory");
+        // retire each step before the loop moves the accumulators (a chain either way: D feeds the next C)
+        wgmma_commit_wait0();
+#pragma unroll
+        for (int r = 0; r < 32; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
     }
-    wgmma_commit_wait0();
 #pragma unroll
     for (int r = 0; r < 32; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
 #pragma unroll

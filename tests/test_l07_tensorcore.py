@@ -232,3 +232,8 @@ def test_calibration_uses_only_the_documented_subset():
     p = timing.calibrate(recs)
     assert p.slowdown == pytest.approx(140 / 128)
     assert [timing.is_calibration(r) for r in recs] == [True, True, False]
+
+
+def test_promotion_cost_falls_with_the_interval():
+    c = [timing.promotion_cost(i) for i in (1, 2, 4, 8, 64)]
+    assert all(a > b for a, b in zip(c, c[1:])) and c[-1] == pytest.approx(1.0)

@@ -2,7 +2,9 @@
 
 * ``wgmma.fence.sync.aligned`` / ``wgmma.commit_group.sync.aligned`` / ``wgmma.wait_group.sync.aligned N``
   (PTX ISA §9.7.15.7.1–3) and ``wgmma.mma_async.sync.aligned.*`` (§9.7.15.5.2), SS (A through a descriptor)
-  and RS (A in registers). The instruction is ``.aligned`` across the **warpgroup** (4 contiguous warps,
+  and RS (A in registers), and ``wgmma.mma_async.sp`` (§9.7.15.6: the packed A of the dense form with half the K,
+  each thread's ``sp-meta`` register and the ``sp-sel`` constant read by :mod:`h100lab.tensorcore.sparsity`; invalid
+  metadata raises naming the rule — undefined behaviour in PTX). The instruction is ``.aligned`` across the **warpgroup** (4 contiguous warps,
   §9.7.15.1): a warp that reaches it waits, like ``bar.sync``, until the other three reach the same instruction;
   the last one computes ``D = A·B + C`` for all 128 threads (:func:`h100lab.tensorcore.mma` on the operands
   :func:`h100lab.tensorcore.gather` reads from the CTA's shared-memory bytes) and writes every warp's

@@ -6,6 +6,11 @@ of one instruction.
 * :mod:`~h100lab.tensorcore.descriptor` — the 64-bit descriptor (encode/decode) and :func:`gather`;
 * :mod:`~h100lab.tensorcore.fragments` — (thread, register) ↔ (row, col) maps, ``ldmatrix``/``stmatrix``;
 * :mod:`~h100lab.tensorcore.numerics` — ``D = A·B + C`` bit for bit (:class:`AccumulatorModel`).
+
+Lesson 7 (imported by module, not re-exported): :mod:`~h100lab.tensorcore.sparsity` (``wgmma.mma_async.sp``),
+:mod:`~h100lab.tensorcore.quant` (FP8 conversion and scaling), :mod:`~h100lab.tensorcore.accumulate` (two-level
+accumulation), :mod:`~h100lab.tensorcore.epilogue` (stmatrix + TMA store), :mod:`~h100lab.tensorcore.timing`
+(wgmma issue/latency with commit groups in flight).
 """
 from .descriptor import MatrixDescriptor, addresses, canonical_lbo_sbo, gather
 from .fragments import (a_fragment_layout, accumulator_layout, accumulator_owner, accumulator_to_matrix, ldmatrix,

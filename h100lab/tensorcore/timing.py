@@ -25,7 +25,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["WgmmaTiming", "PRIOR", "exec_cycles", "simulate", "pattern", "predict_case", "calibrate",
+__all__ = ["WgmmaTiming", "PRIOR", "exec_cycles", "simulate", "pattern", "predict_case", "calibrate", "promotion_cost",
+           "two_level_program",
            "is_calibration", "Timeline", "utilisation"]
 
 #: dense tensor-core MACs per SM per clock (hopper-spec-facts §1.1)
@@ -148,3 +149,26 @@ def calibrate(records: Sequence[dict[str, Any]], prior: WgmmaTiming = PRIOR) -> 
               for r in lat]
         p = replace(p, latency=max(0.0, float(np.median(ls))))
     return p
+
+
+def two_level_program(n: int = 64, k_steps: int = 64, interval: int = 4, promote_cycles: float = 40.0,
+                      atype: str = "e4m3") -> list[tuple]:
+    """One warpgroup's FP8 tile loop with promotion every ``interval`` wgmmas: the window's wgmmas, commit,
+    wait 0 (the partial sum must be complete), then ``promote_cycles`` of CUDA-core work (the N/2 FFMA and the
+    scale loads of each thread) — ``interval = k_steps`` is one-level accumulation. [model: one warpgroup, no
+    second warpgroup to overlap the promotion, as DeepGEMM's ping-pong would.]"""
+    if interval < 1 or k_steps % interval:
+        raise ValueError("the promotion interval must divide the number of wgmmas")
+    prog = []
+    for _ in range(k_steps // interval):
+        prog += [("mma", atype, n)] * interval + [("commit",), ("wait", 0), ("work", promote_cycles)]
+    return prog
+
+
+def promotion_cost(interval: int, n: int = 64, k_steps: int = 64, promote_cycles: float = 40.0,
+                   params: WgmmaTiming = PRIOR) -> float:
+    """Cycles of the loop with promotion every ``interval`` wgmmas divided by the cycles of one-level accumulation
+    (≥ 1: the price of the better precision)."""
+    t = simulate(two_level_program(n, k_steps, interval, promote_cycles), params).cycles
+    t0 = simulate(two_level_program(n, k_steps, k_steps, promote_cycles), params).cycles
+    return t / t0

@@ -237,3 +237,15 @@ def test_calibration_uses_only_the_documented_subset():
 def test_promotion_cost_falls_with_the_interval():
     c = [timing.promotion_cost(i) for i in (1, 2, 4, 8, 64)]
     assert all(a > b for a, b in zip(c, c[1:])) and c[-1] == pytest.approx(1.0)
+
+
+def test_accumulation_error_grows_with_k_without_promotion():
+    one = [accumulate.accumulation_error(K, K // 32, n=8) for K in (256, 1024)]
+    two = accumulate.accumulation_error(1024, 4, n=8)
+    assert one[0] < one[1] and two < one[1] / 4
+
+
+def test_scaling_errors_table():
+    x = quant.real_looking(np.random.default_rng(0), (128, 256), "activations")
+    t = quant.scaling_errors(x)
+    assert set(t) == set(quant.GRANULARITIES) and t["block_1x128"]["rel_rms"] < t["tensor"]["rel_rms"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fma_f32", "fp8_gemm", "fp8_gemm_exact", "promotion_error", "k_blocks"]
+__all__ = ["fma_f32", "fp8_gemm", "fp8_gemm_exact", "promotion_error", "k_blocks", "accumulation_error"]
 
 K_STEP = 32
 
@@ -105,3 +105,21 @@ def promotion_error(a, b, sa, sb, intervals, *, atype="e4m3", btype="e4m3") -> d
         ref = fp8_gemm_exact(a, b, sa[it], sb[it], atype=atype, btype=btype, interval=it)
         out[it] = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
     return out
+
+
+def accumulation_error(K: int, interval: int, *, seed: int = 0, m: int = 64, n: int = 16, atype: str = "e4m3",
+                       btype: str = "e4m3") -> float:
+    """Max relative error (max |model − exact| / max |exact|) of an m × n × K FP8 GEMM of positive, per-tensor
+    quantised random inputs, promoted every ``interval`` wgmmas (``interval = K/32``: one level). The error of
+    the tensor-core accumulation alone: the inputs are the quantised values, so quantisation error is excluded."""
+    from .quant import quantize
+    rng = np.random.default_rng(seed)
+    x = np.abs(rng.standard_normal((m, K))).astype(np.float32)
+    w = np.abs(rng.standard_normal((n, K))).astype(np.float32)
+    qa, sa = quantize(x, atype, "tensor")
+    qb, sb = quantize(w, btype, "tensor")
+    W = k_blocks(K, interval)
+    s_a, s_b = np.full(W, sa[0, 0], np.float32), np.full(W, sb[0, 0], np.float32)
+    got = fp8_gemm(qa, qb, s_a, s_b, atype=atype, btype=btype, interval=interval).astype(np.float64)
+    ref = fp8_gemm_exact(qa, qb, s_a, s_b, atype=atype, btype=btype, interval=interval)
+    return float(np.abs(got - ref).max() / np.abs(ref).max())

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["FP8_MAX", "cvt_fp8", "cvt_fp8_f16", "decode_fp8", "pack_x2", "unpack_x2", "amax", "quantize",
-           "dequantize", "DelayedScaling", "errors", "real_looking", "GRANULARITIES"]
+           "dequantize", "DelayedScaling", "errors", "real_looking", "GRANULARITIES", "scaling_errors"]
 
 FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
 _NP = {}
@@ -190,3 +190,8 @@ def real_looking(rng, shape=(256, 512), kind: str = "activations") -> np.ndarray
     if kind == "gradients":
         return (rng.choice([-1, 1], shape) * np.exp(rng.normal(-9, 3, shape))).astype(np.float32)
     raise ValueError(f"kind {kind!r}: weights, activations or gradients")
+
+
+def scaling_errors(x, fmt: str = "e4m3", granularities=GRANULARITIES) -> dict[str, dict[str, float]]:
+    """:func:`errors` of quantise → dequantise for each granularity (the quantisation lab's table)."""
+    return {g: errors(x, dequantize(*quantize(x, fmt, g), fmt, g)) for g in granularities}

@@ -1,0 +1,255 @@
+"""Lesson 8 benchmark: the book's capstone GEMM (h100lab/cuda/kernels/l08_gemm.cu) next to cuBLAS, same run, H200.
+
+    PYTHONPATH=. python3 benchmarks/bench_gemm.py --out data
+
+Writes ``data/l08/gemm_bench.json`` (h100lab.data, with the run's metadata). For each shape (4096³, 8192³,
+16384³ and the wave-quantized 1280×3840×8192, 1408×3072×8192) and each variant (cooperative, ping-pong; at 8192³
+also without the grouped tile order) the record holds the median and minimum of ``--repeats`` (≥ 20) timed launches
+after ``--warmup`` untimed ones, each between two CUDA events on the default stream, TFLOP/s, and cuBLAS's time
+for the same shape (``torch.matmul(A, B.T)``, bf16 in, bf16 out, f32 accumulation) measured in the same run; the
+ratio ours / cuBLAS in throughput; the kernel's tiles, grid and waves; and how far its output is from cuBLAS's.
+Correctness records: square and ragged shapes (M, N, K not multiples of the tile) on random inputs, the book's
+kernel and cuBLAS each against an f32 reference (``torch.matmul`` in float32 with TF32 off), with alpha/beta.
+
+Each shape and variant runs in its own try/except (a failure is recorded, the run goes on); every CUDA call of
+the book's kernel is checked (h100lab.cuda raises on a non-success return code) and each timed group ends with a
+synchronize that raises the first fault. Whole run < 3 minutes on an H200.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384), (1280, 3840, 8192), (1408, 3072, 8192)]
+CHECKS = [(2048, 2048, 2048, 1.0, 0.0), (1000, 1500, 1032, 1.0, 0.0), (333, 4000, 520, 0.5, -1.0),
+          (4097, 3001, 2056, 2.0, 0.25)]
+VARIANTS = ("cooperative", "pingpong")
+DATASET = "l08/gemm_bench"
+
+
+class TorchCuda:
+    """The calls the benchmark makes: our kernel through h100lab.cuda, cuBLAS and the inputs through PyTorch (same
+    primary context, same default stream). Tests substitute a fake with the same methods."""
+
+    def __init__(self):
+        import torch
+
+        from h100lab import cuda
+        from h100lab.design import capstone
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("PyTorch sees no CUDA device")
+        self.torch, self.cuda, self.cap = torch, cuda, capstone
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        torch.zeros(1, device="cuda")                   # the primary context exists before h100lab.cuda uses it
+        self._kernels: dict = {}
+
+    def metadata(self, command: str) -> dict:
+        meta = self.cuda.run_metadata(command)
+        meta["torch"] = self.torch.__version__
+        meta["cublas"] = str(self.torch.backends.cuda.preferred_blas_library()) if hasattr(
+            self.torch.backends.cuda, "preferred_blas_library") else "cublas"
+        meta["torch_cuda"] = self.torch.version.cuda
+        return meta
+
+    def sm_count(self) -> int:
+        return int(self.cuda.device_properties(0)["multiProcessorCount"])
+
+    def kernel(self, variant: str):
+        if variant not in self._kernels:
+            v = self.cap.VARIANTS[variant]
+            self._kernels[variant] = self.cuda.compile_kernel("l08_gemm", options=v.options).function("gemm_bf16")
+        return self._kernels[variant]
+
+    def inputs(self, M: int, N: int, K: int, seed: int):
+        g = self.torch.Generator(device="cuda").manual_seed(seed)
+        t = self.torch
+        A = t.randn(M, K, device="cuda", generator=g).to(t.bfloat16)
+        B = t.randn(N, K, device="cuda", generator=g).to(t.bfloat16)
+        C = t.randn(M, N, device="cuda", generator=g).to(t.bfloat16)
+        return A, B, C
+
+    def empty_like(self, C):
+        return self.torch.empty_like(C)
+
+    def copy(self, dst, src) -> None:
+        dst.copy_(src)
+
+    def ours(self, variant: str, A, B, C, M, N, K, alpha=1.0, beta=0.0, group=8, raster=0, sms=132):
+        """A callable that launches our kernel once (tensor maps encoded once, outside the timed region)."""
+        v = self.cap.VARIANTS[variant]
+        k = self.kernel(variant)
+        maps = self.cap.tensor_maps(self.cuda, v, A.data_ptr(), B.data_ptr(), M, N, K)
+        ptr = np.uint64(C.data_ptr())
+        return lambda: self.cap.launch(self.cuda, k, v, None, None, ptr, M, N, K, alpha=alpha, beta=beta, sms=sms,
+                                       group=group, raster=raster, maps=maps)
+
+    def cublas(self, A, B, C, alpha=1.0, beta=0.0):
+        """cuBLAS through PyTorch: C = alpha·A·Bᵀ + beta·C (torch.matmul into C when alpha = 1, beta = 0)."""
+        t = self.torch
+        if alpha == 1.0 and beta == 0.0:
+            return lambda: t.matmul(A, B.t(), out=C)
+        return lambda: C.addmm_(A, B.t(), beta=beta, alpha=alpha)
+
+    def sync(self) -> None:
+        self.torch.cuda.synchronize()
+        self.cuda.synchronize()                         # raises the first fault of our kernel (cuCtxSynchronize)
+
+    def time(self, fn, warmup: int, repeats: int) -> list[float]:
+        t = self.torch
+        for _ in range(warmup):
+            fn()
+        ev = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+        # keep the GPU busy (~20 ms spin) while the host enqueues every launch and event, so host launch overhead
+        # never shows up between a start event and its kernel: the events time the kernels back to back
+        t.cuda._sleep(40_000_000)
+        for a, b in ev:
+            a.record()
+            fn()
+            b.record()
+        self.sync()
+        return [a.elapsed_time(b) for a, b in ev]
+
+    def errors(self, got, want, ref) -> dict:
+        """Max and relative-Frobenius error of ``got`` and of ``want`` against ``ref`` (f32), and got vs want."""
+        t = self.torch
+        g, w, r = got.float(), want.float(), ref.float()
+        scale = float(r.abs().max()) or 1.0
+        return {"ours_max_abs": float((g - r).abs().max()), "cublas_max_abs": float((w - r).abs().max()),
+                "ours_rel_fro": float(t.linalg.norm(g - r) / t.linalg.norm(r)),
+                "cublas_rel_fro": float(t.linalg.norm(w - r) / t.linalg.norm(r)),
+                "ours_vs_cublas_max_abs": float((g - w).abs().max()), "ref_max_abs": scale,
+                "nonfinite": int((~t.isfinite(g)).sum())}
+
+    def reference(self, A, B, C, alpha, beta):
+        t = self.torch
+        r = alpha * t.matmul(A.float(), B.float().t())
+        return r + beta * C.float() if beta != 0 else r
+
+
+def _passes(e: dict) -> bool:
+    """Ours is correct when it has no non-finite values and its error against the f32 reference is within twice
+    cuBLAS's plus one bf16 rounding of the largest output (2^-8 relative)."""
+    tol = 2 * e["cublas_max_abs"] + e["ref_max_abs"] * 2.0 ** -8
+    return e["nonfinite"] == 0 and e["ours_max_abs"] <= tol and e["ours_rel_fro"] <= 2 * e["cublas_rel_fro"] + 2e-3
+
+
+def run_checks(be, checks, sms: int, log=print) -> list[dict]:
+    recs = []
+    for i, (M, N, K, alpha, beta) in enumerate(checks):
+        for variant in VARIANTS:
+            rec = {"kind": "check", "variant": variant, "M": M, "N": N, "K": K, "alpha": alpha, "beta": beta}
+            try:
+                A, B, C0 = be.inputs(M, N, K, seed=100 + i)
+                ref = be.reference(A, B, C0, alpha, beta)
+                ours, theirs = be.empty_like(C0), be.empty_like(C0)
+                be.copy(ours, C0)
+                be.copy(theirs, C0)
+                be.ours(variant, A, B, ours, M, N, K, alpha=alpha, beta=beta, sms=sms)()
+                be.cublas(A, B, theirs, alpha, beta)()
+                be.sync()
+                rec.update(be.errors(ours, theirs, ref))
+                rec["ok"] = _passes(rec)
+            except Exception as exc:                                   # noqa: BLE001 - recorded, the run goes on
+                rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+                traceback.print_exc()
+            log(f"check {variant:11s} {M}x{N}x{K} alpha={alpha} beta={beta}: "
+                f"{'ok' if rec.get('ok') else 'FAILED'} {rec.get('error', '')}")
+            recs.append(rec)
+    return recs
+
+
+def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print) -> list[dict]:
+    from h100lab.design import capstone as cap
+
+    recs = []
+    for i, (M, N, K) in enumerate(shapes):
+        flop = cap.flops(M, N, K)
+        try:
+            A, B, C0 = be.inputs(M, N, K, seed=i)
+            ref_c = be.empty_like(C0)
+            cub = be.time(be.cublas(A, B, ref_c), warmup, repeats)
+            cub_ms = statistics.median(cub)
+        except Exception as exc:                                       # noqa: BLE001
+            traceback.print_exc()
+            recs.append({"kind": "time", "variant": "cublas", "M": M, "N": N, "K": K, "ok": False,
+                         "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        recs.append({"kind": "time", "variant": "cublas", "M": M, "N": N, "K": K, "ok": True, "median_ms": cub_ms,
+                     "min_ms": min(cub), "tflops": flop / cub_ms / 1e9, "repeats": repeats, "warmup": warmup})
+        log(f"cuBLAS      {M}x{N}x{K}: {cub_ms:.3f} ms  {flop / cub_ms / 1e9:.0f} TFLOP/s")
+        runs = [(v, 8, 0) for v in VARIANTS]
+        if (M, N, K) == (8192, 8192, 8192):
+            runs += [("cooperative", 1, 0), ("cooperative", 8, 1), ("pingpong", 1, 0)]
+        for variant, group, raster in runs:
+            v = cap.VARIANTS[variant]
+            tm, tn = cap.tile_counts(v, M, N)
+            grid = cap.grid_size(v, M, N, sms)
+            rec = {"kind": "time", "variant": variant, "M": M, "N": N, "K": K, "group": group, "raster": raster,
+                   "bm": v.bm, "bn": v.bn, "bk": v.bk, "stages": v.stages, "smem_bytes": v.smem_bytes,
+                   "tiles": tm * tn, "grid": grid, "waves": -(-(tm * tn) // grid), "repeats": repeats,
+                   "warmup": warmup, "cublas_ms": cub_ms}
+            try:
+                C = be.empty_like(C0)
+                fn = be.ours(variant, A, B, C, M, N, K, group=group, raster=raster, sms=sms)
+                ms = be.time(fn, warmup, repeats)
+                med = statistics.median(ms)
+                err = be.errors(C, ref_c, ref_c)
+                rec.update(ok=err["nonfinite"] == 0 and err["ours_vs_cublas_max_abs"] <= err["ref_max_abs"] * 2.0 ** -6,
+                           median_ms=med, min_ms=min(ms), samples_ms=[round(x, 5) for x in ms],
+                           tflops=flop / med / 1e9, ratio_cublas=cub_ms / med,
+                           max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
+                log(f"{variant:11s} {M}x{N}x{K} g{group} r{raster}: {med:.3f} ms  {flop / med / 1e9:.0f} TFLOP/s  "
+                    f"{100 * cub_ms / med:.1f} % of cuBLAS{'' if rec['ok'] else '  WRONG OUTPUT'}")
+            except Exception as exc:                                   # noqa: BLE001
+                traceback.print_exc()
+                rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+                log(f"{variant:11s} {M}x{N}x{K}: FAILED {rec['error']}")
+            recs.append(rec)
+    return recs
+
+
+def main(argv=None, backend=None, shapes=None, checks=None, log=print) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="data folder to write l08/gemm_bench.json into (default: the repo's)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="only 4096³ and the ragged checks")
+    args = ap.parse_args(argv)
+    if args.repeats < 20 and backend is None:
+        ap.error("--repeats: the median of at least 20 launches")
+    t0 = time.time()
+    be = backend if backend is not None else TorchCuda()
+    sms = be.sm_count()
+    shapes = shapes if shapes is not None else (SHAPES[:1] if args.quick else SHAPES)
+    checks = checks if checks is not None else CHECKS
+    recs = run_checks(be, checks, sms, log) + run_timing(be, shapes, sms, args.warmup, args.repeats, log)
+    cmd = "PYTHONPATH=. python3 benchmarks/bench_gemm.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    meta = be.metadata(cmd.strip())
+    meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", wall_s=round(time.time() - t0, 1),
+                note="ours: C = alpha*A*B^T + beta*C, A MxK and B NxK bf16 K-major, f32 accumulate, bf16 out; "
+                     "cuBLAS: torch.matmul(A, B.T) bf16 in the same run; CUDA events, median of repeats")
+    from h100lab import data
+    if args.out:
+        os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
+    path = data.write(DATASET, recs, meta)
+    bad = [r for r in recs if not r.get("ok")]
+    log(f"wrote {path} ({len(recs)} records, {len(bad)} failed) in {time.time() - t0:.0f} s")
+    return {"path": str(path), "records": recs, "failed": len(bad)}
+
+
+if __name__ == "__main__":
+    out = main()
+    sys.exit(1 if out["failed"] else 0)

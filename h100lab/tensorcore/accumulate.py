@@ -38,7 +38,7 @@ def fma_f32(a, b, c) -> np.ndarray:
         hi = np.nextafter(lo, np.float32(np.inf))
         mid = (lo.astype(np.float64) + hi.astype(np.float64)) / 2
         tie = np.isfinite(s) & (s == mid) & (err != 0)
-        s2 = np.where(tie, np.nextafter(s, s + err), s)
+        s2 = np.where(tie, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
         out = s2.astype(np.float32)
     return out
 

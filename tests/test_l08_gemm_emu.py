@@ -79,3 +79,11 @@ def test_bad_shapes_raise():
 def test_smem_fits_the_h200():
     for v in cap.VARIANTS.values():
         assert v.smem_bytes <= 227 * 1024
+
+
+@pytest.mark.parametrize("variant", ["cooperative", "pingpong"])
+def test_racecheck_with_shuffled_warps(variant):
+    """The ring's handshakes order every shared-memory access: racecheck finds nothing with warps and copies
+    shuffled (seed), and the answer is still the model's."""
+    got, want, _, _ = _run(variant, 128, 256, 128, 1, racecheck=True, seed=3)
+    assert np.array_equal(got, want)

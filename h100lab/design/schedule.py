@@ -6,7 +6,7 @@ of a linear tile order. Which (m, n) tile a linear index names is the scheduler'
 * :func:`static_order` — the grouped ("swizzled") rasterization of ``l08_gemm.cu``'s ``tile_coords``: walk
   ``group`` tile-rows along M (``raster="m"``) — or ``group`` tile-columns along N (``raster="n"``) — before moving
   to the next column (row), so the tiles running at the same time share A and B panels in L2. ``group = 1`` with
-  raster M is the plain column-major order, a large ``group`` the plain row-major one;
+  raster M is the plain row-major order (N fastest), ``group`` ≥ the tile-rows the column-major one;
 * :func:`grouped_order` — grouped GEMM: several problems' tiles concatenated into one linear order;
 * :func:`stream_k` — a first Stream-K: the ``tiles × k_iters`` MAC-loop iterations cut into ``G`` equal
   contiguous ranges, so every CTA does the same work and tiles split between CTAs need a fix-up (partial sums

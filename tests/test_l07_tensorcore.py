@@ -226,12 +226,14 @@ def test_more_groups_in_flight_raise_utilisation():
 
 
 def test_calibration_uses_only_the_documented_subset():
-    recs = [dict(type="bf16", n=256, per_group=16, depth=1, iters=64, cycles=[64 * 16 * 140]),
+    recs = [dict(type="bf16", n=64, per_group=16, depth=1, iters=64, cycles=[64 * 16 * 46]),
+            dict(type="bf16", n=256, per_group=16, depth=1, iters=64, cycles=[64 * 16 * 142]),
             dict(type="bf16", n=64, per_group=1, depth=0, iters=256, cycles=[256 * 300]),
             dict(type="e4m3", n=256, per_group=16, depth=1, iters=64, cycles=[1])]
     p = timing.calibrate(recs)
-    assert p.slowdown == pytest.approx(140 / 128)
-    assert [timing.is_calibration(r) for r in recs] == [True, True, False]
+    assert p.slowdown == pytest.approx(1.0) and p.overhead == pytest.approx(14.0)
+    assert [timing.is_calibration(r) for r in recs] == [True, True, True, False]
+    assert timing.calibrate(recs[3:]) == timing.PRIOR
 
 
 def test_promotion_cost_falls_with_the_interval():

@@ -31,8 +31,14 @@ hopper-spec-facts §11; CuTe ``ELayout_64x{16,32,64}`` (mma_traits_sm90_gmma_spa
 What the tensor core computes (the **gather** model: each stored value meets the B row its index names, so a
 pruned position never multiplies B — an Inf or NaN in such a B row does not reach D) is
 ``numerics.mma`` of the K/2 stored products plus C, row by row. Invalid metadata raises :class:`SparsityError`
-(``invalid="raise"``, the default); ``invalid="hardware"`` computes what the H200 does with it
-[to be measured: data/l07/sparse, ``invalid`` cases].
+(``invalid="raise"``, the default); ``invalid="hardware"`` computes what the H200 does with it.
+
+Measured on the H200 (data/l07/sparse: every valid case of every type bit for bit, ≥ 12,288 random outputs per
+form): the metadata of the lanes sp-sel does not name is ignored; 2:4 indices in descending order work; an Inf or
+NaN in a pruned B row does not reach D (the gather model, not a dense 0·Inf); **invalid 2:4 codes** (one position
+named twice) do what the gather model says — both stored values meet the same B row, their products added.
+**Invalid tf32 codes** give results no simple rule reproduced (not element 0, 1, both or none; not the 2:4 code of
+the 16-bit halves): not modelled — ``invalid="hardware"`` raises for them.
 """
 from __future__ import annotations
 
@@ -297,8 +303,8 @@ def mma_sp(values, nib, b, c=None, *, atype: str, btype: str | None = None, dtyp
     """``D = A·B + C`` of one ``wgmma.mma_async.sp`` on raw bits: ``values`` (M, K/2) the packed A, ``nib``
     (M, G) its metadata, ``b`` (K, N) dense, ``c`` (M, N) raw D bits or None. Each row sums its K/2 stored
     products — value j times the B row its metadata position names — and C with :func:`numerics.mma`'s fused
-    addition. ``invalid``: ``"raise"`` (:class:`SparsityError` naming the rule) or ``"hardware"`` (the gather
-    model applied to the invalid codes as well: 2:4 reads both indices, tf32 keeps element ``(nib & 3) >> 1``)."""
+    addition. ``invalid``: ``"raise"`` (:class:`SparsityError` naming the rule) or ``"hardware"`` (2:4: the gather
+    model applied to the invalid codes as well, as the H200 does; tf32 invalid codes still raise — not modelled)."""
     from . import numerics
 
     if invalid not in ("raise", "hardware"):
@@ -316,6 +322,10 @@ def mma_sp(values, nib, b, c=None, *, atype: str, btype: str | None = None, dtyp
         raise SparsityError(f"metadata must be {Mr} × {K // grp} nibbles for K = {K}, got {nib.shape}")
     if invalid == "raise":
         check_metadata(nib, atype)
+    elif atype == "tf32" and (~np.isin(nib, VALID_TF32)).any():
+        raise SparsityError("invalid tf32 sparse metadata (anything but 0b0100/0b1110): what the H200 computes with "
+                            "it is measured (data/l07/sparse) but not modelled; the PTX ISA leaves it undefined "
+                            f"({_RULE})")
     pos = _positions(nib, atype)                                       # (M, G, kept)
     kidx = (np.arange(K // grp)[None, :, None] * grp + pos).reshape(Mr, half)
     draw = np.uint16 if dtype == "f16" else np.uint32

@@ -71,6 +71,19 @@ def _bar(ins, ctx: Ctx, pc: int):
         m = active(w)
         if not m.any():
             return nxt
+        if w.parked_pc is not None and (w.parked_pc[w.alive & ~m] < NO_PC).any():
+            # lanes of this warp wait in try_wait elsewhere (parked): bar.sync is bar.sync.aligned (PTX §9.7.13.1)
+            # and the warp arrives as one, after ptxas reconverges it; park here until those lanes come
+            # (CUDA C++ PG §"Independent Thread Scheduling": the spinning lanes still make progress)
+            w.wait_pc = pc
+            w.blocked_on = (f"{ins.full} waiting for lanes {np.flatnonzero(w.parked_pc < NO_PC).tolist()} of its "
+                            "warp (waiting in try_wait) to reach it")
+            npc = w.park(pc, _never)
+            if npc < 0:
+                w.wait = w.park_wait()
+                w.timed = True
+                return STOP
+            return npc
         cta = w.cta
         launch = cta.launch
         lanes = np.flatnonzero(m)

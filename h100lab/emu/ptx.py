@@ -27,6 +27,7 @@ Anything the parser does not understand raises :class:`PtxSyntaxError` with the 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 
 from .types import PTX_TYPES, width
@@ -193,6 +194,9 @@ _LABEL = re.compile(r"^\s*([A-Za-z_$%][\w$]*)\s*:(?!:)")
 _REGDECL = re.compile(r"^([%\w$]+)<(\d+)>$")
 _INT = re.compile(r"^[+-]?(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)[uU]?$")
 _FLT = re.compile(r"^0([fFdD])([0-9a-fA-F]+)$")
+#: a decimal floating-point literal (PTX ISA §4.5.1: "1.0", "2.5e-3"; double precision), e.g. the fraction of
+#: ``createpolicy.fractional ... 1.0`` that NVRTC writes
+_DEC_FLT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?$")
 _SYM_OFF = re.compile(r"^([A-Za-z_$][\w$]*)\s*([+-])\s*(\w+)$")
 _SREGS = {
     "%tid", "%ntid", "%laneid", "%warpid", "%nwarpid", "%ctaid", "%nctaid", "%smid", "%nsmid", "%gridid",
@@ -449,6 +453,8 @@ class _Parser:
             return Operand("imm", value=("f", bits, 32 if fm.group(1) in "fF" else 64))
         if _INT.match(t):
             return Operand("imm", value=_int(t))
+        if _DEC_FLT.match(t):
+            return Operand("imm", value=("f", int.from_bytes(struct.pack("<d", float(t)), "little"), 64))
         if t.startswith("%"):
             base = t.split(".")[0]
             if base in _SREGS and self.resolve(t, scopes) is None:

@@ -3,17 +3,20 @@
     PYTHONPATH=. python3 benchmarks/bench_gemm.py --out data
 
 Writes ``data/l08/gemm_bench.json`` (h100lab.data, with the run's metadata). For each shape (4096³, 8192³,
-16384³ and the wave-quantized 1280×3840×8192, 1408×3072×8192) and each variant (cooperative, ping-pong; at 8192³
-also without the grouped tile order) the record holds the median and minimum of ``--repeats`` (≥ 20) timed launches
+16384³ and the wave-quantized 1280×3840×8192, 1408×3072×8192) and each variant of ``VARIANTS`` (h100lab.design.
+capstone.VARIANTS: cooperative and ping-pong, each with and without one wgmma group kept in flight, and 128 × 128
+tiles; at 8192³ also the cooperative kernel without the grouped tile order) the record holds the median and minimum of ``--repeats`` (≥ 20) timed launches
 after ``--warmup`` untimed ones, each between two CUDA events on the default stream, TFLOP/s, and cuBLAS's time
 for the same shape (``torch.matmul(A, B.T)``, bf16 in, bf16 out, f32 accumulation) measured in the same run; the
 ratio ours / cuBLAS in throughput; the kernel's tiles, grid and waves; and how far its output is from cuBLAS's.
+Per shape a ``pick`` record names the fastest variant measured and the one the wave model picks
+(h100lab.design.capstone.tile_choice), so the tile size can be chosen per shape.
 Correctness records: square and ragged shapes (M, N, K not multiples of the tile) on random inputs, the book's
 kernel and cuBLAS each against an f32 reference (``torch.matmul`` in float32 with TF32 off), with alpha/beta.
 
 Each shape and variant runs in its own try/except (a failure is recorded, the run goes on); every CUDA call of
 the book's kernel is checked (h100lab.cuda raises on a non-success return code) and each timed group ends with a
-synchronize that raises the first fault. Whole run < 3 minutes on an H200.
+synchronize that raises the first fault. Whole run < 2 minutes on an H200 (the first run: 10 s for 2 variants).
 """
 from __future__ import annotations
 
@@ -34,7 +37,10 @@ import numpy as np  # noqa: E402
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384), (1280, 3840, 8192), (1408, 3072, 8192)]
 CHECKS = [(2048, 2048, 2048, 1.0, 0.0), (1000, 1500, 1032, 1.0, 0.0), (333, 4000, 520, 0.5, -1.0),
           (4097, 3001, 2056, 2.0, 0.25)]
-VARIANTS = ("cooperative", "pingpong")
+# every compiled form of the kernel timed in one run: the two of the first measurement and the switches of issue 17
+# (INFLIGHT: one wgmma group in flight in the mainloop; n128: 128 x 128 tiles for wave-quantized shapes)
+VARIANTS = ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
+            "pingpong_inflight")
 DATASET = "l08/gemm_bench"
 
 
@@ -146,10 +152,10 @@ def _passes(e: dict) -> bool:
     return e["nonfinite"] == 0 and e["ours_max_abs"] <= tol and e["ours_rel_fro"] <= 2 * e["cublas_rel_fro"] + 2e-3
 
 
-def run_checks(be, checks, sms: int, log=print) -> list[dict]:
+def run_checks(be, checks, sms: int, log=print, variants=VARIANTS) -> list[dict]:
     recs = []
     for i, (M, N, K, alpha, beta) in enumerate(checks):
-        for variant in VARIANTS:
+        for variant in variants:
             rec = {"kind": "check", "variant": variant, "M": M, "N": N, "K": K, "alpha": alpha, "beta": beta}
             try:
                 A, B, C0 = be.inputs(M, N, K, seed=100 + i)
@@ -165,13 +171,13 @@ def run_checks(be, checks, sms: int, log=print) -> list[dict]:
             except Exception as exc:                                   # noqa: BLE001 - recorded, the run goes on
                 rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
                 traceback.print_exc()
-            log(f"check {variant:11s} {M}x{N}x{K} alpha={alpha} beta={beta}: "
+            log(f"check {variant:25s} {M}x{N}x{K} alpha={alpha} beta={beta}: "
                 f"{'ok' if rec.get('ok') else 'FAILED'} {rec.get('error', '')}")
             recs.append(rec)
     return recs
 
 
-def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print) -> list[dict]:
+def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print, variants=VARIANTS) -> list[dict]:
     from h100lab.design import capstone as cap
 
     recs = []
@@ -189,10 +195,11 @@ def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print) -> li
             continue
         recs.append({"kind": "time", "variant": "cublas", "M": M, "N": N, "K": K, "ok": True, "median_ms": cub_ms,
                      "min_ms": min(cub), "tflops": flop / cub_ms / 1e9, "repeats": repeats, "warmup": warmup})
-        log(f"cuBLAS      {M}x{N}x{K}: {cub_ms:.3f} ms  {flop / cub_ms / 1e9:.0f} TFLOP/s")
-        runs = [(v, 8, 0) for v in VARIANTS]
-        if (M, N, K) == (8192, 8192, 8192):
-            runs += [("cooperative", 1, 0), ("cooperative", 8, 1), ("pingpong", 1, 0)]
+        log(f"{'cuBLAS':25s} {M}x{N}x{K}: {cub_ms:.3f} ms  {flop / cub_ms / 1e9:.0f} TFLOP/s")
+        runs = [(v, 8, 0) for v in variants]
+        if (M, N, K) == (8192, 8192, 8192) and "cooperative" in variants:
+            runs += [("cooperative", 1, 0), ("cooperative", 8, 1)]
+        timed = []
         for variant, group, raster in runs:
             v = cap.VARIANTS[variant]
             tm, tn = cap.tile_counts(v, M, N)
@@ -211,22 +218,33 @@ def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print) -> li
                            median_ms=med, min_ms=min(ms), samples_ms=[round(x, 5) for x in ms],
                            tflops=flop / med / 1e9, ratio_cublas=cub_ms / med,
                            max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
-                log(f"{variant:11s} {M}x{N}x{K} g{group} r{raster}: {med:.3f} ms  {flop / med / 1e9:.0f} TFLOP/s  "
+                if rec["ok"] and group == 8 and raster == 0:
+                    timed.append((med, variant))
+                log(f"{variant:25s} {M}x{N}x{K} g{group} r{raster}: {med:.3f} ms  {flop / med / 1e9:.0f} TFLOP/s  "
                     f"{100 * cub_ms / med:.1f} % of cuBLAS{'' if rec['ok'] else '  WRONG OUTPUT'}")
             except Exception as exc:                                   # noqa: BLE001
                 traceback.print_exc()
                 rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
-                log(f"{variant:11s} {M}x{N}x{K}: FAILED {rec['error']}")
+                log(f"{variant:25s} {M}x{N}x{K}: FAILED {rec['error']}")
             recs.append(rec)
+        if timed:
+            best_ms, best = min(timed)
+            model = cap.tile_choice(M, N, sms)
+            recs.append({"kind": "pick", "M": M, "N": N, "K": K, "ok": True, "best": best, "best_ms": best_ms,
+                         "best_ratio_cublas": cub_ms / best_ms, "model_pick": model,
+                         "model_pick_ms": dict((v, m) for m, v in timed).get(model)})
+            log(f"{'fastest':25s} {M}x{N}x{K}: {best} ({100 * cub_ms / best_ms:.1f} % of cuBLAS); wave model picks "
+                f"{model}")
     return recs
 
 
-def main(argv=None, backend=None, shapes=None, checks=None, log=print) -> dict:
+def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="data folder to write l08/gemm_bench.json into (default: the repo's)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="only 4096³ and the ragged checks")
+    ap.add_argument("--variants", default=None, help="comma-separated variants (default: all of VARIANTS)")
     args = ap.parse_args(argv)
     if args.repeats < 20 and backend is None:
         ap.error("--repeats: the median of at least 20 launches")
@@ -235,7 +253,14 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print) -> dict:
     sms = be.sm_count()
     shapes = shapes if shapes is not None else (SHAPES[:1] if args.quick else SHAPES)
     checks = checks if checks is not None else CHECKS
-    recs = run_checks(be, checks, sms, log) + run_timing(be, shapes, sms, args.warmup, args.repeats, log)
+    if variants is None:
+        variants = tuple(args.variants.split(",")) if args.variants else VARIANTS
+    from h100lab.design import capstone as cap
+    unknown = [v for v in variants if v not in cap.VARIANTS]
+    if unknown:
+        ap.error(f"--variants: unknown {unknown}; known: {sorted(cap.VARIANTS)}")
+    recs = (run_checks(be, checks, sms, log, variants)
+            + run_timing(be, shapes, sms, args.warmup, args.repeats, log, variants))
     cmd = "PYTHONPATH=. python3 benchmarks/bench_gemm.py " + " ".join(argv if argv is not None else sys.argv[1:])
     meta = be.metadata(cmd.strip())
     meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", wall_s=round(time.time() - t0, 1),

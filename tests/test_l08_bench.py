@@ -90,8 +90,8 @@ class FakeBackend:
 def test_bench_on_a_fake_gpu(tmp_path):
     be = FakeBackend(fail={"pingpong"})
     logs = []
-    out = bench.main(["--out", str(tmp_path), "--repeats", "20"], backend=be, shapes=[(128, 256, 64)],
-                     checks=[(200, 136, 72, 0.5, -1.0)], log=logs.append)
+    out = bench.main(["--out", str(tmp_path), "--repeats", "20", "--variants", "cooperative,cooperative_n128_inflight,pingpong"],
+                     backend=be, shapes=[(128, 256, 64)], checks=[(200, 136, 72, 0.5, -1.0)], log=logs.append)
     import json
     p = Path(out["path"])
     assert p.parent.parent == tmp_path and p.name.startswith("gemm_bench")
@@ -100,10 +100,15 @@ def test_bench_on_a_fake_gpu(tmp_path):
     assert obj["meta"]["command"].startswith("PYTHONPATH=. python3 benchmarks/bench_gemm.py")
     assert obj["meta"]["kernel"].endswith("l08_gemm.cu")
     checks = [r for r in recs if r["kind"] == "check"]
-    assert [(r["variant"], r["ok"]) for r in checks] == [("cooperative", True), ("pingpong", False)]
-    assert "planted failure" in checks[1]["error"]
+    assert [(r["variant"], r["ok"]) for r in checks] == [("cooperative", True), ("cooperative_n128_inflight", True),
+                                                          ("pingpong", False)]
+    assert "planted failure" in checks[2]["error"]
     times = {r["variant"]: r for r in recs if r["kind"] == "time"}
-    assert set(times) == {"cublas", "cooperative", "pingpong"}
+    assert set(times) == {"cublas", "cooperative", "cooperative_n128_inflight", "pingpong"}
+    n128 = times["cooperative_n128_inflight"]
+    assert n128["ok"] and n128["tiles"] == 2 and n128["bn"] == 128 and n128["grid"] == 2
+    (pick,) = [r for r in recs if r["kind"] == "pick"]
+    assert pick["best"] in ("cooperative", "cooperative_n128_inflight") and pick["model_pick"] in cap.VARIANTS
     coop = times["cooperative"]
     assert coop["ok"], coop
     assert coop["tiles"] == 1 and coop["grid"] == 1 and coop["waves"] == 1
@@ -111,6 +116,7 @@ def test_bench_on_a_fake_gpu(tmp_path):
     assert len(coop["samples_ms"]) == 20 and coop["tflops"] == pytest.approx(2 * 128 * 256 * 64 / 1.095 / 1e9)
     assert not times["pingpong"]["ok"] and out["failed"] == 2
     assert ("cooperative", 200, 136, 72, 8, 0) in be.launches
+    assert ("cooperative_n128_inflight", 200, 136, 72, 8, 0) in be.launches
     assert any("FAILED" in line for line in logs)
 
 
@@ -120,3 +126,12 @@ def test_pass_rule():
     assert bench._passes(e)
     assert not bench._passes(dict(e, ours_max_abs=2.1))
     assert not bench._passes(dict(e, nonfinite=1))
+
+
+def test_default_variants_are_known():
+    assert set(bench.VARIANTS) <= set(cap.VARIANTS) and "cooperative" in bench.VARIANTS
+
+
+def test_unknown_variant_is_refused(tmp_path):
+    with pytest.raises(SystemExit):
+        bench.main(["--out", str(tmp_path), "--variants", "nope"], backend=FakeBackend(), shapes=[], checks=[])

@@ -1,6 +1,11 @@
 """Lesson 8's capstone GEMM (h100lab/cuda/kernels/l08_gemm.cu) on the emulator: persistent, warp-specialized,
-TMA + mbarrier ring, SS wgmma m64n256k16, cooperative and ping-pong consumers — bit for bit the tensor-core
-model's answer (h100lab.design.capstone.reference), on square, ragged and multi-lap shapes."""
+TMA + mbarrier ring, SS wgmma m64n256k16 (m64n128k16 with -DBN_TILE=128), cooperative and ping-pong consumers,
+with and without one wgmma group in flight (-DINFLIGHT=1) — bit for bit the tensor-core model's answer
+(h100lab.design.capstone.reference), on square, ragged and multi-lap shapes, race-clean.
+
+[model: the emulator computes a wgmma when it is issued, so a ring stage released while its wgmma group is still in
+flight reads the right bytes here; that INFLIGHT releases a stage only after wait_group 1 retired its group is
+read from the source (test_inflight_releases_after_the_wait), not observed.]"""
 import numpy as np
 import pytest
 
@@ -28,18 +33,23 @@ def _run(variant, M, N, K, ctas, *, alpha=1.0, beta=0.0, group=8, raster=0, **op
     return dC.to_host(), cap.reference(A, B, C0, alpha=alpha, beta=beta), st, v
 
 
-@pytest.mark.parametrize("variant", ["cooperative", "pingpong"])
+ALL = sorted(cap.VARIANTS)
+
+
+@pytest.mark.parametrize("variant", ALL)
 def test_one_tile_square(variant):
     got, want, st, v = _run(variant, 128, 256, 128, 1, alpha=1.5)
     assert np.array_equal(got, want)
-    # every stage's bytes come through the TMA: (tiles x k-blocks) stages of bm x 64 + 256 x 64 bf16
+    # every stage's bytes come through the TMA: (tiles x k-blocks) stages of bm x 64 + bn x 64 bf16
     tiles = np.prod(cap.tile_counts(v, 128, 256))
     assert st.tma_bytes == tiles * 2 * v.stage_bytes
-    assert st.wgmma == 2 * 2 * 4       # two consumer warpgroups x two k-blocks x four k16 steps
+    # 128 x 256 outputs in m64 x bn wgmmas: two k-blocks x four k16 steps each
+    assert st.wgmma == (128 // 64) * (256 // v.bn) * 2 * 4
 
 
 @pytest.mark.parametrize("variant, ctas, beta", [("cooperative", 1, 0.5), ("pingpong", 2, 0.5),
-                                                 ("cooperative", 2, 0.0)])
+                                                 ("cooperative", 2, 0.0), ("cooperative_inflight", 1, 0.5),
+                                                 ("cooperative_n128_inflight", 2, 0.5), ("pingpong_inflight", 2, 0.0)])
 def test_ragged_edges(variant, ctas, beta):
     """M, N, K not multiples of the tile: rows past M and K columns past 72 are the TMA's zero fill; the epilogue
     stores only inside M x N (the emulator faults on any store outside C)."""
@@ -47,17 +57,43 @@ def test_ragged_edges(variant, ctas, beta):
     assert np.array_equal(got, want)
 
 
-def test_odd_n_scalar_stores():
-    got, want, _, _ = _run("cooperative", 72, 135, 64, 1, beta=-1.0)
+@pytest.mark.parametrize("variant", ["cooperative", "cooperative_n128"])
+def test_odd_n_scalar_stores(variant):
+    got, want, _, _ = _run(variant, 72, 135, 64, 1, beta=-1.0)
     assert np.array_equal(got, want)
 
 
-def test_pingpong_many_laps_raster_n():
+@pytest.mark.parametrize("variant", ["pingpong", "pingpong_inflight"])
+def test_pingpong_many_laps_raster_n(variant):
     """Six 64 x 256 tiles on one CTA, three k-blocks each: 18 ring slots through 5 stages (3.6 laps), the two
-    consumers alternating through the ordered barrier pair; tiles walked along N in groups of 2."""
-    got, want, st, v = _run("pingpong", 130, 300, 192, 1, group=2, raster=1)
+    consumers alternating through the ordered barrier pair (INFLIGHT: handed over before the drain, so the next
+    mainloop issues while the last group is in flight); tiles walked along N in groups of 2."""
+    got, want, st, v = _run(variant, 130, 300, 192, 1, group=2, raster=1)
     assert np.array_equal(got, want)
     assert st.tma_bytes == 6 * 3 * v.stage_bytes
+
+
+def test_n128_inflight_laps():
+    """Three 128 x 128 tiles on one CTA, four k-blocks each: 12 ring slots through 7 stages, the stage before
+    released after wait_group 1 and the last one after the drain of each tile."""
+    got, want, st, v = _run("cooperative_n128_inflight", 128, 300, 256, 1, alpha=0.5)
+    assert np.array_equal(got, want)
+    assert st.tma_bytes == 3 * 4 * v.stage_bytes
+
+
+def test_inflight_releases_after_the_wait():
+    """The emulator cannot see a stage released too early (see the module docstring), so the order is checked
+    on the source: under INFLIGHT the mainloop's only release follows ``wait_group 1`` and names the stage before,
+    and the drain's release follows ``wait_group 0``."""
+    import re
+    from pathlib import Path
+    src = (Path(cap.__file__).parent.parent / "cuda" / "kernels" / "l08_gemm.cu").read_text()
+    block = src[src.index("#if INFLIGHT\n            //"):src.index("#elif PINGPONG")]
+    waits = [m.start() for m in re.finditer(r"wait_group\.sync\.aligned [01]", block)]
+    releases = [m.start() for m in re.finditer(r"bar_arrive\(bars \+ 8 \* \(STAGES \+ \(it - 1\) % STAGES\)\)", block)]
+    assert len(waits) == 3 and len(releases) == 2       # wait 1 (INFLIGHT), wait 0 (the old form), drain wait 0
+    assert "wait_group.sync.aligned 1" in block[waits[0]:waits[0] + 30] and waits[0] < releases[0] < waits[1]
+    assert "wait_group.sync.aligned 0" in block[waits[2]:waits[2] + 30] and waits[2] < releases[1]
 
 
 def test_tile_order_matches_the_scheduler_model():
@@ -81,7 +117,22 @@ def test_smem_fits_the_h200():
         assert v.smem_bytes <= 227 * 1024
 
 
-@pytest.mark.parametrize("variant", ["cooperative", "pingpong"])
+def test_ptxas_keeps_wgmma_async():
+    """Every variant compiles for sm_90a with no spills and without ptxas serializing the wgmmas (its warning
+    "wgmma.mma_async instructions are serialized" would cost most of the speed)."""
+    from h100lab import nvrtc
+    for v in cap.VARIANTS.values():
+        log = nvrtc.compile_kernel("l08_gemm", options=v.options + ("--ptxas-options=-v",)).log
+        assert "0 bytes spill stores" in log and "serialized" not in log, (v.name, log)
+
+
+def test_tile_choice_wave_model():
+    assert cap.tile_choice(1280, 3840, 132) == "cooperative_n128_inflight"    # 150 tiles: 2 waves -> 300: 3 halves
+    assert cap.tile_choice(1408, 3072, 132) == "cooperative_inflight"         # 132 tiles: one full wave
+    assert cap.tile_choice(8192, 8192, 132) == "cooperative_inflight"
+
+
+@pytest.mark.parametrize("variant", ALL)
 def test_racecheck_with_shuffled_warps(variant):
     """The ring's handshakes order every shared-memory access: racecheck finds nothing with warps and copies
     shuffled (seed), and the answer is still the model's."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Variant", "VARIANTS", "GemmShapeError", "THREADS", "check_shape", "tile_counts", "grid_size",
-           "tensor_maps", "launch", "reference", "bf16_round", "fma_f32", "flops"]
+           "tile_choice", "tensor_maps", "launch", "reference", "bf16_round", "fma_f32", "flops"]
 
 THREADS = 384                  #: one producer + two consumer warpgroups
 
@@ -31,8 +31,9 @@ class GemmShapeError(ValueError):
 
 @dataclass(frozen=True)
 class Variant:
-    """One compiled form of ``l08_gemm.cu``: ``pingpong`` (``-DPINGPONG=1``), the CTA tile ``bm × bn × bk`` and the
-    ring depth ``stages`` (``-DSTAGES``)."""
+    """One compiled form of ``l08_gemm.cu``: ``pingpong`` (``-DPINGPONG=1``), the CTA tile ``bm × bn × bk``
+    (``-DBN_TILE``: 256 or 128), the ring depth ``stages`` (``-DSTAGES``) and ``inflight`` (``-DINFLIGHT=1``: one
+    wgmma group kept in flight in the mainloop, the previous stage released after ``wgmma.wait_group 1``)."""
 
     name: str
     pingpong: bool
@@ -40,10 +41,12 @@ class Variant:
     bn: int
     bk: int
     stages: int
+    inflight: bool = False
 
     @property
     def options(self) -> tuple[str, ...]:
-        return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}")
+        return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}", f"-DBN_TILE={self.bn}",
+                f"-DINFLIGHT={int(self.inflight)}")
 
     @property
     def a_bytes(self) -> int:
@@ -68,6 +71,11 @@ class Variant:
 VARIANTS = {
     "cooperative": Variant("cooperative", False, 128, 256, 64, 4),
     "pingpong": Variant("pingpong", True, 64, 256, 64, 5),
+    # the switches of issue 17, measured next to the two above in one run (benchmarks/bench_gemm.py)
+    "cooperative_inflight": Variant("cooperative_inflight", False, 128, 256, 64, 4, True),
+    "cooperative_n128": Variant("cooperative_n128", False, 128, 128, 64, 7, False),
+    "cooperative_n128_inflight": Variant("cooperative_n128_inflight", False, 128, 128, 64, 7, True),
+    "pingpong_inflight": Variant("pingpong_inflight", True, 64, 256, 64, 5, True),
 }
 
 
@@ -92,6 +100,23 @@ def grid_size(v: Variant, M: int, N: int, sms: int) -> int:
     """The persistent grid: min(SMs, tiles) CTAs (one CTA per SM: the ring takes most of the shared memory)."""
     tm, tn = tile_counts(v, M, N)
     return max(1, min(int(sms), tm * tn))
+
+
+def tile_choice(M: int, N: int, sms: int = 132, candidates=("cooperative_inflight", "cooperative_n128_inflight"),
+                margin: float = 0.1) -> str:
+    """The variant a wave model picks for an M × N output: each candidate costs waves × bm × bn (a persistent CTA
+    takes ceil(tiles / grid) tiles one after another, each in time ∝ its area); the first candidate (the largest
+    tile, the most efficient per tile) stays unless another costs at least ``margin`` less. [model: per-tile
+    efficiency differences beyond ``margin`` are not modelled; benchmarks/bench_gemm.py records the measured pick
+    next to this one.]"""
+    def cost(name):
+        v = VARIANTS[name]
+        tm, tn = tile_counts(v, M, N)
+        grid = grid_size(v, M, N, sms)
+        return -(-(tm * tn) // grid) * v.bm * v.bn
+    first = candidates[0]
+    best = min(candidates, key=cost)
+    return best if cost(best) <= (1 - margin) * cost(first) else first
 
 
 def _addr(x) -> int:

@@ -21,6 +21,12 @@
 //    both consume every stage) and -DPINGPONG=1 (64 x 256 tiles; consumer c takes every other tile of the CTA,
 //    and an ordered pair of mbarriers lets their mainloops alternate, so one's epilogue hides under the other's
 //    mainloop -- and a consumer never waits on a ring slot two laps ahead, the ABA case of h100lab.design.ring);
+//  * compile-time switches measured against each other in one benchmark run (defaults = the first form):
+//    -DBN_TILE=128 (128-column tiles, m64n128k16, 7 stages: twice the tiles, so a wave-quantized shape loses less
+//    of its last wave) and -DINFLIGHT=1 (the mainloop keeps one wgmma group in flight: wait_group 1, then the
+//    stage of the k-block before goes back to the producer; the drain waits for 0 after the last k-block; in
+//    ping-pong the ordered barrier is handed to the other consumer once the last wgmma is issued, before the
+//    drain, so its mainloop issues behind ours instead of after the tensor cores ran dry);
 //  * epilogue: alpha * acc (+ beta * C when beta != 0, BLAS rule: C is not read when beta == 0) in f32
 //    (__fmul_rn / __fmaf_rn), cvt.rn.bf16x2.f32, direct global stores with bounds checks for ragged M and N.
 // Host rules: K a multiple of 8 (TMA global strides are multiples of 16 B, CUDA Driver API cuTensorMapEncodeTiled);
@@ -30,18 +36,30 @@
 #ifndef PINGPONG
 #define PINGPONG 0
 #endif
+#ifndef BN_TILE
+#define BN_TILE 256          // the CTA tile's N = the wgmma N: 256 (default) or 128 (-DBN_TILE=128: twice the tiles)
+#endif
+#ifndef INFLIGHT
+#define INFLIGHT 0           // 1: keep one wgmma group in flight in the mainloop (wait_group 1, release the stage before)
+#endif
 #ifndef STAGES
 #if PINGPONG
 #define STAGES 5
+#elif BN_TILE == 128
+#define STAGES 7
 #else
 #define STAGES 4
 #endif
+#endif
+#if BN_TILE != 256 && BN_TILE != 128
+#error "BN_TILE is 256 or 128"
 #endif
 
 namespace {
 
 constexpr int BK = 64;                       // K elements per stage: one 128-byte swizzle row
-constexpr int BN = 256;                      // wgmma N
+constexpr int BN = BN_TILE;                  // wgmma N
+constexpr int NACC = BN / 2;                 // f32 accumulators per thread: 64 x BN over 128 threads
 #if PINGPONG
 constexpr int BM = 64;                       // one consumer warpgroup per tile
 constexpr int CONSUMERS_PER_STAGE = 1;
@@ -105,6 +123,7 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
 
 __device__ __forceinline__ float bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
 
+#if BN_TILE == 256
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n\t}"
@@ -112,14 +131,39 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long d
                  : "l"(da), "l"(db), "r"(scale_d) : "memory");
 }
 
-// acc (this warpgroup's 64 x 256 fragment: row 16w + g + 8((r >> 1) & 1), column 8(r >> 2) + 2c + (r & 1),
+#else
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(scale_d) : "memory");
+}
+
+#endif
+
+__device__ __forceinline__ void wgmma_tile(float (&d)[NACC], unsigned long long da, unsigned long long db, int scale_d) {
+#if BN_TILE == 256
+    wgmma_n256(d, da, db, scale_d);
+#else
+    wgmma_n128(d, da, db, scale_d);
+#endif
+}
+
+// tell the compiler the accumulators may change here (an empty asm: no instruction), so it keeps no copy of them
+// across a wgmma.fence / wait_group (CUTLASS's warpgroup_fence_operand)
+__device__ __forceinline__ void fence_acc(float (&d)[NACC]) {
+#pragma unroll
+    for (int r = 0; r < NACC; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
+}
+
+// acc (this warpgroup's 64 x BN fragment: row 16w + g + 8((r >> 1) & 1), column 8(r >> 2) + 2c + (r & 1),
 // PTX ISA 9.7.15.5.1.1.1) -> alpha * acc + beta * C -> bf16, stored straight to global memory within M x N
-__device__ __forceinline__ void epilogue(const float (&d)[128], unsigned short* __restrict__ C, int M, int N,
+__device__ __forceinline__ void epilogue(const float (&d)[NACC], unsigned short* __restrict__ C, int M, int N,
                                          int row0, int col0, float alpha, float beta, unsigned t) {
     const unsigned w = t / 32, g = (t % 32) / 4, c = t % 4;
     const bool even = (N & 1) == 0;              // then every (row, even column) pair is 4-byte aligned
 #pragma unroll
-    for (int r = 0; r < 128; r += 2) {
+    for (int r = 0; r < NACC; r += 2) {
         const int row = row0 + 16 * w + g + 8 * ((r >> 1) & 1);
         const int col = col0 + 8 * (r >> 2) + 2 * c;
         if (row >= M || col >= N) continue;
@@ -147,7 +191,7 @@ __device__ __forceinline__ void epilogue(const float (&d)[128], unsigned short* 
 
 }  // namespace
 
-// map_a: A (K x M elements, dims {K, M}), box {64, BM}; map_b: B (dims {K, N}), box {64, 256}; both bf16,
+// map_a: A (K x M elements, dims {K, M}), box {64, BM}; map_b: B (dims {K, N}), box {64, BN}; both bf16,
 // CU_TENSOR_MAP_SWIZZLE_128B, zero OOB fill. group >= 1 tiles per raster group, raster 0 (along M) or 1 (along N).
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
         const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -196,9 +240,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));   // ---- consumer warpgroups
     const int c = wg - 1;
-    float d[128];
+    float d[NACC];
 #pragma unroll
-    for (int r = 0; r < 128; ++r) d[r] = 0.f;
+    for (int r = 0; r < NACC; ++r) d[r] = 0.f;
     int j = 0;                                                              // this CTA's tile counter
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++j) {
 #if PINGPONG
@@ -218,22 +262,35 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
         for (int kb = 0; kb < nk; ++kb, ++it) {
             const int s = it % STAGES;
             bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
-#pragma unroll
-            for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
+            fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 const unsigned long long da = desc_sw128(a_base + s * A_BYTES + a_off + 32 * k);
                 const unsigned long long db = desc_sw128(b_base + s * B_BYTES + 32 * k);
-                wgmma_n256(d, da, db, kb | k);                              // scale-d = 0 on the tile's first k-step
+                wgmma_tile(d, da, db, kb | k);                              // scale-d = 0 on the tile's first k-step
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#if INFLIGHT
+            // this k-block's group stays in flight while the next stage is awaited and issued; the one before it
+            // has retired, so its stage goes back to the producer
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            fence_acc(d);
+            if (kb > 0 && t % 32 == 0) bar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+#else
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-            for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
+            fence_acc(d);
             if (t % 32 == 0) bar_arrive(bars + 8 * (STAGES + s));           // this warp is done with the stage
+#endif
         }
+#if INFLIGHT
 #if PINGPONG
+        if (t == 0) bar_arrive(order_other);   // every wgmma is issued: the other consumer may issue its mainloop now
+#endif
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");    // drain: the last group retires
+        fence_acc(d);
+        if (t % 32 == 0) bar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+#elif PINGPONG
         if (t == 0) bar_arrive(order_other);                                // the other consumer may start its mainloop
 #endif
         epilogue(d, C, M, N, tm * BM + row0_in_tile, tn * BN, alpha, beta, t);

@@ -5,7 +5,9 @@ lessons start at a line naming the lecture PDF (``《3. Asynchronicity and barri
 optional ``目录`` (contents) block repeats the top-level headings, and headings are lines such as
 ``9.4 统一 Shared Memory + L1（每 SM）``. Numbered list items look like headings too, so a line
 counts as a heading only if its number is the outline successor of the previous heading (first
-child, or the next sibling at some level) and it reads like a title (short, no full stop).
+child, or the next sibling at some level) and it reads like a title (short, no full stop); where the
+lesson has a contents block, a top-level heading must also be the contents' entry of that number (a
+numbered list under section 2 that runs "3. … 4. …" is not sections 3 and 4).
 """
 from __future__ import annotations
 
@@ -55,11 +57,12 @@ def seed_sections(path: Path) -> list[SeedSection]:
     prev: tuple[int, ...] = ()
     toc_first: str | None = None
     in_toc = False
+    toc: dict[int, str] = {}
     for raw in lines:
         line = raw.strip()
         m = _LESSON.search(line)
         if m and line.startswith("本文档基于"):
-            lesson, prev, in_toc, toc_first = m.group(1), (), False, None
+            lesson, prev, in_toc, toc_first, toc = m.group(1), (), False, None, {}
             continue
         if line == "目录":
             in_toc, toc_first = True, None
@@ -70,11 +73,15 @@ def seed_sections(path: Path) -> list[SeedSection]:
         if in_toc:
             if toc_first is None:
                 toc_first = line
+            elif line == toc_first:
+                in_toc = False  # the body starts by repeating the first contents entry
+            if in_toc:
+                if "." not in h.group(1).rstrip("."):
+                    toc[int(h.group(1).rstrip("."))] = h.group(2).strip()
                 continue
-            if line != toc_first:
-                continue
-            in_toc = False  # the body starts by repeating the first contents entry
         num = tuple(int(p) for p in h.group(1).split("."))
+        if len(num) == 1 and toc and toc.get(num[0]) != h.group(2).strip():
+            continue  # a numbered list item, not the contents' top-level heading of that number
         if _successor(prev, num) and _looks_like_title(h.group(2)):
             out.append(SeedSection(path.name, lesson, h.group(1), h.group(2).strip()))
             prev = num

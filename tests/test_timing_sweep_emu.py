@@ -325,3 +325,19 @@ def test_ptx_decimal_float_literal():
               "createpolicy.fractional.L2::evict_first.b64 %rd1, 1.0;\nret;\n}\n")
     ins = next(i for i in m.functions["k"].body if i.opcode == "createpolicy")
     assert ins.ops[1].value == ("f", 0x3FF0000000000000, 64)
+
+
+def test_a_corrupted_source_fails_the_checks(monkeypatch):
+    """The checks are live on the emulator: with one word of every 4 KiB tile of the source wrong, mode 1's
+    checksums and mode 2's copies (verify_copy) fail, mode 0 (no check) passes."""
+    monkeypatch.setattr(ts, "stream_cases", lambda quick=False: [c for c in _stream_subset()(True)
+                                                                 if c["scope"] == "cta"])
+    gpu = EmuBackend(SMS, launch_options={"resident": 8})
+    r = ts.Runner(gpu, quick=True, log=io.StringIO(), buf_bytes=BUF_BYTES, repeats=1)
+    r._clock = 1.98
+    src, _ = r.buffers()
+    words = emu.device().memory.view(src.ptr, BUF_BYTES).view(np.uint32)
+    words[7::1024] ^= 1
+    recs = {x["mode"]: x for x in r.step_stream()}
+    assert recs["load"]["ok"] and not recs["consume"]["ok"] and not recs["copy"]["ok"]
+    assert recs["copy"]["bad_words"] == recs["copy"]["bytes"] // 4096 > 0

@@ -1,0 +1,384 @@
+"""Exercise set 8 (chapter 8, "Kernel design").
+
+Every reference answer is computed by the model the chapter teaches (h100lab.roofline, h100lab.design) or, for a
+kernel exercise (8.8-8.10), by running the solution kernel on the emulator in the grader's process — never typed
+in. The notebook states each exercise's parameters in its text; the same values are defined here. Symptoms
+recognise a typical mistake from the emulator's report (a race on a stage read before its bytes were ordered, a
+deadlock on a barrier whose first lap never passes, an illegal setmaxnreg operand) or by comparing the student's
+output with the model's output for that mistake. The student edition imports nothing from this module.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..kernels import KernelRun, Property, Symptom, kernel_exercise
+from ..registry import Mistake, exercise
+
+# ---- the exercises' data (shared with solutions/08-kernel-design.md) -----------------------------------
+E1_DTYPE = "fp8"                                   # H200 datasheet ridge point for dense FP8
+E2_TILE = (256, 128, 64)                           # BM x BN x BK, bf16: FLOP per byte staged
+E3_LOAD, E3_MMA = 900, 200                         # cycles: load latency, MMA time per stage
+E4_WAITS = [(4, 5), (6, 5), (7, 5), (3, 5)]        # (barrier's current phase, phase the waiter means)
+E5_SHAPE, E5_TILE, E5_SMS = (2304, 2304), (128, 256), 132
+E6_TILE = (128, 192, 64)                           # BM x BN x BK, bf16: most stages in 227 KiB
+E7_MN = (8192, 8192)                               # bias + activation fused, bf16 output
+
+
+def _is_num(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+# ---- predictions and derivations --------------------------------------------------------------------
+@exercise("8.1", points=1, rtol=0.01, hint="Peak operations per second over peak bytes per second, both from the "
+          "H200 datasheet, dense.",
+          mistakes=[Mistake("Bandwidth in TB/s against FLOP/s: the ridge point is in FLOP per byte, so both rates "
+                            "must be per second in base units.", when=lambda v, ref: _is_num(v) and
+                            (abs(v / ref / 1000 - 1) < 0.02 or abs(v / ref / 1e12 - 1) < 0.02)),
+                    Mistake("That is the sparse peak: a dense GEMM gets half of it.",
+                            when=lambda v, ref: _is_num(v) and abs(v / ref - 2) < 0.02)])
+def _ridge():
+    from h100lab import roofline, specs
+
+    return roofline.ridge_point(specs.H200_SXM, E1_DTYPE)
+
+
+@exercise("8.2", points=1, rtol=1e-6, hint="Each stage brings an A tile and a B tile; the MMAs on it do one "
+          "multiply and one add per (m, n, k).",
+          mistakes=[Mistake("Counted elements, not bytes: a bf16 element is 2 bytes.",
+                            when=lambda v, ref: _is_num(v) and abs(v / ref - 2) < 1e-6),
+                    Mistake("A multiply-accumulate is two floating-point operations.",
+                            when=lambda v, ref: _is_num(v) and abs(v / ref - 0.5) < 1e-6)])
+def _intensity():
+    from h100lab.design import tiles
+
+    return tiles.evaluate(*E2_TILE, stages=3, consumers=2).intensity
+
+
+def _min_stages(load, mma):
+    from h100lab.design import ring
+
+    for s in range(1, 64):
+        tl = ring.timeline(s, 64, load, mma)
+        if all(tl.mma_start[i] == tl.mma_end[i - 1] for i in range(1, 64)):
+            return s
+    raise AssertionError("no stage count hides the load")
+
+
+@exercise("8.3", points=2, hint="A stage is occupied from the issue of its load until the MMA on it has finished.",
+          mistakes=[Mistake("A stage is not free again when its load lands: it is held until the MMA reading it "
+                            "ends, so the ring must also cover that MMA.",
+                            answer=math.ceil(E3_LOAD / E3_MMA))])
+def _stages():
+    return _min_stages(float(E3_LOAD), float(E3_MMA))
+
+
+@exercise("8.4", points=2, hint="try_wait.parity answers 'done' when the current phase's parity differs from the "
+          "awaited one; compare that with whether the meant phase really completed.",
+          mistakes=[Mistake("The parity only says 'different from the current phase's parity': a barrier two phases "
+                            "past the meant one has the same parity as the meant one and reads as pending.",
+                            when=lambda v, ref: isinstance(v, list) and len(v) == 4 and v[1] == "complete")])
+def _classify():
+    from h100lab.design import ring
+
+    return [ring.classify(c, t) for c, t in E4_WAITS]
+
+
+@exercise("8.5", points=2, rtol=1e-9, hint="Count the tiles (ceil in each dimension), then how many rounds of one "
+          "tile per SM they need, and what fraction of those rounds' SM-slots do work.",
+          mistakes=[Mistake("Tiles per SM is not the efficiency: the last, partial wave takes as long as a full one.",
+                            when=lambda v, ref: isinstance(v, list) and len(v) == 3 and _is_num(v[2])
+                            and abs(v[2] - ref[0] / E5_SMS) < 1e-3)])
+def _waves():
+    from h100lab.design import schedule
+
+    tm, tn = math.ceil(E5_SHAPE[0] / E5_TILE[0]), math.ceil(E5_SHAPE[1] / E5_TILE[1])
+    w = schedule.waves(tm * tn, E5_SMS)
+    return [w.tiles, w.waves, w.efficiency]
+
+
+@exercise("8.6", points=1, hint="227 KiB per CTA, minus the alignment slack of the swizzled tiles; each stage holds "
+          "an A tile, a B tile (2 bytes per element) and two 8-byte mbarriers.",
+          mistakes=[Mistake("Counted elements, not bytes: a bf16 element is 2 bytes.",
+                            when=lambda v, ref: _is_num(v) and v >= 2 * ref - 1)])
+def _max_stages():
+    from h100lab.design import tiles
+
+    return tiles.max_stages(*E6_TILE)
+
+
+@exercise("8.7", points=2, hint="Unfused, each operation is its own kernel that reads the M x N intermediate and "
+          "writes it back; fused, only the extra inputs are read.",
+          mistakes=[Mistake("An unfused elementwise kernel both reads and writes the intermediate.",
+                            when=lambda v, ref: _is_num(v) and abs(v - ref / 2) < E7_MN[1] * 4),
+                    Mistake("Bytes, not bits (or elements): a bf16 value is 2 bytes.",
+                            when=lambda v, ref: _is_num(v) and (abs(v / ref - 8) < 1e-3 or abs(v / ref - 0.5) < 1e-3))])
+def _saved():
+    from h100lab.design import epilogue
+
+    return epilogue.plan(["bias", "activation"], *E7_MN).saved
+
+
+# ---- kernel exercises ----------------------------------------------------------------------------
+_HELPERS = r"""namespace {
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void bar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void bar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra WAIT_%=;\n\t}"
+                 :: "r"(bar), "r"(parity) : "memory");
+}
+
+}  // namespace
+"""
+
+SOLUTION_8_8 = r"""// Lesson 8 exercise: a 3-stage ring between one producer warp and two consumer warps (96 threads, one CTA).
+// Slot i (0..SLOTS-1) is 256 floats of `in`; it goes through stage i % STAGES. Consumer c (warp 1 + c) adds
+// 4 values per lane of its half of the stage and writes out[(2 i + c) * 32 + lane].
+#define STAGES 3
+#define SLOTS 10
+""" + _HELPERS + r"""
+extern "C" __global__ void ring_sum(const float* __restrict__ in, float* __restrict__ out) {
+    __shared__ __align__(16) float stage[STAGES][256];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            bar_init(smem_u32(&full[s]), 1);       // the producer warp's arrival
+            bar_init(smem_u32(&empty[s]), 2);      // one arrival per consumer warp
+        }
+    }
+    __syncthreads();
+    if (warp == 0) {                               // producer
+        for (int i = 0; i < SLOTS; ++i) {
+            const int s = i % STAGES;
+            const unsigned lap = i / STAGES;
+            bar_wait(smem_u32(&empty[s]), (lap & 1) ^ 1);
+            for (int j = lane; j < 256; j += 32) stage[s][j] = in[i * 256 + j];
+            __syncwarp();
+            if (lane == 0) bar_arrive(smem_u32(&full[s]));
+        }
+    } else {                                       // consumers
+        const int c = warp - 1;
+        for (int i = 0; i < SLOTS; ++i) {
+            const int s = i % STAGES;
+            const unsigned lap = i / STAGES;
+            bar_wait(smem_u32(&full[s]), lap & 1);
+            float v = 0.f;
+            for (int j = 0; j < 4; ++j) v += stage[s][c * 128 + j * 32 + lane];
+            out[(2 * i + c) * 32 + lane] = v;
+            __syncwarp();
+            if (lane == 0) bar_arrive(smem_u32(&empty[s]));
+        }
+    }
+}
+"""
+_FULL_OK = "bar_wait(smem_u32(&full[s]), lap & 1);"
+_EMPTY_OK = "bar_wait(smem_u32(&empty[s]), (lap & 1) ^ 1);"
+assert _FULL_OK in SOLUTION_8_8 and _EMPTY_OK in SOLUTION_8_8
+PROMPT_8_8 = SOLUTION_8_8.replace(_FULL_OK, "bar_wait(smem_u32(&full[s]), i & 1);")
+PLANTED_8_8_STAGE = SOLUTION_8_8.replace(_FULL_OK, "bar_wait(smem_u32(&full[s]), s & 1);")
+PLANTED_8_8_EMPTY = SOLUTION_8_8.replace(_EMPTY_OK, "bar_wait(smem_u32(&empty[s]), lap & 1);")
+_SEED8 = 808
+
+
+def _run_8_8(program):
+    from h100lab import emu
+
+    x = np.random.default_rng(_SEED8).standard_normal(10 * 256).astype(np.float32)
+    d_in = emu.to_device(x)
+    d_out = emu.zeros(10 * 2 * 32, np.float32)
+    st = emu.launch(program.function("ring_sum"), 1, 96, d_in, d_out, racecheck=True)
+    out = d_out.to_host()
+    del d_in
+    return KernelRun({"out": out}, st)
+
+
+_ABA = ("A consumer waited with the wrong parity: the parity to wait for is the lap's (how many times the ring "
+        "index wrapped), not the slot's or the stage's — otherwise a wait either returns before the stage was "
+        "refilled (ABA) or misses the phase it meant and waits for one two laps on (a skipped phase).")
+_FIRST_LAP = ("The producer waits forever on a fresh empty barrier: its first lap must pass at once, so the producer "
+              "waits for the opposite parity of the consumers'.")
+
+
+def _phases(err) -> dict:
+    """warp -> the phase of the barrier it waits on, from the emulator's deadlock report."""
+    import re
+
+    return {int(w): int(p) for w, p in re.findall(r"warp (\d+): mbarrier\.try_wait\.parity .*?phase (\d+),",
+                                                   str(getattr(err, "where", "")) or str(err))}
+
+
+def _first_lap(out, ref, err):
+    ph = _phases(err)
+    return out is None and type(err).__name__ == "DeadlockError" and bool(ph) and not any(ph.values())
+
+
+def _wrong_parity(out, ref, err):
+    if out is not None:
+        return False
+    if type(err).__name__ == "RaceError":
+        return True
+    return type(err).__name__ == "DeadlockError" and any(_phases(err).values())
+
+
+kernel_exercise("8.8", run=_run_8_8, reference=SOLUTION_8_8, points=3, budget=60,
+                symptoms=[Symptom(_first_lap, _FIRST_LAP), Symptom(_wrong_parity, _ABA)],
+                mistakes=[Mistake(_ABA, answer=PROMPT_8_8), Mistake(_ABA, answer=PLANTED_8_8_STAGE),
+                          Mistake(_FIRST_LAP, answer=PLANTED_8_8_EMPTY)])
+
+# 8.9: the setmaxnreg split
+_SPLIT_BODY = r"""
+extern "C" __global__ void __launch_bounds__(384, 1) split(const float* __restrict__ x, float* __restrict__ y,
+                                                          unsigned* __restrict__ regs) {
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+    if (wg == 0) {                                                  // producer warpgroup
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
+        if (t == 0) regs[0] = PRODUCER_REGS;
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));   // consumer warpgroups 1, 2
+    if (t == 0) regs[wg] = CONSUMER_REGS;
+    const int i = (wg - 1) * 128 + t;
+    y[i] = 2.f * x[i] + 1.f;
+}
+"""
+_SPLIT_HEAD = ("// Lesson 8 exercise: one producer warpgroup and two consumer warpgroups, 384 threads, launched with\n"
+               "// __launch_bounds__(384, 1). Each warpgroup records the register count it asked for in regs[wg].\n")
+
+
+def _split_src(p, c):
+    return (_SPLIT_HEAD + f"constexpr int PRODUCER_REGS = {p};\nconstexpr int CONSUMER_REGS = {c};\n" + _SPLIT_BODY)
+
+
+def _best():
+    from h100lab.design import registers
+
+    return registers.best_split(1, 2, producer_regs=24).regs
+
+
+SOLUTION_8_9 = _split_src(*_best()[:2])
+PROMPT_8_9 = _split_src(168, 168)
+PLANTED_8_9_POOL = _split_src(24, 256)
+PLANTED_8_9_PRODUCER = _split_src(40, 232)
+_SEED9 = 809
+
+
+def _run_8_9(program):
+    from h100lab import emu
+
+    x = np.random.default_rng(_SEED9).standard_normal(256).astype(np.float32)
+    d_x = emu.to_device(x)
+    y = emu.zeros(256, np.float32)
+    regs = emu.zeros(3, np.uint32)
+    st = emu.launch(program.function("split"), 1, 384, d_x, y, regs)
+    out = {"y": y.to_host(), "regs": regs.to_host()}
+    del d_x
+    return KernelRun(out, st)
+
+
+_POOL = ("The split must fit the registers the CTA received at launch (384 threads at the launch-bounds cap): "
+         "an inc asking for more than the producer gave back waits forever.")
+_MORE = ("The producer can give back more (it only issues copies and waits on barriers), and the consumers can take "
+         "every register the producer released.")
+
+
+def _split_property(out, st):
+    from h100lab.design import registers
+
+    p, c1, c2 = (int(v) for v in out["regs"])
+    sp = registers.split((p, c1, c2))
+    if not sp.fits:
+        return _POOL
+    if (p, c1, c2) != _best():
+        return _MORE
+    return None
+
+
+kernel_exercise("8.9", run=_run_8_9, expect=lambda: {"y": 2 * np.random.default_rng(_SEED9).standard_normal(256)
+                                                       .astype(np.float32) + np.float32(1)},
+                points=3, budget=60,
+                properties=[Property(_split_property)],
+                mistakes=[Mistake(_MORE, answer=PROMPT_8_9), Mistake(_POOL, answer=PLANTED_8_9_POOL),
+                          Mistake(_MORE, answer=PLANTED_8_9_PRODUCER)])
+
+# 8.10: the rasterized tile index
+_COORDS_OK = r"""    const int major = raster ? tiles_n : tiles_m;       // the dimension walked inside a group
+    const int minor = raster ? tiles_m : tiles_n;
+    const int per_group = group * minor;
+    const int g = t / per_group, first = g * group, r = t % per_group;
+    const int size = min(major - first, group);
+    const int a = first + r % size, b = r / size;
+    tm = raster ? b : a;
+    tn = raster ? a : b;
+"""
+_ORDER_HEAD = ("// Lesson 8 exercise: thread t writes the (m, n) tile at position t of the grouped raster order:\n"
+               "// `group` tile-rows (raster 0, walked down M) or tile-columns (raster 1, walked along N) at a time.\n"
+               "__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group, int raster,\n"
+               "                                            int& tm, int& tn) {\n")
+_ORDER_TAIL = r"""}
+
+extern "C" __global__ void tile_order(int* __restrict__ out, int tiles_m, int tiles_n, int group, int raster) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= tiles_m * tiles_n) return;
+    int tm, tn;
+    tile_coords(t, tiles_m, tiles_n, group, raster, tm, tn);
+    out[2 * t] = tm;
+    out[2 * t + 1] = tn;
+}
+"""
+SOLUTION_8_10 = _ORDER_HEAD + _COORDS_OK + _ORDER_TAIL
+PROMPT_8_10 = _ORDER_HEAD + "    tm = t / tiles_n;       // TODO: the grouped order\n    tn = t % tiles_n;\n" + _ORDER_TAIL
+PLANTED_8_10_CLIP = SOLUTION_8_10.replace("const int size = min(major - first, group);", "const int size = group;")
+PLANTED_8_10_RASTER = SOLUTION_8_10.replace("tm = raster ? b : a;\n    tn = raster ? a : b;", "tm = a;\n    tn = b;")
+_CASES = [(7, 5, 3, 0), (6, 9, 4, 1), (5, 4, 8, 0)]
+
+
+def _run_8_10(program):
+    from h100lab import emu
+
+    out, stats = {}, []
+    for k, (tm, tn, g, r) in enumerate(_CASES):
+        d = emu.zeros(2 * tm * tn, np.int32)
+        stats.append(emu.launch(program.function("tile_order"), 1, 64, d, np.int32(tm), np.int32(tn), np.int32(g),
+                                np.int32(r)))
+        out[f"order{k}"] = d.to_host().reshape(-1, 2)
+    return KernelRun(out, stats)
+
+
+def _rowmajor(out, ref, st):
+    tm, tn, _, _ = _CASES[0]
+    return np.array_equal(out["order0"], [[t // tn, t % tn] for t in range(tm * tn)])
+
+
+def _outside(out, ref, st):
+    return any((o[:, 0] >= c[0]).any() or (o[:, 1] >= c[1]).any()
+               for o, c in zip((out[f"order{k}"] for k in range(3)), _CASES))
+
+
+def _raster_only(out, ref, st):
+    return np.array_equal(out["order0"], ref["order0"]) and not np.array_equal(out["order1"], ref["order1"])
+
+
+_ROW = ("That is the plain row-major order: a group walks `group` tile-rows down M before it moves one tile along "
+        "N, so that the tiles running together share panels of A and of B.")
+_CLIP = "The last group is shorter when the tile-rows (or columns) are not a multiple of the group size."
+_RASTER = "With raster 1 the roles of M and N swap: the group walks tile-columns along N."
+kernel_exercise("8.10", run=_run_8_10, reference=SOLUTION_8_10, points=3, budget=60,
+                symptoms=[Symptom(_rowmajor, _ROW), Symptom(_raster_only, _RASTER), Symptom(_outside, _CLIP)],
+                mistakes=[Mistake(_ROW, answer=PROMPT_8_10), Mistake(_CLIP, answer=PLANTED_8_10_CLIP),
+                          Mistake(_RASTER, answer=PLANTED_8_10_RASTER)])

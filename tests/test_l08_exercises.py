@@ -1,0 +1,65 @@
+"""Exercise set 8: every exercise is registered and graded in the solutions, the answers mean what the statements
+say, value mistakes get their hints, and the kernel exercises' prompts and planted mistakes are diagnosed."""
+from pathlib import Path
+
+import pytest
+
+from h100lab import emu
+from h100lab.design import registers, ring, schedule, tiles
+from h100lab.grading import check
+from h100lab.grading.answers import l08 as L
+from h100lab.grading.registry import all_exercises
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ("8.8", "8.9", "8.10")
+
+
+def test_registered_and_graded_in_the_solutions():
+    ids = [e.id for e in all_exercises(8)]
+    assert ids == [f"8.{i}" for i in range(1, 11)]
+    text = (ROOT / "solutions" / "08-kernel-design.md").read_text()
+    for i in ids:
+        var = ("kernel_" if i in KERNELS else "answer_") + i.replace(".", "_")
+        assert f":tags: [grade:{i}]" in text and f'check("{i}", {var})' in text
+
+
+def test_answers_mean_what_the_statements_say():
+    a = {e.id: e.answer() for e in all_exercises(8) if e.id not in KERNELS}
+    assert round(a["8.1"]) == 412 and abs(a["8.2"] - 256 * 128 / (256 + 128)) < 1e-9
+    assert a["8.3"] == 6 and 6 * 200 >= 900 + 200 > 5 * 200
+    assert a["8.4"] == [ring.classify(c, 5) for c in (4, 6, 7, 3)]
+    assert a["8.5"][:2] == [162, 2] and a["8.6"] == tiles.max_stages(128, 192, 64) == 5
+    assert a["8.7"] == 8 * 8192 * 8192
+    assert registers.best_split(1, 2, producer_regs=24).regs == (24, 240, 240)
+    assert schedule.tile_at(1, 7, 5, 3, "m") == (1, 0)
+
+
+def test_value_mistakes_get_their_hints():
+    with pytest.raises(AssertionError, match="half"):
+        check("8.1", 2 * 1979e12 / 4.8e12)
+    with pytest.raises(AssertionError, match="bytes"):
+        check("8.2", 2 * 256 * 128 * 64 / ((256 + 128) * 64))
+    with pytest.raises(AssertionError, match="MMA reading it"):
+        check("8.3", 5)
+    with pytest.raises(AssertionError, match="partial wave"):
+        check("8.5", [162, 2, 162 / 132])
+    with pytest.raises(AssertionError, match="reads and writes"):
+        check("8.7", 2 * 8192 * 8192 * 2)
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+@pytest.mark.parametrize("ex, source, words", [
+    ("8.8", L.PROMPT_8_8, "lap"), ("8.8", L.PLANTED_8_8_STAGE, "lap"), ("8.8", L.PLANTED_8_8_EMPTY, "fresh empty"),
+    ("8.9", L.PROMPT_8_9, "give back more"), ("8.9", L.PLANTED_8_9_POOL, "received at launch"),
+    ("8.9", L.PLANTED_8_9_PRODUCER, "give back more"),
+    ("8.10", L.PROMPT_8_10, "row-major"), ("8.10", L.PLANTED_8_10_CLIP, "shorter"),
+    ("8.10", L.PLANTED_8_10_RASTER, "roles of M and N")])
+def test_kernel_mistakes_are_diagnosed(ex, source, words):
+    with pytest.raises(AssertionError, match=words):
+        check(ex, source)
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+@pytest.mark.parametrize("ex, source", [("8.8", L.SOLUTION_8_8), ("8.9", L.SOLUTION_8_9), ("8.10", L.SOLUTION_8_10)])
+def test_kernel_solutions_pass(ex, source):
+    check(ex, source)

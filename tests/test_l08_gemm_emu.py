@@ -49,7 +49,8 @@ def test_one_tile_square(variant):
 
 @pytest.mark.parametrize("variant, ctas, beta", [("cooperative", 1, 0.5), ("pingpong", 2, 0.5),
                                                  ("cooperative", 2, 0.0), ("cooperative_inflight", 1, 0.5),
-                                                 ("cooperative_n128_inflight", 2, 0.5), ("pingpong_inflight", 2, 0.0)])
+                                                 ("cooperative_n128_inflight", 2, 0.5), ("pingpong_inflight", 2, 0.0),
+                                                 ("pingpong_n128_inflight", 1, 0.5)])
 def test_ragged_edges(variant, ctas, beta):
     """M, N, K not multiples of the tile: rows past M and K columns past 72 are the TMA's zero fill; the epilogue
     stores only inside M x N (the emulator faults on any store outside C)."""
@@ -63,9 +64,9 @@ def test_odd_n_scalar_stores(variant):
     assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("variant", ["pingpong", "pingpong_inflight"])
+@pytest.mark.parametrize("variant", ["pingpong", "pingpong_inflight", "pingpong_n128_inflight"])
 def test_pingpong_many_laps_raster_n(variant):
-    """Six 64 x 256 tiles on one CTA, three k-blocks each: 18 ring slots through 5 stages (3.6 laps), the two
+    """Six 64 x 256 (or 128 x 128) tiles on one CTA, three k-blocks each: 18 ring slots through 5 (7) stages, the two
     consumers alternating through the ordered barrier pair (INFLIGHT: handed over before the drain, so the next
     mainloop issues while the last group is in flight); tiles walked along N in groups of 2."""
     got, want, st, v = _run(variant, 130, 300, 192, 1, group=2, raster=1)

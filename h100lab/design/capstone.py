@@ -76,6 +76,7 @@ VARIANTS = {
     "cooperative_n128": Variant("cooperative_n128", False, 128, 128, 64, 7, False),
     "cooperative_n128_inflight": Variant("cooperative_n128_inflight", False, 128, 128, 64, 7, True),
     "pingpong_inflight": Variant("pingpong_inflight", True, 64, 256, 64, 5, True),
+    "pingpong_n128_inflight": Variant("pingpong_n128_inflight", True, 128, 128, 64, 7, True),
 }
 
 

@@ -26,7 +26,9 @@
 //    of its last wave) and -DINFLIGHT=1 (the mainloop keeps one wgmma group in flight: wait_group 1, then the
 //    stage of the k-block before goes back to the producer; the drain waits for 0 after the last k-block; in
 //    ping-pong the ordered barrier is handed to the other consumer once the last wgmma is issued, before the
-//    drain, so its mainloop issues behind ours instead of after the tensor cores ran dry);
+//    drain, so its mainloop issues behind ours instead of after the tensor cores ran dry); ping-pong with
+//    -DBN_TILE=128 gives each consumer a 128 x 128 tile (two m64n128k16 per k16 step: 32 KB of A + B per k-block
+//    for 2 MFLOP instead of 40 KB with 64 x 256);
 //  * epilogue: alpha * acc (+ beta * C when beta != 0, BLAS rule: C is not read when beta == 0) in f32
 //    (__fmul_rn / __fmaf_rn), cvt.rn.bf16x2.f32, direct global stores with bounds checks for ragged M and N.
 // Host rules: K a multiple of 8 (TMA global strides are multiples of 16 B, CUDA Driver API cuTensorMapEncodeTiled);
@@ -61,11 +63,13 @@ constexpr int BK = 64;                       // K elements per stage: one 128-by
 constexpr int BN = BN_TILE;                  // wgmma N
 constexpr int NACC = BN / 2;                 // f32 accumulators per thread: 64 x BN over 128 threads
 #if PINGPONG
-constexpr int BM = 64;                       // one consumer warpgroup per tile
+constexpr int BM = BN_TILE == 128 ? 128 : 64;  // one consumer warpgroup per tile: 64 x 256, or 128 x 128 in two m64
 constexpr int CONSUMERS_PER_STAGE = 1;
+constexpr int MSUB = BM / 64;                // m64 wgmmas per k16 step of one consumer
 #else
 constexpr int BM = 128;                      // two consumer warpgroups per tile, 64 rows each
 constexpr int CONSUMERS_PER_STAGE = 2;
+constexpr int MSUB = 1;
 #endif
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int B_BYTES = BN * BK * 2;
@@ -156,6 +160,11 @@ __device__ __forceinline__ void fence_acc(float (&d)[NACC]) {
     for (int r = 0; r < NACC; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
 }
 
+__device__ __forceinline__ void fence_acc(float (&d)[MSUB][NACC]) {
+#pragma unroll
+    for (int m = 0; m < MSUB; ++m) fence_acc(d[m]);
+}
+
 // acc (this warpgroup's 64 x BN fragment: row 16w + g + 8((r >> 1) & 1), column 8(r >> 2) + 2c + (r & 1),
 // PTX ISA 9.7.15.5.1.1.1) -> alpha * acc + beta * C -> bf16, stored straight to global memory within M x N
 __device__ __forceinline__ void epilogue(const float (&d)[NACC], unsigned short* __restrict__ C, int M, int N,
@@ -240,9 +249,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));   // ---- consumer warpgroups
     const int c = wg - 1;
-    float d[NACC];
+    float d[MSUB][NACC];                                                    // MSUB m64 x BN accumulator blocks
 #pragma unroll
-    for (int r = 0; r < NACC; ++r) d[r] = 0.f;
+    for (int m = 0; m < MSUB; ++m)
+#pragma unroll
+        for (int r = 0; r < NACC; ++r) d[m][r] = 0.f;
     int j = 0;                                                              // this CTA's tile counter
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++j) {
 #if PINGPONG
@@ -266,9 +277,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                const unsigned long long da = desc_sw128(a_base + s * A_BYTES + a_off + 32 * k);
                 const unsigned long long db = desc_sw128(b_base + s * B_BYTES + 32 * k);
-                wgmma_tile(d, da, db, kb | k);                              // scale-d = 0 on the tile's first k-step
+#pragma unroll
+                for (int m = 0; m < MSUB; ++m) {                            // rows 64m.. of this consumer's A rows
+                    const unsigned long long da = desc_sw128(a_base + s * A_BYTES + a_off + m * 64 * 128 + 32 * k);
+                    wgmma_tile(d[m], da, db, kb | k);                       // scale-d = 0 on the tile's first k-step
+                }
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #if INFLIGHT
@@ -293,6 +307,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
 #elif PINGPONG
         if (t == 0) bar_arrive(order_other);                                // the other consumer may start its mainloop
 #endif
-        epilogue(d, C, M, N, tm * BM + row0_in_tile, tn * BN, alpha, beta, t);
+#pragma unroll
+        for (int m = 0; m < MSUB; ++m) epilogue(d[m], C, M, N, tm * BM + row0_in_tile + 64 * m, tn * BN, alpha, beta, t);
     }
 }

@@ -177,11 +177,12 @@ def run_checks(be, checks, sms: int, log=print, variants=VARIANTS) -> list[dict]
     return recs
 
 
-def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print, variants=VARIANTS) -> list[dict]:
+def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print, variants=VARIANTS,
+               seed0: int = 0) -> list[dict]:
     from h100lab.design import capstone as cap
 
     recs = []
-    for i, (M, N, K) in enumerate(shapes):
+    for i, (M, N, K) in enumerate(shapes, start=seed0):
         flop = cap.flops(M, N, K)
         try:
             A, B, C0 = be.inputs(M, N, K, seed=i)
@@ -259,17 +260,27 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     unknown = [v for v in variants if v not in cap.VARIANTS]
     if unknown:
         ap.error(f"--variants: unknown {unknown}; known: {sorted(cap.VARIANTS)}")
-    recs = (run_checks(be, checks, sms, log, variants)
-            + run_timing(be, shapes, sms, args.warmup, args.repeats, log, variants))
     cmd = "PYTHONPATH=. python3 benchmarks/bench_gemm.py " + " ".join(argv if argv is not None else sys.argv[1:])
     meta = be.metadata(cmd.strip())
-    meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", wall_s=round(time.time() - t0, 1),
+    meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", variants=list(variants),
                 note="ours: C = alpha*A*B^T + beta*C, A MxK and B NxK bf16 K-major, f32 accumulate, bf16 out; "
                      "cuBLAS: torch.matmul(A, B.T) bf16 in the same run; CUDA events, median of repeats")
     from h100lab import data
     if args.out:
         os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
-    path = data.write(DATASET, recs, meta)
+    recs: list[dict] = []
+
+    def save(done: bool) -> Path:
+        # written after the checks and after every shape, so a run cut short (a hang, a time limit) keeps its data;
+        # meta["complete"] says whether every shape ran
+        return data.write(DATASET, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
+
+    recs += run_checks(be, checks, sms, log, variants)
+    save(False)
+    for shape in shapes:
+        recs += run_timing(be, [shape], sms, args.warmup, args.repeats, log, variants, seed0=shapes.index(shape))
+        save(False)
+    path = save(True)
     bad = [r for r in recs if not r.get("ok")]
     log(f"wrote {path} ({len(recs)} records, {len(bad)} failed) in {time.time() - t0:.0f} s")
     return {"path": str(path), "records": recs, "failed": len(bad)}

@@ -99,6 +99,7 @@ def test_bench_on_a_fake_gpu(tmp_path):
     recs = obj["records"]
     assert obj["meta"]["command"].startswith("PYTHONPATH=. python3 benchmarks/bench_gemm.py")
     assert obj["meta"]["kernel"].endswith("l08_gemm.cu")
+    assert obj["meta"]["complete"] is True and obj["meta"]["variants"][0] == "cooperative"
     checks = [r for r in recs if r["kind"] == "check"]
     assert [(r["variant"], r["ok"]) for r in checks] == [("cooperative", True), ("cooperative_n128_inflight", True),
                                                           ("pingpong", False)]

@@ -7,10 +7,28 @@
 // Thread 0 records clock64 cycles (PTX ISA 10.x %clock64) around the loop. per_group = 1, depth = 0 measures
 // the chain latency; large per_group or depth the issue-limited throughput. Operands: a fixed non-zero byte
 // pattern in shared memory read through host-given descriptors; sparse metadata 0x44444444 (positions 0, 1).
+// The kernels are instances of one template, timing<Acc, NREG>() below: it is written once and takes the form's
+// wgmma as a function. Each entry point at the end of the file is an extern "C" wrapper that names its instruction
+// and immediates (TIMING: dense, TIMING_SP: sparse); the entry points are TIMING_FORMS in h100lab/measure/l07.py.
 
-extern "C" __global__ void __launch_bounds__(128) tim_bf16_n16(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
+// The dynamic shared memory holding the operand pattern.
+extern __shared__ __align__(16) unsigned char dyn[];
+
+namespace {
+
+// Accumulator registers: f32 D in float registers ("+f"), f16x2 and s32 D as raw 32-bit registers ("+r").
+__device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
+__device__ __forceinline__ void pin(unsigned& x) { asm volatile("" : "+r"(x) :: "memory"); }
+__device__ __forceinline__ void set_bits(float& x, unsigned u) { x = __uint_as_float(u); }
+__device__ __forceinline__ void set_bits(unsigned& x, unsigned u) { x = u; }
+__device__ __forceinline__ unsigned bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ unsigned bits(unsigned x) { return x; }
+
+// One timing run: NREG accumulator registers of type Acc per thread; mma(d, da, db, meta) issues one wgmma.
+template <class Acc, int NREG, class Mma>
+__device__ __forceinline__ void timing(unsigned long long da, unsigned long long db, int per_group, int depth,
+                                       int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink,
+                                       Mma mma) {
     const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
     unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
     for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
@@ -18,20 +36,18 @@ extern "C" __global__ void __launch_bounds__(128) tim_bf16_n16(unsigned long lon
     __syncthreads();
     da += base >> 4;
     db += base >> 4;
-    float d[8];
+    Acc d[NREG];
 #pragma unroll
-    for (int r = 0; r < 8; ++r) d[r] = 0;
+    for (int r = 0; r < NREG; ++r) d[r] = 0;
     const unsigned meta = 0x44444444u;
     (void)meta;
     long long t0 = clock64();
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
-        for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
+        for (int r = 0; r < NREG; ++r) pin(d[r]);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
         for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
+            mma(d, da, db, meta);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         switch (depth) {
@@ -43,1067 +59,115 @@ extern "C" __global__ void __launch_bounds__(128) tim_bf16_n16(unsigned long lon
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
-    for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
+    for (int r = 0; r < NREG; ++r) pin(d[r]);
     long long t1 = clock64();
     if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
     unsigned acc = 0;
 #pragma unroll
-    for (int r = 0; r < 8; ++r) acc ^= __float_as_uint(d[r]);
+    for (int r = 0; r < NREG; ++r) acc ^= bits(d[r]);
     sink[blockIdx.x * 128 + threadIdx.x] = acc;
 }
 
-extern "C" __global__ void __launch_bounds__(128) tim_bf16_n32(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[16];
-#pragma unroll
-    for (int r = 0; r < 16; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 16; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
+}  // namespace
 
-extern "C" __global__ void __launch_bounds__(128) tim_bf16_n64(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
+// Inline PTX names operands by number only (NVRTC rejects %[name]): the NREG accumulators are operands
+// %0..%NREG-1 (WG_D<NREG> in the instruction, WG_ACC<NREG> in the operand list) and the operands after them
+// are numbered from NREG on (WG_NEXT_<NREG>).
+#define WG_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define WG_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WG_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define WG_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define WG_NEXT_8 8, 9, 10
+#define WG_NEXT_16 16, 17, 18
+#define WG_NEXT_32 32, 33, 34
+#define WG_NEXT_64 64, 65, 66
+#define WG_NEXT_128 128, 129, 130
+#define WG_ACC4(C, d, i) C(d[i]), C(d[i + 1]), C(d[i + 2]), C(d[i + 3])
+#define WG_ACC8(C, d, i) WG_ACC4(C, d, i), WG_ACC4(C, d, i + 4)
+#define WG_ACC16(C, d, i) WG_ACC4(C, d, i), WG_ACC4(C, d, i + 4), WG_ACC4(C, d, i + 8), WG_ACC4(C, d, i + 12)
+#define WG_ACC32(C, d, i) WG_ACC16(C, d, i), WG_ACC16(C, d, i + 16)
+#define WG_ACC64(C, d, i) WG_ACC32(C, d, i), WG_ACC32(C, d, i + 32)
+#define WG_ACC128(C, d, i) WG_ACC64(C, d, i), WG_ACC64(C, d, i + 64)
+#define WG_C_float "+f"
+#define WG_C_unsigned "+r"
+#define WG_CALL(m, args) m args
 
-extern "C" __global__ void __launch_bounds__(128) tim_bf16_n128(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[64];
-#pragma unroll
-    for (int r = 0; r < 64; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 64; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
+// wgmma.mma_async (PTX ISA 9.7.15.5.2) with scale-d 1 and the form's immediates (IMMS); A and B by descriptor.
+#define WG_TIM_TEXT(INSTR, IMMS, D, a, b, ...) "{\n\t" INSTR " " D ", %" #a ", %" #b ", 1" IMMS ";\n\t}"
+// wgmma.mma_async.sp (PTX ISA 9.7.15.6): also the sp-meta register and sparsity selector 0.
+#define WG_TIM_SP_TEXT(INSTR, IMMS, D, a, b, m) "{\n\t" INSTR " " D ", %" #a ", %" #b ", %" #m ", 0, 1" IMMS ";\n\t}"
 
-extern "C" __global__ void __launch_bounds__(128) tim_bf16_n256(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[128];
-#pragma unroll
-    for (int r = 0; r < 128; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 128; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
+#define TIMING_ENTRY extern "C" __global__ void __launch_bounds__(128)
+#define TIMING_PARAMS unsigned long long da, unsigned long long db, \
+    int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink
+#define TIMING_ARGS da, db, per_group, depth, iters, cycles, sink
+#define TIMING_WITH(TEXT, Acc, NREG, INSTR, IMMS) \
+    timing<Acc, NREG>(TIMING_ARGS, [](Acc (&d)[NREG], unsigned long long da, unsigned long long db, unsigned meta) { \
+        asm volatile(WG_CALL(TEXT, (INSTR, IMMS, WG_D##NREG, WG_NEXT_##NREG)) \
+                     : WG_ACC##NREG(WG_C_##Acc, d, 0) : "l"(da), "l"(db), "r"(meta) : "memory"); })
+#define TIMING(Acc, NREG, INSTR, IMMS) TIMING_WITH(WG_TIM_TEXT, Acc, NREG, INSTR, IMMS)
+#define TIMING_SP(Acc, NREG, INSTR, IMMS) TIMING_WITH(WG_TIM_SP_TEXT, Acc, NREG, INSTR, IMMS)
 
-extern "C" __global__ void __launch_bounds__(128) tim_tf32_n16(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[8];
-#pragma unroll
-    for (int r = 0; r < 8; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 8; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_tf32_n32(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[16];
-#pragma unroll
-    for (int r = 0; r < 16; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 16; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_tf32_n64(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_tf32_n128(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[64];
-#pragma unroll
-    for (int r = 0; r < 64; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 64; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_tf32_n256(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[128];
-#pragma unroll
-    for (int r = 0; r < 128; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 128; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_e4m3_n16(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[8];
-#pragma unroll
-    for (int r = 0; r < 8; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 8; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_e4m3_n32(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[16];
-#pragma unroll
-    for (int r = 0; r < 16; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 16; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_e4m3_n64(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_e4m3_n128(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[64];
-#pragma unroll
-    for (int r = 0; r < 64; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 64; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_e4m3_n256(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[128];
-#pragma unroll
-    for (int r = 0; r < 128; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 128; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_s8_n16(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    unsigned d[8];
-#pragma unroll
-    for (int r = 0; r < 8; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 8; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n16k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, 1;\n\t}"
-                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 8; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 8; ++r) acc ^= (d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_s8_n32(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    unsigned d[16];
-#pragma unroll
-    for (int r = 0; r < 16; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, 1;\n\t}"
-                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 16; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 16; ++r) acc ^= (d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_s8_n64(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    unsigned d[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1;\n\t}"
-                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 32; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc ^= (d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_s8_n128(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    unsigned d[64];
-#pragma unroll
-    for (int r = 0; r < 64; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 64; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1;\n\t}"
-                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 64; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 64; ++r) acc ^= (d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_s8_n256(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    unsigned d[128];
-#pragma unroll
-    for (int r = 0; r < 128; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 128; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1;\n\t}"
-                         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 128; ++r) asm volatile("" : "+r"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 128; ++r) acc ^= (d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_sp_bf16_n16(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[8];
-#pragma unroll
-    for (int r = 0; r < 8; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sp.sync.aligned.m64n16k32.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, %10, 0, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 8; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 8; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_sp_bf16_n32(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[16];
-#pragma unroll
-    for (int r = 0; r < 16; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sp.sync.aligned.m64n32k32.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, %18, 0, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 16; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 16; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_sp_bf16_n64(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sp.sync.aligned.m64n64k32.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, %34, 0, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_sp_bf16_n128(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[64];
-#pragma unroll
-    for (int r = 0; r < 64; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sp.sync.aligned.m64n128k32.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, %66, 0, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 64; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 64; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
-
-extern "C" __global__ void __launch_bounds__(128) tim_sp_bf16_n256(unsigned long long da, unsigned long long db,
-        int per_group, int depth, int iters, long long* __restrict__ cycles, unsigned* __restrict__ sink) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(dyn)), base = (raw + 1023u) & ~1023u;
-    unsigned* s = reinterpret_cast<unsigned*>(dyn + (base - raw));
-    for (int i = threadIdx.x; i < 40960 / 4; i += blockDim.x) s[i] = 0x3C3A3C38u ^ (i & 0x0101u);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    da += base >> 4;
-    db += base >> 4;
-    float d[128];
-#pragma unroll
-    for (int r = 0; r < 128; ++r) d[r] = 0;
-    const unsigned meta = 0x44444444u;
-    (void)meta;
-    long long t0 = clock64();
-    for (int i = 0; i < iters; ++i) {
-#pragma unroll
-        for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        for (int j = 0; j < per_group; ++j) {
-            asm volatile("{\n\twgmma.mma_async.sp.sync.aligned.m64n256k32.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, %130, 0, 1, 1, 1, 0, 0;\n\t}"
-                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                         : "l"(da), "l"(db), "r"(meta) : "memory");
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        switch (depth) {
-        case 0: asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); break;
-        case 1: asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); break;
-        case 2: asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); break;
-        default: asm volatile("wgmma.wait_group.sync.aligned 3;" ::: "memory"); break;
-        }
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int r = 0; r < 128; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
-    long long t1 = clock64();
-    if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
-    unsigned acc = 0;
-#pragma unroll
-    for (int r = 0; r < 128; ++r) acc ^= __float_as_uint(d[r]);
-    sink[blockIdx.x * 128 + threadIdx.x] = acc;
-}
+// The entry points tim_<type>_n<N>: accumulator type and registers, instruction, immediates after scale-d.
+TIMING_ENTRY tim_bf16_n16(TIMING_PARAMS)
+{ TIMING(float, 8, "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_bf16_n32(TIMING_PARAMS)
+{ TIMING(float, 16, "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_bf16_n64(TIMING_PARAMS)
+{ TIMING(float, 32, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_bf16_n128(TIMING_PARAMS)
+{ TIMING(float, 64, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_bf16_n256(TIMING_PARAMS)
+{ TIMING(float, 128, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_tf32_n16(TIMING_PARAMS)
+{ TIMING(float, 8, "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32", ", 1, 1"); }
+TIMING_ENTRY tim_tf32_n32(TIMING_PARAMS)
+{ TIMING(float, 16, "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32", ", 1, 1"); }
+TIMING_ENTRY tim_tf32_n64(TIMING_PARAMS)
+{ TIMING(float, 32, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", ", 1, 1"); }
+TIMING_ENTRY tim_tf32_n128(TIMING_PARAMS)
+{ TIMING(float, 64, "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32", ", 1, 1"); }
+TIMING_ENTRY tim_tf32_n256(TIMING_PARAMS)
+{ TIMING(float, 128, "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", ", 1, 1"); }
+TIMING_ENTRY tim_e4m3_n16(TIMING_PARAMS)
+{ TIMING(float, 8, "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3", ", 1, 1"); }
+TIMING_ENTRY tim_e4m3_n32(TIMING_PARAMS)
+{ TIMING(float, 16, "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3", ", 1, 1"); }
+TIMING_ENTRY tim_e4m3_n64(TIMING_PARAMS)
+{ TIMING(float, 32, "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", ", 1, 1"); }
+TIMING_ENTRY tim_e4m3_n128(TIMING_PARAMS)
+{ TIMING(float, 64, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", ", 1, 1"); }
+TIMING_ENTRY tim_e4m3_n256(TIMING_PARAMS)
+{ TIMING(float, 128, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", ", 1, 1"); }
+TIMING_ENTRY tim_s8_n16(TIMING_PARAMS)
+{ TIMING(unsigned, 8, "wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.s8", ""); }
+TIMING_ENTRY tim_s8_n32(TIMING_PARAMS)
+{ TIMING(unsigned, 16, "wgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8", ""); }
+TIMING_ENTRY tim_s8_n64(TIMING_PARAMS)
+{ TIMING(unsigned, 32, "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8", ""); }
+TIMING_ENTRY tim_s8_n128(TIMING_PARAMS)
+{ TIMING(unsigned, 64, "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8", ""); }
+TIMING_ENTRY tim_s8_n256(TIMING_PARAMS)
+{ TIMING(unsigned, 128, "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8", ""); }
+TIMING_ENTRY tim_sp_bf16_n16(TIMING_PARAMS)
+{ TIMING_SP(float, 8, "wgmma.mma_async.sp.sync.aligned.m64n16k32.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_sp_bf16_n32(TIMING_PARAMS)
+{ TIMING_SP(float, 16, "wgmma.mma_async.sp.sync.aligned.m64n32k32.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_sp_bf16_n64(TIMING_PARAMS)
+{ TIMING_SP(float, 32, "wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_sp_bf16_n128(TIMING_PARAMS)
+{ TIMING_SP(float, 64, "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32.bf16.bf16", ", 1, 1, 0, 0"); }
+TIMING_ENTRY tim_sp_bf16_n256(TIMING_PARAMS)
+{ TIMING_SP(float, 128, "wgmma.mma_async.sp.sync.aligned.m64n256k32.f32.bf16.bf16", ", 1, 1, 0, 0"); }

@@ -5,7 +5,7 @@
 Writes ``data/l08/gemm_bench.json`` (h100lab.data, with the run's metadata). For each shape (4096³, 8192³,
 16384³ and the wave-quantized 1280×3840×8192, 1408×3072×8192) and each variant of ``VARIANTS`` (h100lab.design.
 capstone.VARIANTS: cooperative and ping-pong, each with and without one wgmma group kept in flight, and 128 × 128
-tiles for both; at 8192³ also the cooperative kernel without the grouped tile order) the record holds the median and minimum of ``--repeats`` (≥ 20) timed launches
+tiles for both, and the stmatrix + TMA-store epilogue; at 8192³ also the cooperative kernel without the grouped tile order) the record holds the median and minimum of ``--repeats`` (≥ 20) timed launches
 after ``--warmup`` untimed ones, each between two CUDA events on the default stream, TFLOP/s, and cuBLAS's time
 for the same shape (``torch.matmul(A, B.T)``, bf16 in, bf16 out, f32 accumulation) measured in the same run; the
 ratio ours / cuBLAS in throughput; the kernel's tiles, grid and waves; and how far its output is from cuBLAS's.
@@ -40,7 +40,8 @@ CHECKS = [(2048, 2048, 2048, 1.0, 0.0), (1000, 1500, 1032, 1.0, 0.0), (333, 4000
 # every compiled form of the kernel timed in one run: the two of the first measurement and the switches of issue 17
 # (INFLIGHT: one wgmma group in flight in the mainloop; n128: 128 x 128 tiles for wave-quantized shapes)
 VARIANTS = ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
-            "pingpong_inflight", "pingpong_n128_inflight")
+            "pingpong_inflight", "pingpong_n128_inflight", "cooperative_inflight_tmastore",
+            "cooperative_n128_inflight_tmastore")
 DATASET = "l08/gemm_bench"
 
 
@@ -98,6 +99,8 @@ class TorchCuda:
         v = self.cap.VARIANTS[variant]
         k = self.kernel(variant)
         maps = self.cap.tensor_maps(self.cuda, v, A.data_ptr(), B.data_ptr(), M, N, K)
+        if v.tma_store:                                 # C's map too, encoded once
+            maps = (*maps, self.cap.c_map(self.cuda, v, C.data_ptr(), M, N, beta))
         ptr = np.uint64(C.data_ptr())
         return lambda: self.cap.launch(self.cuda, k, v, None, None, ptr, M, N, K, alpha=alpha, beta=beta, sms=sms,
                                        group=group, raster=raster, maps=maps)

@@ -52,9 +52,12 @@ class FakeBackend:
         k = emu.compile_kernel("l08_gemm", options=v.options).function("gemm_bf16")
 
         def run():
-            dC = emu.to_device(C)
-            cap.launch(emu, k, v, emu.to_device(A), emu.to_device(B), dC, M, N, K, alpha=alpha, beta=beta, sms=sms,
-                       group=group, raster=raster)
+            dC, dA, dB = emu.to_device(C), emu.to_device(A), emu.to_device(B)
+            maps = cap.tensor_maps(emu, v, dA, dB, M, N, K)
+            if v.tma_store:                    # as TorchCuda.ours: C's map made once, passed in
+                maps = (*maps, cap.c_map(emu, v, dC, M, N, beta))
+            cap.launch(emu, k, v, dA, dB, dC, M, N, K, alpha=alpha, beta=beta, sms=sms, group=group, raster=raster,
+                       maps=maps)
             C[...] = dC.to_host()
             self.launches.append((variant, M, N, K, group, raster))
         return run
@@ -90,7 +93,8 @@ class FakeBackend:
 def test_bench_on_a_fake_gpu(tmp_path):
     be = FakeBackend(fail={"pingpong"})
     logs = []
-    out = bench.main(["--out", str(tmp_path), "--repeats", "20", "--variants", "cooperative,cooperative_n128_inflight,pingpong"],
+    out = bench.main(["--out", str(tmp_path), "--repeats", "20", "--variants",
+                      "cooperative,cooperative_n128_inflight,pingpong,cooperative_inflight_tmastore"],
                      backend=be, shapes=[(128, 256, 64)], checks=[(200, 136, 72, 0.5, -1.0)], log=logs.append)
     import json
     p = Path(out["path"])
@@ -102,10 +106,13 @@ def test_bench_on_a_fake_gpu(tmp_path):
     assert obj["meta"]["complete"] is True and obj["meta"]["variants"][0] == "cooperative"
     checks = [r for r in recs if r["kind"] == "check"]
     assert [(r["variant"], r["ok"]) for r in checks] == [("cooperative", True), ("cooperative_n128_inflight", True),
-                                                          ("pingpong", False)]
+                                                          ("pingpong", False),
+                                                          ("cooperative_inflight_tmastore", True)]
     assert "planted failure" in checks[2]["error"]
     times = {r["variant"]: r for r in recs if r["kind"] == "time"}
-    assert set(times) == {"cublas", "cooperative", "cooperative_n128_inflight", "pingpong"}
+    assert set(times) == {"cublas", "cooperative", "cooperative_n128_inflight", "pingpong",
+                          "cooperative_inflight_tmastore"}
+    assert times["cooperative_inflight_tmastore"]["ok"]
     n128 = times["cooperative_n128_inflight"]
     assert n128["ok"] and n128["tiles"] == 2 and n128["bn"] == 128 and n128["grid"] == 2
     (pick,) = [r for r in recs if r["kind"] == "pick"]

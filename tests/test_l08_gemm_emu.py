@@ -40,9 +40,10 @@ ALL = sorted(cap.VARIANTS)
 def test_one_tile_square(variant):
     got, want, st, v = _run(variant, 128, 256, 128, 1, alpha=1.5)
     assert np.array_equal(got, want)
-    # every stage's bytes come through the TMA: (tiles x k-blocks) stages of bm x 64 + bn x 64 bf16
+    # every stage's bytes come through the TMA: (tiles x k-blocks) stages of bm x 64 + bn x 64 bf16 (+ C's bytes
+    # stored by the TMA-store epilogue)
     tiles = np.prod(cap.tile_counts(v, 128, 256))
-    assert st.tma_bytes == tiles * 2 * v.stage_bytes
+    assert st.tma_bytes == tiles * 2 * v.stage_bytes + (128 * 256 * 2 if v.tma_store else 0)
     # 128 x 256 outputs in m64 x bn wgmmas: two k-blocks x four k16 steps each
     assert st.wgmma == (128 // 64) * (256 // v.bn) * 2 * 4
 
@@ -50,16 +51,21 @@ def test_one_tile_square(variant):
 @pytest.mark.parametrize("variant, ctas, beta", [("cooperative", 1, 0.5), ("pingpong", 2, 0.5),
                                                  ("cooperative", 2, 0.0), ("cooperative_inflight", 1, 0.5),
                                                  ("cooperative_n128_inflight", 2, 0.5), ("pingpong_inflight", 2, 0.0),
-                                                 ("pingpong_n128_inflight", 1, 0.5)])
+                                                 ("pingpong_n128_inflight", 1, 0.5),
+                                                 ("cooperative_inflight_tmastore", 2, 0.0),
+                                                 ("cooperative_n128_inflight_tmastore", 1, 0.0),
+                                                 ("cooperative_n128_inflight_tmastore", 1, 0.5)])
 def test_ragged_edges(variant, ctas, beta):
     """M, N, K not multiples of the tile: rows past M and K columns past 72 are the TMA's zero fill; the epilogue
-    stores only inside M x N (the emulator faults on any store outside C)."""
+    stores only inside M x N (the emulator faults on any store outside C; the TMA store clips at M x N). With
+    beta != 0 a TMA_STORE variant takes the direct stores."""
     got, want, _, _ = _run(variant, 200, 136, 72, ctas, alpha=-0.75, beta=beta)
     assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("variant", ["cooperative", "cooperative_n128"])
+@pytest.mark.parametrize("variant", ["cooperative", "cooperative_n128", "cooperative_inflight_tmastore"])
 def test_odd_n_scalar_stores(variant):
+    """N = 135: 2N bytes is no TMA stride (a multiple of 16), so a TMA_STORE variant stores directly too."""
     got, want, _, _ = _run(variant, 72, 135, 64, 1, beta=-1.0)
     assert np.array_equal(got, want)
 
@@ -116,6 +122,23 @@ def test_bad_shapes_raise():
 def test_smem_fits_the_h200():
     for v in cap.VARIANTS.values():
         assert v.smem_bytes <= 227 * 1024
+
+
+def test_tma_store_waits_before_reusing_a_staging_tile():
+    """Like INFLIGHT's release, the staging tile's reuse is read from the source (the emulator's bulk store reads
+    its shared memory when issued): each chunk first lets the store issued from its tile two chunks ago finish
+    reading (wait_group.read 1) and a warpgroup barrier publishes that before stmatrix writes; fence.proxy.async
+    and a second barrier come before the store is issued; the kernel's last act waits for every store."""
+    import re
+    from pathlib import Path
+    src = (Path(cap.__file__).parent.parent / "cuda" / "kernels" / "l08_gemm.cu").read_text()
+    body = src[src.index("void epilogue_tma"):src.index("#endif", src.index("void epilogue_tma"))]
+    order = [m.group(0) for m in re.finditer(
+        r"wait_group\.read 1|bar\.sync|stmatrix4\(|fence\.proxy\.async|global\.shared::cta|commit_group", body)]
+    assert order == ["wait_group.read 1", "bar.sync", "stmatrix4(", "fence.proxy.async", "bar.sync",
+                     "global.shared::cta", "commit_group"]
+    tail = src[src.rindex("#if TMA_STORE"):]
+    assert "cp.async.bulk.wait_group 0" in tail
 
 
 def test_ptxas_keeps_wgmma_async():

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Variant", "VARIANTS", "GemmShapeError", "THREADS", "check_shape", "tile_counts", "grid_size",
-           "tile_choice", "tensor_maps", "launch", "reference", "bf16_round", "fma_f32", "flops"]
+           "tile_choice", "tensor_maps", "c_map", "launch", "reference", "bf16_round", "fma_f32", "flops"]
 
 THREADS = 384                  #: one producer + two consumer warpgroups
 
@@ -33,7 +33,9 @@ class GemmShapeError(ValueError):
 class Variant:
     """One compiled form of ``l08_gemm.cu``: ``pingpong`` (``-DPINGPONG=1``), the CTA tile ``bm × bn × bk``
     (``-DBN_TILE``: 256 or 128), the ring depth ``stages`` (``-DSTAGES``) and ``inflight`` (``-DINFLIGHT=1``: one
-    wgmma group kept in flight in the mainloop, the previous stage released after ``wgmma.wait_group 1``)."""
+    wgmma group kept in flight in the mainloop, the previous stage released after ``wgmma.wait_group 1``) and
+    ``tma_store`` (``-DTMA_STORE=1``: stmatrix + TMA-store epilogue through two 64 × 64 staging tiles per consumer
+    when beta = 0 and N % 8 = 0)."""
 
     name: str
     pingpong: bool
@@ -42,11 +44,17 @@ class Variant:
     bk: int
     stages: int
     inflight: bool = False
+    tma_store: bool = False
 
     @property
     def options(self) -> tuple[str, ...]:
         return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}", f"-DBN_TILE={self.bn}",
-                f"-DINFLIGHT={int(self.inflight)}")
+                f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}")
+
+    @property
+    def epi_bytes(self) -> int:
+        """Staging tiles of the TMA-store epilogue: 2 per consumer warpgroup, 64 × 64 bf16 each."""
+        return 2 * 2 * 64 * 64 * 2 if self.tma_store else 0
 
     @property
     def a_bytes(self) -> int:
@@ -64,8 +72,8 @@ class Variant:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory to launch with: 1024 B of slack to align the 128B-swizzled tiles, the ring,
-        and 2S + 2 mbarriers of 8 B."""
-        return 1024 + self.stages * self.stage_bytes + 8 * (2 * self.stages + 2)
+        the staging tiles of the TMA-store epilogue and 2S + 2 mbarriers of 8 B."""
+        return 1024 + self.stages * self.stage_bytes + self.epi_bytes + 8 * (2 * self.stages + 2)
 
 
 VARIANTS = {
@@ -77,6 +85,9 @@ VARIANTS = {
     "cooperative_n128_inflight": Variant("cooperative_n128_inflight", False, 128, 128, 64, 7, True),
     "pingpong_inflight": Variant("pingpong_inflight", True, 64, 256, 64, 5, True),
     "pingpong_n128_inflight": Variant("pingpong_n128_inflight", True, 128, 128, 64, 7, True),
+    "cooperative_inflight_tmastore": Variant("cooperative_inflight_tmastore", False, 128, 256, 64, 4, True, True),
+    "cooperative_n128_inflight_tmastore": Variant("cooperative_n128_inflight_tmastore", False, 128, 128, 64, 6, True,
+                                                  True),
 }
 
 
@@ -137,21 +148,41 @@ def tensor_maps(backend, v: Variant, A, B, M: int, N: int, K: int):
     return ma, mb
 
 
+def c_map(backend, v: Variant, C, M: int, N: int, beta: float):
+    """(tensor map, flag) for the TMA-store epilogue: C (dims {N, M}, box {64, 64}, bf16, SWIZZLE_128B) and 1 when
+    it is used (beta = 0 and 2N bytes a multiple of 16, cuTensorMapEncodeTiled); else a small unused map and 0 (the
+    kernel then stores directly)."""
+    if beta == 0 and N % 8 == 0:
+        return backend.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, _addr(C), [N, M], [2 * N], [64, 64],
+                                    element_strides=[1, 1], swizzle="CU_TENSOR_MAP_SWIZZLE_128B",
+                                    oob_fill="CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"), 1
+    return backend.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, _addr(C), [8, 1], [16], [8, 1],
+                                element_strides=[1, 1], swizzle="CU_TENSOR_MAP_SWIZZLE_NONE",
+                                oob_fill="CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"), 0
+
+
 def launch(backend, kernel, v: Variant, A, B, C, M: int, N: int, K: int, *, alpha: float = 1.0, beta: float = 0.0,
            sms: int = 132, group: int = 8, raster: int = 0, maps=None, **options):
     """Launch the capstone on ``backend``: ``C`` is a device array or an address (np.uint64 / int). ``group``:
     tiles per raster group (≥ 1); ``raster`` 0 walks M inside a group, 1 walks N. ``options`` go to the
-    emulator's launch (seed, racecheck, ...). Returns what ``backend.launch`` returns."""
+    emulator's launch (seed, racecheck, ...). ``maps``: (map_a, map_b) from :func:`tensor_maps`, plus
+    :func:`c_map`'s pair for a ``tma_store`` variant (made here when absent). Returns what ``backend.launch``
+    returns."""
     check_shape(M, N, K)
     if group < 1 or raster not in (0, 1):
         raise GemmShapeError(f"group = {group}, raster = {raster}: a raster group holds >= 1 tiles and the raster "
                              "direction is 0 (along M) or 1 (along N)")
-    ma, mb = maps if maps is not None else tensor_maps(backend, v, A, B, M, N, K)
+    maps = tuple(maps) if maps is not None else tensor_maps(backend, v, A, B, M, N, K)
+    ma, mb = maps[:2]
     c_arg = np.uint64(_addr(C)) if isinstance(C, (int, np.integer)) else C
+    extra = ()
+    if v.tma_store:
+        mc, flag = maps[2] if len(maps) > 2 else c_map(backend, v, C, M, N, beta)
+        extra = (mc, np.int32(flag))
     grid = grid_size(v, M, N, sms)
     kernel.set_max_dynamic_shared_memory(v.smem_bytes)    # above 48 KiB a kernel opts in (CUDA C++ Guide)
     return backend.launch(kernel, grid, THREADS, ma, mb, c_arg, np.int32(M), np.int32(N), np.int32(K),
-                          np.float32(alpha), np.float32(beta), np.int32(group), np.int32(raster),
+                          np.float32(alpha), np.float32(beta), np.int32(group), np.int32(raster), *extra,
                           shared_mem=v.smem_bytes, **options)
 
 

@@ -29,6 +29,8 @@
 //    drain, so its mainloop issues behind ours instead of after the tensor cores ran dry); ping-pong with
 //    -DBN_TILE=128 gives each consumer a 128 x 128 tile (two m64n128k16 per k16 step: 32 KB of A + B per k-block
 //    for 2 MFLOP instead of 40 KB with 64 x 256);
+//    -DTMA_STORE=1 adds two 64 x 64 staging tiles per consumer and, when beta == 0, sends C out through stmatrix
+//    + TMA stores (kernel arguments map_c, tma_epi);
 //  * epilogue: alpha * acc (+ beta * C when beta != 0, BLAS rule: C is not read when beta == 0) in f32
 //    (__fmul_rn / __fmaf_rn), cvt.rn.bf16x2.f32, direct global stores with bounds checks for ragged M and N.
 // Host rules: K a multiple of 8 (TMA global strides are multiples of 16 B, CUDA Driver API cuTensorMapEncodeTiled);
@@ -43,6 +45,9 @@
 #endif
 #ifndef INFLIGHT
 #define INFLIGHT 0           // 1: keep one wgmma group in flight in the mainloop (wait_group 1, release the stage before)
+#endif
+#ifndef TMA_STORE
+#define TMA_STORE 0          // 1: stmatrix + TMA-store epilogue when beta == 0 (map_c given), else the direct stores
 #endif
 #ifndef STAGES
 #if PINGPONG
@@ -74,6 +79,8 @@ constexpr int MSUB = 1;
 constexpr int A_BYTES = BM * BK * 2;
 constexpr int B_BYTES = BN * BK * 2;
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int EPI_BYTES = 64 * 64 * 2;        // one 64 x 64 bf16 staging tile (64 rows of 128 B, 128B-swizzled)
+constexpr int EPI_TOTAL = TMA_STORE ? 2 * 2 * EPI_BYTES : 0;   // two staging tiles per consumer warpgroup
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
 
@@ -198,17 +205,63 @@ __device__ __forceinline__ void epilogue(const float (&d)[NACC], unsigned short*
     }
 }
 
+#if TMA_STORE
+__device__ __forceinline__ void stmatrix4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
+// the 64 x BN fragment (alpha * acc -> bf16) goes out in 64-column chunks: stmatrix.x4 (PTX ISA 9.7.14.5.16) into one
+// of this warpgroup's two 128B-swizzled staging tiles, fence.proxy.async (generic writes -> the TMA), and one thread's
+// cp.async.bulk.tensor store (PTX ISA 9.7.9.27.1.2; rows/columns past M/N are clipped by the TMA). Before a tile is
+// rewritten, wait_group.read 1 lets the store issued from it two chunks ago finish reading it.
+__device__ __forceinline__ void epilogue_tma(const float (&d)[NACC], const CUtensorMap* map_c, unsigned stage0,
+                                             int row0, int col0, float alpha, unsigned t, int named) {
+    const unsigned w = t / 32, lane = t % 32, q = lane / 8;
+    const unsigned row = 16 * w + (lane % 8) + 8 * (q & 1);             // the staging row this lane addresses
+#pragma unroll
+    for (int cb = 0; cb < BN / 64; ++cb) {
+        const unsigned stage = stage0 + (cb & 1) * EPI_BYTES;
+        if (t == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" :: "r"(named) : "memory");      // the staging tile is free
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {                                // columns 16jj..16jj+15 of the chunk
+            const int a = 32 * cb + 8 * jj, b = a + 4;
+            const unsigned r0 = pack_bf16(__fmul_rn(alpha, d[a]), __fmul_rn(alpha, d[a + 1]));
+            const unsigned r1 = pack_bf16(__fmul_rn(alpha, d[a + 2]), __fmul_rn(alpha, d[a + 3]));
+            const unsigned r2 = pack_bf16(__fmul_rn(alpha, d[b]), __fmul_rn(alpha, d[b + 1]));
+            const unsigned r3 = pack_bf16(__fmul_rn(alpha, d[b + 2]), __fmul_rn(alpha, d[b + 3]));
+            const unsigned chunk = 2 * jj + (q >> 1);
+            stmatrix4(stage + row * 128u + ((chunk ^ (row & 7u)) << 4), r0, r1, r2, r3);
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // stmatrix (generic) -> TMA store (async)
+        asm volatile("bar.sync %0, 128;" :: "r"(named) : "memory");
+        if (t == 0) {
+            asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                         :: "l"(reinterpret_cast<unsigned long long>(map_c)), "r"(col0 + 64 * cb), "r"(row0),
+                            "r"(stage) : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+    }
+}
+#endif
+
 }  // namespace
 
 // map_a: A (K x M elements, dims {K, M}), box {64, BM}; map_b: B (dims {K, N}), box {64, BN}; both bf16,
 // CU_TENSOR_MAP_SWIZZLE_128B, zero OOB fill. group >= 1 tiles per raster group, raster 0 (along M) or 1 (along N).
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
         const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-        unsigned short* __restrict__ C, int M, int N, int K, float alpha, float beta, int group, int raster) {
+        unsigned short* __restrict__ C, int M, int N, int K, float alpha, float beta, int group, int raster
+#if TMA_STORE
+        , const __grid_constant__ CUtensorMap map_c, int tma_epi   // map_c: C (dims {N, M}), box {64, 64}, SWIZZLE_128B
+#endif
+        ) {
     extern __shared__ __align__(16) unsigned char dyn[];
     const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;    // 128B swizzle: 1024-aligned tiles
     const unsigned a_base = base, b_base = base + STAGES * A_BYTES;
-    const unsigned bars = b_base + STAGES * B_BYTES;                        // full[S], empty[S], order[2]
+    const unsigned epi_base = b_base + STAGES * B_BYTES;                   // TMA_STORE: 2 x 2 staging tiles
+    const unsigned bars = epi_base + EPI_TOTAL;                             // full[S], empty[S], order[2]
     const int wg = threadIdx.x / 128;
     const unsigned t = threadIdx.x % 128;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
@@ -307,7 +360,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
 #elif PINGPONG
         if (t == 0) bar_arrive(order_other);                                // the other consumer may start its mainloop
 #endif
+#if TMA_STORE
+        if (tma_epi) {
+#pragma unroll
+            for (int m = 0; m < MSUB; ++m)
+                epilogue_tma(d[m], &map_c, epi_base + c * 2 * EPI_BYTES, tm * BM + row0_in_tile + 64 * m, tn * BN,
+                             alpha, t, 1 + c);
+            continue;
+        }
+#endif
 #pragma unroll
         for (int m = 0; m < MSUB; ++m) epilogue(d[m], C, M, N, tm * BM + row0_in_tile + 64 * m, tn * BN, alpha, beta, t);
     }
+#if TMA_STORE
+    if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // the last stores are done with shared memory
+#endif
 }

@@ -249,6 +249,9 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="only 4096³ and the ragged checks")
     ap.add_argument("--variants", default=None, help="comma-separated variants (default: all of VARIANTS)")
+    ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s); "
+                    "a second process with other --variants keeps a fault of one variant (a sticky CUDA error "
+                    "poisons its process) from costing the other's records")
     args = ap.parse_args(argv)
     if args.repeats < 20 and backend is None:
         ap.error("--repeats: the median of at least 20 launches")
@@ -276,7 +279,7 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     def save(done: bool) -> Path:
         # written after the checks and after every shape, so a run cut short (a hang, a time limit) keeps its data;
         # meta["complete"] says whether every shape ran
-        return data.write(DATASET, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
+        return data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
 
     recs += run_checks(be, checks, sms, log, variants)
     save(False)

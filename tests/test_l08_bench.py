@@ -140,6 +140,12 @@ def test_default_variants_are_known():
     assert set(bench.VARIANTS) <= set(cap.VARIANTS) and "cooperative" in bench.VARIANTS
 
 
+def test_dataset_name_option(tmp_path):
+    out = bench.main(["--out", str(tmp_path), "--variants", "cooperative", "--name", "l08/gemm_bench_x"],
+                     backend=FakeBackend(), shapes=[], checks=[])
+    assert Path(out["path"]).name.startswith("gemm_bench_x") and out["failed"] == 0
+
+
 def test_unknown_variant_is_refused(tmp_path):
     with pytest.raises(SystemExit):
         bench.main(["--out", str(tmp_path), "--variants", "nope"], backend=FakeBackend(), shapes=[], checks=[])

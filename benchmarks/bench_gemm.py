@@ -5,7 +5,7 @@
 Writes ``data/l08/gemm_bench.json`` (h100lab.data, with the run's metadata). For each shape (4096³, 8192³,
 16384³ and the wave-quantized 1280×3840×8192, 1408×3072×8192) and each variant of ``VARIANTS`` (h100lab.design.
 capstone.VARIANTS: cooperative and ping-pong, each with and without one wgmma group kept in flight, and 128 × 128
-tiles for both, and the stmatrix + TMA-store epilogue; at 8192³ also the cooperative kernel without the grouped tile order) the record holds the median and minimum of ``--repeats`` (≥ 20) timed launches
+tiles for both, the stmatrix + TMA-store epilogue, and clusters of 2 CTAs multicasting B; at 8192³ also the cooperative kernel without the grouped tile order) the record holds the median and minimum of ``--repeats`` (≥ 20) timed launches
 after ``--warmup`` untimed ones, each between two CUDA events on the default stream, TFLOP/s, and cuBLAS's time
 for the same shape (``torch.matmul(A, B.T)``, bf16 in, bf16 out, f32 accumulation) measured in the same run; the
 ratio ours / cuBLAS in throughput; the kernel's tiles, grid and waves; and how far its output is from cuBLAS's.
@@ -41,7 +41,7 @@ CHECKS = [(2048, 2048, 2048, 1.0, 0.0), (1000, 1500, 1032, 1.0, 0.0), (333, 4000
 # (INFLIGHT: one wgmma group in flight in the mainloop; n128: 128 x 128 tiles for wave-quantized shapes)
 VARIANTS = ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
             "pingpong_inflight", "pingpong_n128_inflight", "cooperative_inflight_tmastore",
-            "cooperative_n128_inflight_tmastore")
+            "cooperative_n128_inflight_tmastore", "cooperative_inflight_cluster2", "cooperative_n128_inflight_cluster2")
 DATASET = "l08/gemm_bench"
 
 
@@ -73,6 +73,18 @@ class TorchCuda:
 
     def sm_count(self) -> int:
         return int(self.cuda.device_properties(0)["multiProcessorCount"])
+
+    def slots(self, variant: str, sms: int) -> int:
+        """CTAs of ``variant`` resident at once: the SMs, or for clusters of 2 twice the clusters the GPU can hold
+        (cuOccupancyMaxActiveClusters: GPC granularity can leave SMs out), so the persistent grid is one wave."""
+        v = self.cap.VARIANTS[variant]
+        if v.cluster == 1:
+            return sms
+        k = self.kernel(variant)
+        k.set_max_dynamic_shared_memory(v.smem_bytes)
+        n = self.cuda.occupancy_max_active_clusters(k, (sms // v.cluster) * v.cluster, self.cap.THREADS,
+                                                    (v.cluster, 1, 1), v.smem_bytes)
+        return min(sms, v.cluster * max(1, int(n)))
 
     def kernel(self, variant: str):
         if variant not in self._kernels:
@@ -155,6 +167,10 @@ def _passes(e: dict) -> bool:
     return e["nonfinite"] == 0 and e["ours_max_abs"] <= tol and e["ours_rel_fro"] <= 2 * e["cublas_rel_fro"] + 2e-3
 
 
+def _slots(be, variant: str, sms: int) -> int:
+    return be.slots(variant, sms) if hasattr(be, "slots") else sms
+
+
 def run_checks(be, checks, sms: int, log=print, variants=VARIANTS) -> list[dict]:
     recs = []
     for i, (M, N, K, alpha, beta) in enumerate(checks):
@@ -166,7 +182,7 @@ def run_checks(be, checks, sms: int, log=print, variants=VARIANTS) -> list[dict]
                 ours, theirs = be.empty_like(C0), be.empty_like(C0)
                 be.copy(ours, C0)
                 be.copy(theirs, C0)
-                be.ours(variant, A, B, ours, M, N, K, alpha=alpha, beta=beta, sms=sms)()
+                be.ours(variant, A, B, ours, M, N, K, alpha=alpha, beta=beta, sms=_slots(be, variant, sms))()
                 be.cublas(A, B, theirs, alpha, beta)()
                 be.sync()
                 rec.update(be.errors(ours, theirs, ref))
@@ -207,14 +223,22 @@ def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print, varia
         for variant, group, raster in runs:
             v = cap.VARIANTS[variant]
             tm, tn = cap.tile_counts(v, M, N)
-            grid = cap.grid_size(v, M, N, sms)
+            try:
+                vsms = _slots(be, variant, sms)
+            except Exception as exc:                                   # noqa: BLE001
+                traceback.print_exc()
+                recs.append({"kind": "time", "variant": variant, "M": M, "N": N, "K": K, "group": group,
+                             "raster": raster, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            grid = cap.grid_size(v, M, N, vsms)
             rec = {"kind": "time", "variant": variant, "M": M, "N": N, "K": K, "group": group, "raster": raster,
                    "bm": v.bm, "bn": v.bn, "bk": v.bk, "stages": v.stages, "smem_bytes": v.smem_bytes,
                    "tiles": tm * tn, "grid": grid, "waves": -(-(tm * tn) // grid), "repeats": repeats,
-                   "warmup": warmup, "cublas_ms": cub_ms}
+                   "warmup": warmup, "cublas_ms": cub_ms, "cluster": v.cluster, "inflight": v.inflight,
+                   "tma_store": v.tma_store}
             try:
                 C = be.empty_like(C0)
-                fn = be.ours(variant, A, B, C, M, N, K, group=group, raster=raster, sms=sms)
+                fn = be.ours(variant, A, B, C, M, N, K, group=group, raster=raster, sms=vsms)
                 ms = be.time(fn, warmup, repeats)
                 med = statistics.median(ms)
                 err = be.errors(C, ref_c, ref_c)

@@ -94,7 +94,7 @@ def test_bench_on_a_fake_gpu(tmp_path):
     be = FakeBackend(fail={"pingpong"})
     logs = []
     out = bench.main(["--out", str(tmp_path), "--repeats", "20", "--variants",
-                      "cooperative,cooperative_n128_inflight,pingpong,cooperative_inflight_tmastore"],
+                      "cooperative,cooperative_n128_inflight,pingpong,cooperative_inflight_tmastore,cooperative_inflight_cluster2"],
                      backend=be, shapes=[(128, 256, 64)], checks=[(200, 136, 72, 0.5, -1.0)], log=logs.append)
     import json
     p = Path(out["path"])
@@ -107,11 +107,13 @@ def test_bench_on_a_fake_gpu(tmp_path):
     checks = [r for r in recs if r["kind"] == "check"]
     assert [(r["variant"], r["ok"]) for r in checks] == [("cooperative", True), ("cooperative_n128_inflight", True),
                                                           ("pingpong", False),
-                                                          ("cooperative_inflight_tmastore", True)]
+                                                          ("cooperative_inflight_tmastore", True),
+                                                          ("cooperative_inflight_cluster2", True)]
     assert "planted failure" in checks[2]["error"]
     times = {r["variant"]: r for r in recs if r["kind"] == "time"}
     assert set(times) == {"cublas", "cooperative", "cooperative_n128_inflight", "pingpong",
-                          "cooperative_inflight_tmastore"}
+                          "cooperative_inflight_tmastore", "cooperative_inflight_cluster2"}
+    assert times["cooperative_inflight_cluster2"]["ok"] and times["cooperative_inflight_cluster2"]["grid"] == 2
     assert times["cooperative_inflight_tmastore"]["ok"]
     n128 = times["cooperative_n128_inflight"]
     assert n128["ok"] and n128["tiles"] == 2 and n128["bn"] == 128 and n128["grid"] == 2

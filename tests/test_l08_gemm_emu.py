@@ -38,14 +38,16 @@ ALL = sorted(cap.VARIANTS)
 
 @pytest.mark.parametrize("variant", ALL)
 def test_one_tile_square(variant):
-    got, want, st, v = _run(variant, 128, 256, 128, 1, alpha=1.5)
+    M = 128 * cap.VARIANTS[variant].cluster            # a cluster of 2 takes two tiles along M
+    got, want, st, v = _run(variant, M, 256, 128, 1, alpha=1.5)
     assert np.array_equal(got, want)
-    # every stage's bytes come through the TMA: (tiles x k-blocks) stages of bm x 64 + bn x 64 bf16 (+ C's bytes
-    # stored by the TMA-store epilogue)
-    tiles = np.prod(cap.tile_counts(v, 128, 256))
-    assert st.tma_bytes == tiles * 2 * v.stage_bytes + (128 * 256 * 2 if v.tma_store else 0)
-    # 128 x 256 outputs in m64 x bn wgmmas: two k-blocks x four k16 steps each
-    assert st.wgmma == (128 // 64) * (256 // v.bn) * 2 * 4
+    # every stage's bytes land through the TMA: (tiles x k-blocks) stages of bm x 64 + bn x 64 bf16 (with clusters:
+    # each CTA receives its whole stage, half of B from the other's multicast) (+ C's bytes stored by the TMA-store
+    # epilogue)
+    tiles = np.prod(cap.tile_counts(v, M, 256))
+    assert st.tma_bytes == tiles * 2 * v.stage_bytes + (M * 256 * 2 if v.tma_store else 0)
+    # M x 256 outputs in m64 x bn wgmmas: two k-blocks x four k16 steps each
+    assert st.wgmma == (M // 64) * (256 // v.bn) * 2 * 4
 
 
 @pytest.mark.parametrize("variant, ctas, beta", [("cooperative", 1, 0.5), ("pingpong", 2, 0.5),
@@ -97,7 +99,7 @@ def test_inflight_releases_after_the_wait():
     src = (Path(cap.__file__).parent.parent / "cuda" / "kernels" / "l08_gemm.cu").read_text()
     block = src[src.index("#if INFLIGHT\n            //"):src.index("#elif PINGPONG")]
     waits = [m.start() for m in re.finditer(r"wait_group\.sync\.aligned [01]", block)]
-    releases = [m.start() for m in re.finditer(r"bar_arrive\(bars \+ 8 \* \(STAGES \+ \(it - 1\) % STAGES\)\)", block)]
+    releases = [m.start() for m in re.finditer(r"release\(bars \+ 8 \* \(STAGES \+ \(it - 1\) % STAGES\)\)", block)]
     assert len(waits) == 3 and len(releases) == 2       # wait 1 (INFLIGHT), wait 0 (the old form), drain wait 0
     assert "wait_group.sync.aligned 1" in block[waits[0]:waits[0] + 30] and waits[0] < releases[0] < waits[1]
     assert "wait_group.sync.aligned 0" in block[waits[2]:waits[2] + 30] and waits[2] < releases[1]
@@ -122,6 +124,29 @@ def test_bad_shapes_raise():
 def test_smem_fits_the_h200():
     for v in cap.VARIANTS.values():
         assert v.smem_bytes <= 227 * 1024
+
+
+@pytest.mark.parametrize("variant, M, N, K, beta", [("cooperative_inflight_cluster2", 100, 136, 72, 0.5),
+                                                     ("cooperative_n128_inflight_cluster2", 130, 300, 192, 0.0)])
+def test_cluster_pairs(variant, M, N, K, beta):
+    """Clusters of two CTAs, B multicast: an odd number of tile rows (the second CTA's A tile is all TMA zero fill
+    and it stores nothing), and three tile pairs on one cluster through 7 stages (9 ring slots)."""
+    got, want, st, v = _run(variant, M, N, K, 1, alpha=-1.25, beta=beta)
+    assert np.array_equal(got, want)
+    assert cap.grid_size(v, M, N, 1) == 2
+
+
+def test_cluster_producer_waits_for_every_release():
+    """The other CTA's consumers arrive on our empty barriers (remote, mapa): a producer leaves only after waiting
+    for every stage's release, read from the source (the emulator does not report an arrival on a CTA that has
+    exited)."""
+    from pathlib import Path
+    src = (Path(cap.__file__).parent.parent / "cuda" / "kernels" / "l08_gemm.cu").read_text()
+    prod = src[src.index("---- producer warpgroup"):src.index("---- consumer warpgroups")]
+    tail = prod[prod.rindex("#if CLUSTER == 2"):]
+    assert "for (int i = 0; i < STAGES; ++i, ++it)" in tail and "bar_wait(bars + 8 * (STAGES + it % STAGES)" in tail
+    assert tail.index("bar_wait") < tail.index("return;")
+    assert "4 * CONSUMERS_PER_STAGE * CLUSTER" in src            # empty counts both CTAs' consumer warps
 
 
 def test_tma_store_waits_before_reusing_a_staging_tile():

@@ -35,7 +35,8 @@ class Variant:
     (``-DBN_TILE``: 256 or 128), the ring depth ``stages`` (``-DSTAGES``) and ``inflight`` (``-DINFLIGHT=1``: one
     wgmma group kept in flight in the mainloop, the previous stage released after ``wgmma.wait_group 1``) and
     ``tma_store`` (``-DTMA_STORE=1``: stmatrix + TMA-store epilogue through two 64 × 64 staging tiles per consumer
-    when beta = 0 and N % 8 = 0)."""
+    when beta = 0 and N % 8 = 0) and ``cluster`` (``-DCLUSTER=2``: CTA pairs on vertically adjacent tiles, each
+    loading half of the shared B tile and multicasting it to both)."""
 
     name: str
     pingpong: bool
@@ -45,11 +46,12 @@ class Variant:
     stages: int
     inflight: bool = False
     tma_store: bool = False
+    cluster: int = 1
 
     @property
     def options(self) -> tuple[str, ...]:
         return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}", f"-DBN_TILE={self.bn}",
-                f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}")
+                f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}", f"-DCLUSTER={self.cluster}")
 
     @property
     def epi_bytes(self) -> int:
@@ -88,6 +90,9 @@ VARIANTS = {
     "cooperative_inflight_tmastore": Variant("cooperative_inflight_tmastore", False, 128, 256, 64, 4, True, True),
     "cooperative_n128_inflight_tmastore": Variant("cooperative_n128_inflight_tmastore", False, 128, 128, 64, 6, True,
                                                   True),
+    "cooperative_inflight_cluster2": Variant("cooperative_inflight_cluster2", False, 128, 256, 64, 4, True, False, 2),
+    "cooperative_n128_inflight_cluster2": Variant("cooperative_n128_inflight_cluster2", False, 128, 128, 64, 7, True,
+                                                  False, 2),
 }
 
 
@@ -109,8 +114,11 @@ def tile_counts(v: Variant, M: int, N: int) -> tuple[int, int]:
 
 
 def grid_size(v: Variant, M: int, N: int, sms: int) -> int:
-    """The persistent grid: min(SMs, tiles) CTAs (one CTA per SM: the ring takes most of the shared memory)."""
+    """The persistent grid: min(SMs, tiles) CTAs (one CTA per SM: the ring takes most of the shared memory); with
+    clusters of 2, twice min(SMs // 2, tile pairs) (pairs: ceil(tiles along M / 2) × tiles along N)."""
     tm, tn = tile_counts(v, M, N)
+    if v.cluster == 2:
+        return 2 * max(1, min(int(sms) // 2, -(-tm // 2) * tn))
     return max(1, min(int(sms), tm * tn))
 
 
@@ -136,14 +144,14 @@ def _addr(x) -> int:
 
 
 def tensor_maps(backend, v: Variant, A, B, M: int, N: int, K: int):
-    """The two tensor maps (A: dims {K, M}, box {64, bm}; B: dims {K, N}, box {64, bn}; bf16, SWIZZLE_128B, zero
+    """The two tensor maps (A: dims {K, M}, box {64, bm}; B: dims {K, N}, box {64, bn / cluster}; bf16, SWIZZLE_128B, zero
     OOB fill) on ``backend`` (h100lab.emu or h100lab.cuda); ``A``/``B`` are device arrays or addresses."""
     check_shape(M, N, K)
     common = dict(element_strides=[1, 1], swizzle="CU_TENSOR_MAP_SWIZZLE_128B",
                   oob_fill="CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", l2_promotion="CU_TENSOR_MAP_L2_PROMOTION_L2_256B")
     ma = backend.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, _addr(A), [K, M], [2 * K], [v.bk, v.bm],
                               **common)
-    mb = backend.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, _addr(B), [K, N], [2 * K], [v.bk, v.bn],
+    mb = backend.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, _addr(B), [K, N], [2 * K], [v.bk, v.bn // v.cluster],
                               **common)
     return ma, mb
 
@@ -181,6 +189,8 @@ def launch(backend, kernel, v: Variant, A, B, C, M: int, N: int, K: int, *, alph
         extra = (mc, np.int32(flag))
     grid = grid_size(v, M, N, sms)
     kernel.set_max_dynamic_shared_memory(v.smem_bytes)    # above 48 KiB a kernel opts in (CUDA C++ Guide)
+    if v.cluster > 1:
+        options = dict(options, cluster=(v.cluster, 1, 1))
     return backend.launch(kernel, grid, THREADS, ma, mb, c_arg, np.int32(M), np.int32(N), np.int32(K),
                           np.float32(alpha), np.float32(beta), np.int32(group), np.int32(raster), *extra,
                           shared_mem=v.smem_bytes, **options)

@@ -29,6 +29,10 @@
 //    drain, so its mainloop issues behind ours instead of after the tensor cores ran dry); ping-pong with
 //    -DBN_TILE=128 gives each consumer a 128 x 128 tile (two m64n128k16 per k16 step: 32 KB of A + B per k-block
 //    for 2 MFLOP instead of 40 KB with 64 x 256);
+//    -DCLUSTER=2 (cooperative): clusters of two CTAs on tiles (2p, n) and (2p + 1, n); each CTA's producer loads
+//    its A tile and half of the shared B tile, multicast into both CTAs (cp.async.bulk.tensor .multicast::cluster),
+//    so B crosses L2 once per pair; a stage's empty barrier counts the consumer warps of both CTAs (remote arrive
+//    through mapa), and a producer leaves only after every stage was released;
 //    -DTMA_STORE=1 adds two 64 x 64 staging tiles per consumer and, when beta == 0, sends C out through stmatrix
 //    + TMA stores (kernel arguments map_c, tma_epi);
 //  * epilogue: alpha * acc (+ beta * C when beta != 0, BLAS rule: C is not read when beta == 0) in f32
@@ -48,6 +52,12 @@
 #endif
 #ifndef TMA_STORE
 #define TMA_STORE 0          // 1: stmatrix + TMA-store epilogue when beta == 0 (map_c given), else the direct stores
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1            // 2: clusters of two CTAs on vertically adjacent tiles; each loads half the B tile and
+#endif                       //    multicasts it to both (cooperative only)
+#if CLUSTER != 1 && (CLUSTER != 2 || PINGPONG)
+#error "CLUSTER is 1, or 2 with the cooperative consumers"
 #endif
 #ifndef STAGES
 #if PINGPONG
@@ -103,6 +113,29 @@ __device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
 __device__ __forceinline__ void bar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
+
+#if CLUSTER == 2
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// the same barrier in the CTA of cluster rank `rank` (mapa), arrived on with release at cluster scope
+__device__ __forceinline__ void bar_arrive_remote(unsigned bar, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+}
+
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const CUtensorMap* map, int x, int y, unsigned bar,
+                                                   unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(bar), "h"(mask)
+                 : "memory");
+}
+#endif
 
 __device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap* map, int x, int y, unsigned bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
@@ -269,13 +302,42 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             bar_init(bars + 8 * s, 1);                                      // the producer's arrive.expect_tx
-            bar_init(bars + 8 * (STAGES + s), 4 * CONSUMERS_PER_STAGE);      // one arrival per consumer warp
+            bar_init(bars + 8 * (STAGES + s), 4 * CONSUMERS_PER_STAGE * CLUSTER);   // per consumer warp (of the cluster)
         }
         bar_init(bars + 8 * (2 * STAGES), 1);
         bar_init(bars + 8 * (2 * STAGES + 1), 1);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // initialised barriers -> the TMA (async proxy)
+#if CLUSTER == 2
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");   // ... and -> the other CTA
+#endif
     }
     __syncthreads();
+#if CLUSTER == 2
+    // every barrier of the cluster exists before the other CTA's multicast or remote arrive can reach it
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    const unsigned crank = cluster_rank();
+    (void)tiles;
+    const int tiles_iter = ((tiles_m + 1) / 2) * tiles_n;                  // tile pairs: rows 2p, 2p + 1 of tiles
+    const int first_tile = blockIdx.x / 2, tile_step = gridDim.x / 2;
+#else
+    const int tiles_iter = tiles, first_tile = blockIdx.x, tile_step = gridDim.x;
+#endif
+    // the tile at position `tile` of the grouped order (CLUSTER 2: of tile pairs; this CTA takes row 2p + rank)
+    auto my_tile = [&](int tile, int& tm, int& tn) {
+#if CLUSTER == 2
+        tile_coords(tile, (tiles_m + 1) / 2, tiles_n, group, raster, tm, tn);
+        tm = 2 * tm + (int)crank;
+#else
+        tile_coords(tile, tiles_m, tiles_n, group, raster, tm, tn);
+#endif
+    };
+    // a consumer warp is done with a stage: both CTAs' producers write it (CLUSTER 2), so both hear of it
+    auto release = [&](unsigned empty) {
+        bar_arrive(empty);
+#if CLUSTER == 2
+        bar_arrive_remote(empty, crank ^ 1u);
+#endif
+    };
 
     if (wg == 0) {                                                          // ---- producer warpgroup
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
@@ -283,9 +345,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
             asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(&map_a)) : "memory");
             asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<unsigned long long>(&map_b)) : "memory");
             int it = 0;                                                     // ring slot: stage it % S, lap it / S
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            for (int tile = first_tile; tile < tiles_iter; tile += tile_step) {
                 int tm, tn;
-                tile_coords(tile, tiles_m, tiles_n, group, raster, tm, tn);
+                my_tile(tile, tm, tn);
                 for (int kb = 0; kb < nk; ++kb, ++it) {
                     const int s = it % STAGES;
                     const unsigned lap = (unsigned)(it / STAGES) & 1u;
@@ -293,9 +355,20 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                                  :: "r"(bars + 8 * s), "r"(STAGE_BYTES) : "memory");
                     tma_load(a_base + s * A_BYTES, &map_a, kb * BK, tm * BM, bars + 8 * s);
+#if CLUSTER == 2
+                    // our half of the shared B tile, into the same place of both CTAs (their full barriers count it)
+                    tma_load_multicast(b_base + s * B_BYTES + crank * (B_BYTES / 2), &map_b, kb * BK,
+                                       tn * BN + (int)crank * (BN / 2), bars + 8 * s, (unsigned short)3);
+#else
                     tma_load(b_base + s * B_BYTES, &map_b, kb * BK, tn * BN, bars + 8 * s);
+#endif
                 }
             }
+#if CLUSTER == 2
+            // no exit while the other CTA may still arrive on our empty barriers: wait until every stage is released
+            for (int i = 0; i < STAGES; ++i, ++it)
+                bar_wait(bars + 8 * (STAGES + it % STAGES), ((unsigned)(it / STAGES) & 1u) ^ 1u);
+#endif
         }
         return;
     }
@@ -308,7 +381,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
 #pragma unroll
         for (int r = 0; r < NACC; ++r) d[m][r] = 0.f;
     int j = 0;                                                              // this CTA's tile counter
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++j) {
+    for (int tile = first_tile; tile < tiles_iter; tile += tile_step, ++j) {
 #if PINGPONG
         if ((j & 1) != c) continue;                                         // consumer c takes every other tile
         const int q = j >> 1;
@@ -321,7 +394,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
         const int row0_in_tile = 64 * c;
 #endif
         int tm, tn;
-        tile_coords(tile, tiles_m, tiles_n, group, raster, tm, tn);
+        my_tile(tile, tm, tn);
         int it = j * nk;
         for (int kb = 0; kb < nk; ++kb, ++it) {
             const int s = it % STAGES;
@@ -343,11 +416,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
             // has retired, so its stage goes back to the producer
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
             fence_acc(d);
-            if (kb > 0 && t % 32 == 0) bar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            if (kb > 0 && t % 32 == 0) release(bars + 8 * (STAGES + (it - 1) % STAGES));
 #else
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             fence_acc(d);
-            if (t % 32 == 0) bar_arrive(bars + 8 * (STAGES + s));           // this warp is done with the stage
+            if (t % 32 == 0) release(bars + 8 * (STAGES + s));              // this warp is done with the stage
 #endif
         }
 #if INFLIGHT
@@ -356,7 +429,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
 #endif
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");    // drain: the last group retires
         fence_acc(d);
-        if (t % 32 == 0) bar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+        if (t % 32 == 0) release(bars + 8 * (STAGES + (it - 1) % STAGES));
 #elif PINGPONG
         if (t == 0) bar_arrive(order_other);                                // the other consumer may start its mainloop
 #endif

@@ -258,9 +258,11 @@ def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print, varia
         if timed:
             best_ms, best = min(timed)
             model = cap.tile_choice(M, N, sms)
+            ms_of = dict((v, m) for m, v in timed)
             recs.append({"kind": "pick", "M": M, "N": N, "K": K, "ok": True, "best": best, "best_ms": best_ms,
                          "best_ratio_cublas": cub_ms / best_ms, "model_pick": model,
-                         "model_pick_ms": dict((v, m) for m, v in timed).get(model)})
+                         "model_pick_ms": ms_of.get(model), "default": cap.DEFAULT,
+                         "default_ms": ms_of.get(cap.DEFAULT)})
             log(f"{'fastest':25s} {M}x{N}x{K}: {best} ({100 * cub_ms / best_ms:.1f} % of cuBLAS); wave model picks "
                 f"{model}")
     return recs

@@ -176,9 +176,12 @@ def test_ptxas_keeps_wgmma_async():
 
 
 def test_tile_choice_wave_model():
-    assert cap.tile_choice(1280, 3840, 132) == "cooperative_n128_inflight"    # 150 tiles: 2 waves -> 300: 3 halves
-    assert cap.tile_choice(1408, 3072, 132) == "cooperative_inflight"         # 132 tiles: one full wave
-    assert cap.tile_choice(8192, 8192, 132) == "cooperative_inflight"
+    big, small = "cooperative_inflight", "cooperative_n128_inflight"
+    assert cap.tile_choice(1280, 3840, 132, (big, small)) == small     # 150 tiles: 2 waves -> 300: 3 half waves
+    assert cap.tile_choice(1408, 3072, 132, (big, small)) == big       # 132 tiles: one full wave
+    assert cap.tile_choice(8192, 8192, 132, (big, small)) == big
+    assert cap.DEFAULT in cap.VARIANTS and set(cap.TILE_CANDIDATES) <= set(cap.VARIANTS)
+    assert cap.tile_choice(1280, 3840) in cap.TILE_CANDIDATES
 
 
 @pytest.mark.parametrize("variant", ALL)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Variant", "VARIANTS", "GemmShapeError", "THREADS", "check_shape", "tile_counts", "grid_size",
+__all__ = ["Variant", "VARIANTS", "DEFAULT", "TILE_CANDIDATES", "GemmShapeError", "THREADS", "check_shape", "tile_counts", "grid_size",
            "tile_choice", "tensor_maps", "c_map", "launch", "reference", "bf16_round", "fma_f32", "flops"]
 
 THREADS = 384                  #: one producer + two consumer warpgroups
@@ -96,6 +96,12 @@ VARIANTS = {
 }
 
 
+#: the variant the book runs unless a shape asks for another; and the (large, small) tile pair :func:`tile_choice`
+#: picks from per shape — both decided by the H200's data (data/l08/gemm_bench*.json, benchmarks/bench_gemm.py)
+DEFAULT = "cooperative"
+TILE_CANDIDATES = ("cooperative_inflight", "cooperative_n128_inflight")
+
+
 def check_shape(M: int, N: int, K: int) -> None:
     """Raise :class:`GemmShapeError` unless the kernel takes (M, N, K)."""
     for name, v in (("M", M), ("N", N), ("K", K)):
@@ -122,13 +128,14 @@ def grid_size(v: Variant, M: int, N: int, sms: int) -> int:
     return max(1, min(int(sms), tm * tn))
 
 
-def tile_choice(M: int, N: int, sms: int = 132, candidates=("cooperative_inflight", "cooperative_n128_inflight"),
-                margin: float = 0.1) -> str:
+def tile_choice(M: int, N: int, sms: int = 132, candidates=None, margin: float = 0.1) -> str:
     """The variant a wave model picks for an M × N output: each candidate costs waves × bm × bn (a persistent CTA
     takes ceil(tiles / grid) tiles one after another, each in time ∝ its area); the first candidate (the largest
     tile, the most efficient per tile) stays unless another costs at least ``margin`` less. [model: per-tile
     efficiency differences beyond ``margin`` are not modelled; benchmarks/bench_gemm.py records the measured pick
     next to this one.]"""
+    candidates = TILE_CANDIDATES if candidates is None else tuple(candidates)
+
     def cost(name):
         v = VARIANTS[name]
         tm, tn = tile_counts(v, M, N)

@@ -107,7 +107,8 @@ def test_checks_pass_and_fail():
 
 def test_checks_registered():
     titles = [c.title for c in all_checks() if c.lesson == 1]
-    assert len(titles) == 4 and any("Occupancy" in t for t in titles) and any("Nsight" in t for t in titles)
+    assert len(titles) == 6 and any("Occupancy" in t for t in titles) and any("Nsight" in t for t in titles)
+    assert any("Latency ladder" in t for t in titles) and any("Roofline kernel" in t for t in titles)
 
 
 def test_main_without_gpu_says_why(capsys):
@@ -157,8 +158,9 @@ def test_hardware_report_from_datasets(tmp_path, monkeypatch):
     assert all(row["equal"] for row in r["device_rows"])
     # the registered checks see the same datasets
     from h100lab.validation import run_all
-    results = [(c.title, res) for c, ds, res in run_all() if c.lesson == 1]
-    assert len(results) == 4 and all(res is not None and res.ok for _, res in results)
+    results = [(c.title, ds, res) for c, ds, res in run_all() if c.lesson == 1]
+    assert len(results) == 6 and all(res is not None and res.ok for _, ds, res in results if ds is not None)
+    assert sum(ds is not None for _, ds, _ in results) == 4      # the ladder and roofline datasets were not written
 
 
 def test_hardware_report_without_anything(tmp_path, monkeypatch):

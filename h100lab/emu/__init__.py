@@ -21,7 +21,8 @@ Modules: :mod:`.ptx` (parser), :mod:`.alu` (arithmetic semantics), :mod:`.lower`
 from __future__ import annotations
 
 from .api import (DeviceArray, Emulator, Kernel, Program, TensorMap, available, compile, compile_kernel, device,
-                  empty, encode_tiled, from_ptx, launch, limits, reset, synchronize, to_device, unavailable_reason, zeros)
+                  device_properties, empty, encode_tiled, from_ptx, launch, limits, reset, synchronize, to_device,
+                  unavailable_reason, zeros)
 from .errors import (BudgetExceeded, DeadlockError, EmuError, ExecutionError, MemoryFault, ProxyFenceError,
                      RaceError, UnsupportedInstruction)
 from .launch import LaunchStats
@@ -29,7 +30,7 @@ from .launch import LaunchStats
 __all__ = [
     "compile", "compile_kernel", "from_ptx", "Program", "Kernel", "DeviceArray", "to_device", "empty", "zeros",
     "launch", "synchronize", "TensorMap", "encode_tiled", "LaunchStats", "Emulator", "device", "reset",
-    "available", "unavailable_reason", "limits",
+    "available", "unavailable_reason", "limits", "device_properties",
     "EmuError", "ExecutionError", "MemoryFault", "DeadlockError", "RaceError", "ProxyFenceError", "BudgetExceeded",
     "UnsupportedInstruction",
 ]

@@ -27,7 +27,7 @@ from .ptx import Module, parse
 
 __all__ = ["Emulator", "device", "reset", "DeviceArray", "to_device", "empty", "zeros", "Program", "Kernel",
            "compile", "compile_kernel", "from_ptx", "launch", "synchronize", "TensorMap", "encode_tiled",
-           "available", "unavailable_reason", "limits"]
+           "available", "unavailable_reason", "limits", "device_properties"]
 
 
 class Emulator:
@@ -78,6 +78,25 @@ def available() -> bool:
 
 def unavailable_reason() -> str | None:
     return _nvrtc.unavailable_reason()
+
+
+def device_properties(device: int = 0) -> dict[str, Any]:
+    """What ``cudaGetDeviceProperties`` (:func:`h100lab.cuda.device_properties`) answers for the GPU the emulator
+    models, an H200 SXM: the same ``cudaDeviceProp`` field names, values from :data:`h100lab.specs.H200_SXM`
+    (every one of which the H200 reported itself, ``data/l01/device_properties``). Only device 0 exists."""
+    from ..specs import H200_SXM
+    from ..specs.fromdevice import PROPERTY_FIELDS
+
+    if int(device) != 0:
+        raise ValueError(f"device {device}: the emulator has one device, 0")
+    s = H200_SXM
+    out: dict[str, Any] = {"name": "h100lab emulator (NVIDIA H200 model)", "major": 9, "minor": 0,
+                           "maxThreadsDim": [1024, 1024, 64], "maxGridSize": [2**31 - 1, 65535, 65535],
+                           "clusterLaunch": 1}
+    for prop, (field, scale) in PROPERTY_FIELDS.items():
+        v = getattr(s, field)
+        out[prop] = int(round(v / scale)) if scale != 1 else int(v)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------

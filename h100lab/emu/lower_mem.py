@@ -76,7 +76,12 @@ def _smem_target(w, addrs, nbytes, space, what):
                 raise _fault(w, f"{what}: .shared::cluster address names rank {r}, outside the cluster of {cl.size} "
                                 "CTAs (PTX §9.7.9.23 mapa)")
             sel = rank == r
-            groups.append((cl.ctas[int(r)], sel, off[sel]))
+            peer = cl.ctas[int(r)]
+            if peer is not cta and getattr(peer, "done", False):
+                raise _fault(w, f"{what}: .shared::cluster address names the CTA of rank {r}, which has exited: a CTA's "
+                                "shared memory must not be accessed after it exits — a cluster barrier before the exit "
+                                "keeps it alive (CPG §6.2.5 distributed shared memory; PTX §9.7.13.3)")
+            groups.append((peer, sel, off[sel]))
     for c, sel, o in groups:
         if o.size and (int(o.max()) + nbytes > c.smem.size or int(o.min()) < 0):
             bad = int(o.max())

@@ -11,7 +11,17 @@
   for strided and pair patterns of 4-, 8- and 16-byte loads, with the model's wavefront count;
 * ``l01/bank_wavefronts``: Nsight Compute's shared-memory wavefront and bank-conflict counters for
   one warp-wide ``ld.shared``/``st.shared`` (32/64/128-bit) per launch of ``l01_bank_wavefronts.cu``
-  (``--bank-wavefronts`` measures only this one; ncu must be installed).
+  (``--bank-wavefronts`` measures only this one; ncu must be installed);
+* ``l01/latency_ladder``: the memory hierarchy's latencies (one thread's dependent chain: FMAs in registers,
+  a pointer chase through shared memory and through global memory with ``ld.global.ca``/``.cg`` over working
+  sets of 4 KiB to 1 GiB) and bandwidths (a full grid streaming shared memory, an L2-resident buffer and an
+  HBM-sized one), from ``l01_latency_ladder.cu`` (:func:`ladder_cases`, :func:`measure_ladder`);
+* ``l01/roofline_kernels``: ``l01_roofline.cu``'s ``fma_stream`` — K FMAs per element between a load and a
+  store — timed for K = 0 (a copy) up to 1024 (compute-bound), with the SM clock it ran at
+  (:func:`roofline_cases`, :func:`measure_roofline`).
+
+``--only STEP[,STEP]`` runs some steps alone (``device``, ``occupancy``, ``banks``, ``wavefronts``,
+``ladder``, ``roofline``).
 
 The case lists, the cubin register-count reader and the record checks are plain Python, tested
 without a GPU. Runs in well under two minutes on an H200.
@@ -28,7 +38,9 @@ __all__ = ["KERNEL_VARIANTS", "BLOCK_SIZES", "DYNAMIC_SMEM", "CARVEOUTS", "OPTIN
            "occupancy_cases", "bank_patterns", "cubin_register_count", "variant_options", "device_record",
            "measure_device", "measure_occupancy", "measure_banks", "main", "PROPERTY_KEYS",
            "BANK_WAVEFRONT_METRICS", "BANK_WAVEFRONT_MODES", "bank_wavefront_cases", "run_bank_wavefronts",
-           "ncu_command", "parse_ncu_csv", "bank_wavefront_records", "find_ncu", "measure_bank_wavefronts"]
+           "ncu_command", "parse_ncu_csv", "bank_wavefront_records", "find_ncu", "measure_bank_wavefronts",
+           "CHASE_SIZES", "ladder_cases", "measure_ladder", "ROOFLINE_K", "roofline_cases", "roofline_expected",
+           "measure_roofline", "STEPS"]
 
 #: (maxrregcount, static shared bytes) of each compiled variant of l01_occupancy_regs.cu
 KERNEL_VARIANTS: tuple[tuple[int, int], ...] = tuple((r, 0) for r in (
@@ -466,6 +478,217 @@ def measure_bank_wavefronts(meta: dict[str, Any], ncu: str | None = None, csv_pa
                       metrics=list(BANK_WAVEFRONT_METRICS), baseline=base)
 
 
+# ------------------------------------------------------------------------------------------------
+# The latency/bandwidth ladder (l01_latency_ladder.cu) and the roofline kernel (l01_roofline.cu)
+
+#: working sets (bytes) of the global-memory pointer chase: 4 KiB … 1 GiB
+CHASE_SIZES = tuple(1 << p for p in range(12, 31)) + (48 << 20, 96 << 20)
+CHASE_STEPS = 16384          # timed steps of a chase (each at most ~1 µs: < 20 ms per case)
+CHASE_WARM_FULL = 64 << 20   # up to this working set the untimed walk covers the whole chain first
+SHARED_CHASE_WORDS = 8192    # 32 KiB of shared memory
+LADDER_REPEATS = 3
+L2_STREAM_BYTES = 16 << 20   # stays in the 60 MiB L2
+HBM_STREAM_BYTES = 4 << 30   # 4 GiB: 70 x the L2
+STREAM_BLOCK = 512
+
+
+def ladder_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """The ladder's cases: ``{"kind": "latency"|"bandwidth", "level", "kernel", ...}``. Latency: the FMA chain,
+    the shared-memory chase, and the global chase over :data:`CHASE_SIZES` with ``.ca`` (L1 + L2) and ``.cg``
+    (L2 only). Bandwidth: shared memory, an L2-resident buffer, an HBM-sized one."""
+    sizes = CHASE_SIZES if not quick else tuple(1 << p for p in (12, 14, 18, 22, 26, 30))
+    out: list[dict[str, Any]] = [
+        {"kind": "latency", "level": "registers", "kernel": "fma_chain", "steps": 1 << 16, "bytes": 0},
+        {"kind": "latency", "level": "shared memory", "kernel": "chase_shared", "steps": 1 << 16,
+         "bytes": 4 * SHARED_CHASE_WORDS}]
+    for kernel in ("chase_ca", "chase_cg"):
+        for size in sizes:
+            out.append({"kind": "latency", "level": "global", "kernel": kernel, "bytes": int(size),
+                        "steps": CHASE_STEPS})
+    out += [{"kind": "bandwidth", "level": "shared memory", "kernel": "stream_shared", "reps": 2048,
+             "bytes": 32768},
+            {"kind": "bandwidth", "level": "L2", "kernel": "stream_read", "reps": 256, "bytes": L2_STREAM_BYTES},
+            {"kind": "bandwidth", "level": "HBM", "kernel": "stream_read", "reps": 1, "bytes": HBM_STREAM_BYTES}]
+    return out
+
+
+def _chase_case(prog, case: dict[str, Any], seed: int = 1) -> dict[str, Any]:
+    import numpy as np
+
+    from .. import cuda
+    from ..memory.ladder import LINE_BYTES, chase_chain, chase_order
+
+    size = case["bytes"]
+    slots = max(1, size // LINE_BYTES)
+    stride = LINE_BYTES // 8
+    chain = chase_chain(slots, stride, seed)
+    buf = cuda.to_device(chain)
+    n = chain.size
+    cuda.launch(prog.function("chase_relocate"), min(4096, (n + 255) // 256), 256, buf, np.int64(n))
+    warm = slots if size <= CHASE_WARM_FULL else 1024
+    steps = case["steps"]
+    k = prog.function(case["kernel"])
+    cyc, sink = cuda.zeros(2, np.int64), cuda.zeros(1, np.uint64)
+    samples, ok = [], True
+    walk = chase_order(chain, 0, warm + LADDER_REPEATS * steps + 1) if slots > 1 else None
+    for rep in range(LADDER_REPEATS):
+        # each repeat first walks past the steps the previous ones timed, so a working set larger than L2
+        # is timed on lines no earlier repeat brought into the cache
+        w = warm + rep * steps
+        cuda.launch(k, 1, 1, buf, np.int32(w), np.int32(steps), cyc, sink)
+        cuda.synchronize()
+        samples.append(cyc.to_host().tolist())
+        end = int(sink.to_host()[0]) // 8
+        ok &= end == (int(walk[w + steps]) if walk is not None else 0)
+    buf.free()
+    cycles = sorted(s[0] for s in samples)[len(samples) // 2]
+    ns = sorted(s[1] for s in samples)[len(samples) // 2]
+    return dict(case, warm=warm, slots=slots, cycles=cycles, ns=ns, cycles_per_step=cycles / steps,
+                ns_per_step=ns / steps, clock_ghz=cycles / ns if ns else None, correct=bool(ok))
+
+
+def measure_ladder(cases: Sequence[dict[str, Any]] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+    """Run :func:`ladder_cases` on the GPU: latency records get ``cycles``/``ns`` (medians of
+    :data:`LADDER_REPEATS`), ``cycles_per_step``, ``ns_per_step``, ``clock_ghz`` and ``correct`` (the chase
+    ended where the host's walk of the chain does); bandwidth records ``moved_bytes``, ``median_ms``,
+    ``gbps``."""
+    import numpy as np
+
+    from .. import cuda
+    from ..memory.ladder import chase_chain
+
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        def tqdm(x, **_):
+            return x
+    cases = list(cases) if cases is not None else ladder_cases()
+    prog = cuda.compile_kernel("l01_latency_ladder")
+    props = cuda.device_properties(0)
+    sms = int(props["multiProcessorCount"])
+    out = []
+    for c in tqdm(cases, desc="ladder", disable=not progress):
+        if c["kind"] == "latency" and c["kernel"] == "fma_chain":
+            cyc, sink = cuda.zeros(2, np.int64), cuda.zeros(1, np.float32)
+            k = prog.function("fma_chain")
+            samples = []
+            for _ in range(LADDER_REPEATS):
+                cuda.launch(k, 1, 1, np.float32(0.5), np.float32(0.25), np.int32(c["steps"]), cyc, sink)
+                cuda.synchronize()
+                samples.append(cyc.to_host().tolist())
+            cycles, ns = sorted(samples)[len(samples) // 2]
+            out.append(dict(c, cycles=cycles, ns=ns, cycles_per_step=cycles / c["steps"], ns_per_step=ns / c["steps"],
+                            clock_ghz=cycles / ns if ns else None, correct=float(sink.to_host()[0]) == 0.5))
+        elif c["kind"] == "latency" and c["kernel"] == "chase_shared":
+            words = c["bytes"] // 4
+            chain = chase_chain(words, 1, seed=2, dtype=np.uint32)
+            d = cuda.to_device(chain)
+            cyc, sink = cuda.zeros(2, np.int64), cuda.zeros(1, np.uint32)
+            k = prog.function("chase_shared")
+            samples = []
+            for _ in range(LADDER_REPEATS):
+                cuda.launch(k, 1, 256, d, np.int32(words), np.int32(words), np.int32(c["steps"]), cyc, sink,
+                            shared_mem=4 * words)
+                cuda.synchronize()
+                samples.append(cyc.to_host().tolist())
+            j = 0
+            for _ in range((words + c["steps"]) % words):
+                j = int(chain[j])
+            cycles, ns = sorted(samples)[len(samples) // 2]
+            out.append(dict(c, cycles=cycles, ns=ns, cycles_per_step=cycles / c["steps"], ns_per_step=ns / c["steps"],
+                            clock_ghz=cycles / ns if ns else None, correct=int(sink.to_host()[0]) == 4 * j))
+        elif c["kind"] == "latency":
+            out.append(_chase_case(prog, c))
+        elif c["kernel"] == "stream_shared":
+            k = prog.function("stream_shared")
+            block, per_sm = 256, 4
+            grid = sms * per_sm
+            sink = cuda.zeros(grid * block, np.float32)
+            t = cuda.time_kernel(k, grid, block, np.int32(c["reps"]), sink, warmup=2, repeats=10)
+            moved = grid * c["reps"] * c["bytes"]
+            out.append(dict(c, grid=grid, block=block, moved_bytes=moved, median_ms=t.median_ms, min_ms=t.min_ms,
+                            gbps=moved / (t.median_ms * 1e6)))
+        else:
+            n4 = c["bytes"] // 16
+            block_floats = min(n4 * 4, 1 << 24)      # random data (never time on zeros), 64 MiB tiled
+            tile = np.random.default_rng(3).uniform(-1, 1, block_floats).astype(np.float32)
+            src = cuda.to_device(np.tile(tile, n4 * 4 // block_floats))
+            k = prog.function("stream_read")
+            grid, block = sms * (2048 // STREAM_BLOCK), STREAM_BLOCK
+            sink = cuda.zeros(grid * block, np.float32)
+            t = cuda.time_kernel(k, grid, block, src, np.int64(n4), np.int32(c["reps"]), sink, warmup=2, repeats=10)
+            moved = c["reps"] * c["bytes"]
+            src.free()
+            out.append(dict(c, grid=grid, block=block, moved_bytes=moved, median_ms=t.median_ms, min_ms=t.min_ms,
+                            gbps=moved / (t.median_ms * 1e6)))
+    return out
+
+
+#: FMAs per element of the roofline kernel: 0 (a copy) … 1024 (compute-bound)
+ROOFLINE_K = (0, 1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 256, 512, 1024)
+ROOFLINE_FLOATS = 1 << 27    # 512 MiB read + 512 MiB written
+ROOFLINE_A, ROOFLINE_B = 0.999, 0.001
+
+
+def roofline_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """One case per K of :data:`ROOFLINE_K`: ``{"k", "floats", "bytes", "flops", "intensity"}`` — 8 bytes
+    moved and 2·K FLOPs per float, intensity K / 4 FLOP per byte."""
+    ks = ROOFLINE_K if not quick else (0, 4, 64, 1024)
+    n = ROOFLINE_FLOATS
+    return [{"k": k, "floats": n, "bytes": 8 * n, "flops": 2 * k * n, "intensity": k / 4} for k in ks]
+
+
+def roofline_expected(x, k: int, a: float = ROOFLINE_A, b: float = ROOFLINE_B):
+    """What ``fma_stream`` computes for inputs ``x`` (float64 reference of K rounds of x·a + b, for a
+    tolerance check: the kernel's fused float32 FMAs differ from it by a few ulp per round)."""
+    import numpy as np
+
+    v = np.asarray(x, dtype=np.float64)
+    a32, b32 = float(np.float32(a)), float(np.float32(b))
+    for _ in range(k):
+        v = v * a32 + b32
+    return v
+
+
+def measure_roofline(cases: Sequence[dict[str, Any]] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+    """Time ``fma_stream`` (one full wave: 8 blocks of 256 threads per SM, grid-stride) for every case; records
+    add ``median_ms``, ``min_ms``, ``gbps`` (bytes moved / time), ``tflops``, ``clock_ghz`` (block 0's clock64 /
+    globaltimer) and ``correct`` (a sample of outputs against :func:`roofline_expected`)."""
+    import numpy as np
+
+    from .. import cuda
+
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        def tqdm(x, **_):
+            return x
+    cases = list(cases) if cases is not None else roofline_cases()
+    k = cuda.compile_kernel("l01_roofline").function("fma_stream")
+    sms = int(cuda.device_properties(0)["multiProcessorCount"])
+    grid, block = sms * 8, 256
+    out = []
+    n = max(c["floats"] for c in cases)
+    x = np.random.default_rng(11).uniform(-1, 1, n).astype(np.float32)
+    dx, dy, clk = cuda.to_device(x), cuda.zeros(n, np.float32), cuda.zeros(2, np.uint64)
+    sample = np.random.default_rng(12).integers(0, n, 4096)
+    for c in tqdm(cases, desc="roofline", disable=not progress):
+        n4 = c["floats"] // 4
+        args = (dx, dy, np.int64(n4), np.int32(c["k"]), np.float32(ROOFLINE_A), np.float32(ROOFLINE_B))
+        t = cuda.time_kernel(k, grid, block, *args, clk, warmup=2, repeats=10)
+        cycles, ns = (int(v) for v in clk.to_host())
+        y = dy.to_host()
+        ok = bool(np.allclose(y[sample], roofline_expected(x[sample], c["k"]), rtol=1e-4, atol=1e-4))
+        s = t.median_ms * 1e-3
+        out.append(dict(c, grid=grid, block=block, median_ms=t.median_ms, min_ms=t.min_ms, gbps=c["bytes"] / s / 1e9,
+                        tflops=c["flops"] / s / 1e12, clock_ghz=cycles / ns if ns else None, correct=ok))
+    return out
+
+
+#: the steps ``--only`` can name, in the order a full run takes them
+STEPS = ("device", "occupancy", "banks", "ladder", "roofline", "wavefronts")
+
+
 def _arguments(ap) -> None:
     ap.add_argument("--bank-wavefronts", action="store_true",
                     help="only measure l01/bank_wavefronts (runs itself under Nsight Compute)")
@@ -473,6 +696,7 @@ def _arguments(ap) -> None:
                     help="launch the bank_wavefronts cases and exit (what ncu profiles)")
     ap.add_argument("--ncu", help="path of Nsight Compute's ncu (default: PATH, then /opt/nvidia/nsight-compute)")
     ap.add_argument("--ncu-csv", help="also save ncu's raw CSV output here")
+    ap.add_argument("--only", help=f"comma-separated steps to run alone: {', '.join(STEPS)}")
 
 
 def _bank_wavefronts(args, meta) -> None:
@@ -498,28 +722,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bank_wavefronts:
         _bank_wavefronts(args, meta)
         return 0
+    only = set(STEPS) if not args.only else {x.strip() for x in args.only.split(",") if x.strip()}
+    if only - set(STEPS):
+        print(f"--only: unknown steps {sorted(only - set(STEPS))}; choose from {', '.join(STEPS)}", file=sys.stderr)
+        return 2
     from .. import data
-
-    dev = measure_device()
-    data.write("l01/device_properties", dev, meta)
-    optin = int(dev[0].get("sharedMemPerBlockOptin", SMEM_OPTIN))
-    if args.quick:
-        cases = occupancy_cases(QUICK["variants"], QUICK["blocks"], QUICK["dynamic"], QUICK["carveouts"],
-                                optin_limit=optin)
-    else:
-        cases = occupancy_cases(optin_limit=optin)
-    occ = measure_occupancy(cases)
-    data.write("l01/occupancy", occ, meta)
-    banks = measure_banks()
-    data.write("l01/bank_latency", banks, meta)
     from ..validation import l01 as checks
 
-    for title, res in checks.run_on(dev, occ, banks):
-        print(f"{title}: {res.cases} cases, {res.mismatches} mismatches{' — ' + res.note if res.note else ''}")
-    if args.ncu or find_ncu():
-        _bank_wavefronts(args, meta)
-    else:
-        print("bank wavefronts: skipped (Nsight Compute's ncu not found)")
+    if "device" in only or "occupancy" in only:
+        dev = measure_device()
+        data.write("l01/device_properties", dev, meta)
+    if "occupancy" in only:
+        optin = int(dev[0].get("sharedMemPerBlockOptin", SMEM_OPTIN))
+        if args.quick:
+            cases = occupancy_cases(QUICK["variants"], QUICK["blocks"], QUICK["dynamic"], QUICK["carveouts"],
+                                    optin_limit=optin)
+        else:
+            cases = occupancy_cases(optin_limit=optin)
+        occ = measure_occupancy(cases)
+        data.write("l01/occupancy", occ, meta)
+    if "banks" in only:
+        banks = measure_banks()
+        data.write("l01/bank_latency", banks, meta)
+    if {"device", "occupancy", "banks"} <= only:
+        for title, res in checks.run_on(dev, occ, banks):
+            print(f"{title}: {res.cases} cases, {res.mismatches} mismatches{' — ' + res.note if res.note else ''}")
+    if "ladder" in only:
+        ladder = measure_ladder(ladder_cases(args.quick))
+        data.write("l01/latency_ladder", ladder, meta)
+        res = checks.check_ladder(ladder)
+        print(f"latency ladder: {res.cases} cases, {res.mismatches} mismatches — {res.note}")
+    if "roofline" in only:
+        roof = measure_roofline(roofline_cases(args.quick))
+        data.write("l01/roofline_kernels", roof, meta)
+        res = checks.check_roofline_kernels(roof)
+        print(f"roofline kernels: {res.cases} cases, {res.mismatches} mismatches — {res.note}")
+    if "wavefronts" in only:
+        if args.ncu or find_ncu():
+            _bank_wavefronts(args, meta)
+        else:
+            print("bank wavefronts: skipped (Nsight Compute's ncu not found)")
     return 0
 
 

@@ -20,8 +20,20 @@ state spaces — and the SASS of the chapter's small kernel.
 * ``l02/pack``: ``cvt.rn.{f16x2,bf16x2}``, ``cvt.rn.satfinite.{e4m3x2,e5m2x2}`` and ``mov.b32 {lo, hi}``
   on special and random values;
 * ``l02/spaces``: ``isspacep``/``cvta`` answers for shared, peer-shared, local, global and constant addresses;
-* and, when ``cuobjdump`` or ``nvdisasm`` is on ``PATH``, ``l02/l02_axpy.sass`` and
-  ``l02/l02_dsmem_ring.sass`` (text) in the data folder.
+* ``l02/cluster_histogram``: ``l02_cluster_histogram.cu`` — a histogram of 64 Mi random values with global
+  atomics, with one shared-memory copy per CTA, and split over the CTAs of clusters of 2–16 through DSMEM —
+  timed for bin counts from 1 Ki (4 KiB) to 256 Ki (1 MiB, more than any CTA's shared memory), each kernel
+  launched as one full wave (:func:`histogram_cases`, :func:`measure_histogram`);
+* ``l02/asm_zoo``: what the GPU computed with each kernel of ``l02_asm_zoo.cu`` — inline PTX without
+  ``volatile``, without the ``"memory"`` clobber, with ``"=r"`` on a read operand, and their corrected twins
+  (:func:`measure_asm_zoo`);
+* ``l02/swizzle_read``: Nsight Compute's shared-load wavefronts for the four accesses of
+  ``l02_swizzle_read.cu`` — a 2-byte column and a 16-byte column of 32 rows of a 64 × 64 bf16 tile, plain and
+  128-byte swizzled (:data:`SWIZZLE_MODES`, :func:`measure_swizzle_read`; needs ``ncu``);
+* and, when ``cuobjdump`` or ``nvdisasm`` is on ``PATH``, ``l02/l02_axpy.sass``, ``l02/l02_dsmem_ring.sass``,
+  ``l02/l02_asm_zoo.sass`` and ``l02/l02_cluster_histogram.sass`` (text) in the data folder.
+
+``--only STEP[,STEP]`` runs some steps alone (:data:`STEPS`).
 
 The case lists, the shared-memory sizes and the record builders are plain Python, tested without a GPU.
 Runs in well under two minutes on an H200.
@@ -41,7 +53,9 @@ __all__ = ["CLUSTER_SHAPES", "BLOCK_SIZES", "BLOCKS_PER_SM_TARGETS", "smem_for_b
            "spaces_records", "RESIDENCY_CASES", "residency_record", "measure_occupancy", "measure_placement",
            "measure_residency", "measure_sregs", "measure_ring",
            "measure_pack", "measure_spaces", "dump_sass", "ptx_snapshot", "main", "PROBE_FIELDS", "RING_FIELDS",
-           "SPACES_FIELDS"]
+           "SPACES_FIELDS", "HIST_BINS", "HIST_CLUSTERS", "histogram_cases", "histogram_data", "measure_histogram",
+           "ASM_ZOO", "asm_zoo_run", "measure_asm_zoo", "STEPS", "SASS_KERNELS", "SWIZZLE_MODES", "run_swizzle_read",
+           "swizzle_records", "measure_swizzle_read"]
 
 #: Cluster shapes asked about: every 1-D size 1..16, and 2-D / 3-D shapes of 4, 8, 9, 12 and 16 CTAs.
 CLUSTER_SHAPES: tuple[tuple[int, int, int], ...] = tuple((n, 1, 1) for n in range(1, 17)) + (
@@ -352,7 +366,11 @@ def measure_spaces(clusters: int = 2) -> list[dict[str, Any]]:
     return spaces_records(out_d.to_host(), n, k.attributes()["shared_size_bytes"])
 
 
-def dump_sass(folder: Path, kernels: Sequence[str] = ("l02_axpy", "l02_dsmem_ring")) -> list[Path]:
+#: the kernels whose SASS the measurement disassembles
+SASS_KERNELS = ("l02_axpy", "l02_dsmem_ring", "l02_asm_zoo", "l02_cluster_histogram")
+
+
+def dump_sass(folder: Path, kernels: Sequence[str] = SASS_KERNELS) -> list[Path]:
     """Disassemble the kernels' cubins with ``cuobjdump -sass`` (else ``nvdisasm``) when either is on PATH;
     writes ``<folder>/<kernel>.sass``. Returns the files written (none without the tools)."""
     from .. import cuda
@@ -376,6 +394,184 @@ def dump_sass(folder: Path, kernels: Sequence[str] = ("l02_axpy", "l02_dsmem_rin
     return written
 
 
+# ------------------------------------------------------------------------------------------------
+# The DSMEM histogram (l02_cluster_histogram.cu) and the asm bug zoo (l02_asm_zoo.cu)
+
+HIST_N = 1 << 26                   # 64 Mi values, 256 MiB
+HIST_BINS = (1024, 16384, 57344, 65536, 131072, 262144)
+HIST_CLUSTERS = (2, 4, 8, 16)
+HIST_BLOCK = 512
+
+
+def histogram_cases(bins: Sequence[int] = HIST_BINS, clusters: Sequence[int] = HIST_CLUSTERS,
+                    optin: int = SMEM_OPTIN) -> list[dict[str, Any]]:
+    """Every (kernel, cluster size, bins) the histogram measurement times: ``global`` for every bin count,
+    ``shared`` when all bins fit one CTA (4 bytes each within ``optin``), ``cluster`` for each cluster size
+    whose per-CTA slice ``ceil(bins / c)`` fits. ``smem`` is the dynamic shared memory of one CTA."""
+    out = []
+    for nb in bins:
+        out.append({"kernel": "global", "cluster": 1, "nbins": nb, "smem": 0})
+        if 4 * nb <= optin:
+            out.append({"kernel": "shared", "cluster": 1, "nbins": nb, "smem": 4 * nb})
+        for c in clusters:
+            per = -(-nb // c)
+            if 4 * per <= optin and nb >= c:
+                out.append({"kernel": "cluster", "cluster": c, "nbins": nb, "smem": 4 * per})
+    return out
+
+
+def histogram_data(n: int = HIST_N, nbins: int = 1024, seed: int = 5):
+    """The values the histogram counts: ``n`` uniform random integers below ``nbins`` (uint32), seeded."""
+    import numpy as np
+
+    return np.random.default_rng(seed).integers(0, nbins, n, dtype=np.uint32)
+
+
+def measure_histogram(cases: Sequence[dict[str, Any]] | None = None, n: int = HIST_N,
+                      progress: bool = True) -> list[dict[str, Any]]:
+    """Time every case (one full wave of CTAs: the driver's blocks per SM × SMs, or its active clusters ×
+    cluster size; each thread grid-strides over the data): records add ``grid``, ``block``, ``median_ms``,
+    ``min_ms``, ``gelems`` (10^9 values counted per second) and ``correct`` (the counts equal NumPy's)."""
+    import numpy as np
+
+    from .. import cuda
+
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        def tqdm(x, **_):
+            return x
+    cases = list(cases) if cases is not None else histogram_cases()
+    prog = cuda.compile_kernel("l02_cluster_histogram")
+    sms = int(cuda.device_properties(0)["multiProcessorCount"])
+    out = []
+    by_bins: dict[int, list] = {}
+    for c in cases:
+        by_bins.setdefault(c["nbins"], []).append(c)
+    for nb, group in tqdm(by_bins.items(), desc="histogram", disable=not progress):
+        data = histogram_data(n, nb)
+        ref = np.bincount(data, minlength=nb).astype(np.uint32)
+        d = cuda.to_device(data)
+        hist = cuda.zeros(nb, np.uint32)
+        for c in group:
+            k = prog.function("hist_" + c["kernel"])
+            if c["smem"] > 48 * 1024:
+                k.set_max_dynamic_shared_memory(c["smem"])
+            args = (d, np.int64(n), hist) + (() if c["kernel"] == "global" else (np.int32(nb),))
+            if c["kernel"] == "cluster":
+                if c["cluster"] > 8:
+                    k.allow_non_portable_cluster_size(True)
+                clusters = cuda.occupancy_max_active_clusters(k, c["cluster"] * 8, HIST_BLOCK, c["cluster"], c["smem"])
+                grid, cl = clusters * c["cluster"], c["cluster"]
+            else:
+                grid, cl = cuda.occupancy_max_active_blocks(k, HIST_BLOCK, c["smem"]) * sms, None
+            if grid == 0:
+                out.append(dict(c, grid=0, block=HIST_BLOCK, correct=None, median_ms=None, min_ms=None, gelems=None))
+                continue
+            hist.copy_from_host(np.zeros(nb, np.uint32))
+            cuda.launch(k, grid, HIST_BLOCK, *args, shared_mem=c["smem"], cluster=cl)
+            cuda.synchronize()
+            ok = bool((hist.to_host() == ref).all())
+            t = cuda.time_kernel(k, grid, HIST_BLOCK, *args, shared_mem=c["smem"], cluster=cl, warmup=1, repeats=5)
+            out.append(dict(c, n=n, grid=grid, block=HIST_BLOCK, median_ms=t.median_ms, min_ms=t.min_ms,
+                            gelems=n / (t.median_ms * 1e6), correct=ok))
+        d.free()
+        hist.free()
+    return out
+
+
+#: the asm bug zoo: (kernel, its corrected twin, what the bug is)
+ASM_ZOO = (("count_dead", "count_live", "no volatile"),
+           ("reread_stale", "reread_fresh", 'no "memory" clobber'),
+           ("accumulate_write_only", "accumulate_read_write", '"=r" on an operand that is read'))
+
+
+def asm_zoo_run(be, kernel: str) -> "np.ndarray":
+    """Run one kernel of ``l02_asm_zoo.cu`` on backend ``be`` (``h100lab.emu`` or ``h100lab.cuda``) with fixed
+    inputs and return what it computed: the counter after 2 × 64 increments (``count_*``), each thread's
+    1000·(new − old) + (old − before) for 32 threads (``reread_*``: 1000 when right), each thread's
+    100·t + 5 for 32 threads (``accumulate_*``)."""
+    import numpy as np
+
+    k = be.compile_kernel("l02_asm_zoo").function(kernel)
+    if kernel.startswith("count"):
+        c = be.zeros(1, np.uint32)
+        be.launch(k, 2, 64, c)
+        be.synchronize()
+        return c.to_host()
+    if kernel.startswith("reread"):
+        p, o = be.to_device(np.arange(32, dtype=np.uint32)), be.zeros(32, np.uint32)
+        be.launch(k, 1, 32, p, o)
+        be.synchronize()
+        return o.to_host()
+    x, acc = be.to_device(np.full(32, 5, np.int32)), be.to_device(100 * np.arange(32, dtype=np.int32))
+    be.launch(k, 1, 32, x, acc)
+    be.synchronize()
+    return acc.to_host()
+
+
+def measure_asm_zoo() -> list[dict[str, Any]]:
+    """Every kernel of :data:`ASM_ZOO` run on the GPU: ``{"kernel", "twin_of", "bug", "output"}``."""
+    from .. import cuda
+
+    out = []
+    for bad, good, bug in ASM_ZOO:
+        for name, role in ((bad, "bug"), (good, "fix")):
+            out.append({"kernel": name, "role": role, "bug": bug, "output": asm_zoo_run(cuda, name).tolist()})
+    return out
+
+
+#: the accesses of ``l02_swizzle_read.cu``: mode -> (what lane t reads, width in bytes, swizzled)
+SWIZZLE_MODES = {0: ("2 B column, plain", 2, False), 1: ("2 B column, SWIZZLE_128B", 2, True),
+                 2: ("16 B column, plain", 16, False), 3: ("16 B column, SWIZZLE_128B", 16, True)}
+SWIZZLE_METRIC = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+
+
+def run_swizzle_read() -> int:
+    """Launch ``swizzle_read`` once per mode of :data:`SWIZZLE_MODES` (what Nsight Compute profiles)."""
+    import numpy as np
+
+    from .. import cuda
+
+    k = cuda.compile_kernel("l02_swizzle_read").function("swizzle_read")
+    out = cuda.zeros(32, np.uint32)
+    for mode in SWIZZLE_MODES:
+        cuda.launch(k, 1, 32, np.int32(mode), out)
+        cuda.synchronize()
+        if out.to_host().tolist() != [64 * t for t in range(32)]:
+            raise RuntimeError(f"swizzle_read mode {mode} read the wrong elements: {out.to_host()[:8]}")
+    return len(SWIZZLE_MODES)
+
+
+def swizzle_records(launches: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``l02/swizzle_read`` records from parsed Nsight Compute launches (one per mode, in order)."""
+    mine = [x for x in launches if "swizzle_read" in x["kernel"]]
+    if len(mine) != len(SWIZZLE_MODES):
+        raise ValueError(f"expected {len(SWIZZLE_MODES)} launches of swizzle_read, Nsight Compute reported {len(mine)}")
+    return [{"mode": m, "access": SWIZZLE_MODES[m][0], "width": SWIZZLE_MODES[m][1], "swizzled": SWIZZLE_MODES[m][2],
+             "wavefronts": int(round(x["metrics"][SWIZZLE_METRIC]))} for m, x in zip(SWIZZLE_MODES, mine)]
+
+
+def measure_swizzle_read(ncu: str | None = None) -> list[dict[str, Any]]:
+    """Run :func:`run_swizzle_read` under Nsight Compute (clocks left alone) and return its records."""
+    from .l01 import find_ncu, parse_ncu_csv
+
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        raise FileNotFoundError("Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute")
+    cmd = [ncu, "--clock-control", "none", "--kernel-name", "swizzle_read", "--metrics", SWIZZLE_METRIC, "--csv",
+           sys.executable, "-m", "h100lab.measure.l02", "--swizzle-run"]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"ncu failed ({res.returncode}): {res.stderr[-2000:]}{res.stdout[-2000:]}")
+    return swizzle_records(parse_ncu_csv(res.stdout))
+
+
+#: the steps ``--only`` can name, in the order a full run takes them
+STEPS = ("occupancy", "placement", "residency", "sregs", "ring", "pack", "spaces", "histogram", "asm", "swizzle",
+         "sass")
+
+
 def ptx_snapshot(name: str = "l02_axpy") -> str:
     """The PTX NVRTC emits for ``kernels/<name>.cu`` without the debug-line directives (``.loc``/``.file``,
     whose file paths depend on the machine): the text committed as ``h100lab/cuda/snapshots/<name>.ptx``."""
@@ -389,39 +585,75 @@ def ptx_snapshot(name: str = "l02_axpy") -> str:
     return text
 
 
+def _arguments(ap) -> None:
+    ap.add_argument("--only", help=f"comma-separated steps to run alone: {', '.join(STEPS)}")
+    ap.add_argument("--swizzle-run", action="store_true",
+                    help="launch the swizzle_read modes and exit (what Nsight Compute profiles)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    s = begin("l02", argv, __doc__.splitlines()[0], "a small subset of the occupancy cases")
+    s = begin("l02", argv, __doc__.splitlines()[0], "a small subset of the occupancy cases", _arguments)
     if s is None:
         return 2
     args, meta = s.args, s.meta
+    if args.swizzle_run:
+        run_swizzle_read()
+        return 0
+    only = set(STEPS) if not args.only else {x.strip() for x in args.only.split(",") if x.strip()}
+    if only - set(STEPS):
+        print(f"--only: unknown steps {sorted(only - set(STEPS))}; choose from {', '.join(STEPS)}", file=sys.stderr)
+        return 2
     from .. import data
-
-    cases = (occupancy_cases(QUICK["shapes"], QUICK["blocks"], QUICK["targets"]) if args.quick
-             else occupancy_cases())
-    occ = measure_occupancy(cases)
-    data.write("l02/cluster_occupancy", occ, meta)
-    placement, gmap = measure_placement()
-    data.write("l02/gpc_map", gmap, meta)
-    data.write("l02/placement", placement, meta)
-    residency = measure_residency()
-    data.write("l02/cluster_residency", residency, meta)
-    sregs = measure_sregs()
-    data.write("l02/cluster_sregs", sregs, meta)
-    ring = measure_ring()
-    data.write("l02/dsmem_ring", ring, meta)
-    pack = measure_pack()
-    data.write("l02/pack", pack, meta)
-    spaces = measure_spaces()
-    data.write("l02/spaces", spaces, meta)
-    for p in dump_sass(data.data_dir() / "l02"):
-        print(f"wrote {p}")
     from ..validation import l02 as checks
 
-    lay = checks.measured_grouping(gmap)
-    print(f"cluster domains (SMs, from %smid): virtual GPCs {lay.vgpc_sms} + {lay.singleton_tpcs} singleton TPCs")
-    for title, res in checks.run_on(occ=occ, gmap=gmap, placement=placement, sregs=sregs, ring=ring, pack=pack,
-                                    spaces=spaces, residency=residency):
-        print(f"{title}: {res.cases} cases, {res.mismatches} mismatches{' — ' + res.note if res.note else ''}")
+    got: dict[str, Any] = {}
+    if "occupancy" in only:
+        cases = (occupancy_cases(QUICK["shapes"], QUICK["blocks"], QUICK["targets"]) if args.quick
+                 else occupancy_cases())
+        got["occ"] = measure_occupancy(cases)
+        data.write("l02/cluster_occupancy", got["occ"], meta)
+    if "placement" in only:
+        got["placement"], got["gmap"] = measure_placement()
+        data.write("l02/gpc_map", got["gmap"], meta)
+        data.write("l02/placement", got["placement"], meta)
+    for step, key, name, fn in (("residency", "residency", "l02/cluster_residency", measure_residency),
+                                ("sregs", "sregs", "l02/cluster_sregs", measure_sregs),
+                                ("ring", "ring", "l02/dsmem_ring", measure_ring),
+                                ("pack", "pack", "l02/pack", measure_pack),
+                                ("spaces", "spaces", "l02/spaces", measure_spaces)):
+        if step in only:
+            got[key] = fn()
+            data.write(name, got[key], meta)
+    if "histogram" in only:
+        hist = measure_histogram()
+        data.write("l02/cluster_histogram", hist, meta)
+        res = checks.check_histogram(hist)
+        print(f"cluster histogram: {res.cases} cases, {res.mismatches} mismatches — {res.note}")
+    if "asm" in only:
+        zoo = measure_asm_zoo()
+        data.write("l02/asm_zoo", zoo, meta)
+        res = checks.check_asm_zoo(zoo)
+        print(f"asm zoo: {res.cases} kernels, {res.mismatches} mismatches — {res.note}")
+    if "swizzle" in only:
+        from .l01 import find_ncu
+
+        if find_ncu():
+            sw = measure_swizzle_read()
+            data.write("l02/swizzle_read", sw, meta)
+            res = checks.check_swizzle_read(sw)
+            print(f"swizzle read: {res.cases} accesses, {res.mismatches} mismatches — {res.note}")
+        else:
+            print("swizzle read: skipped (Nsight Compute's ncu not found)")
+    if "sass" in only:
+        for p in dump_sass(data.data_dir() / "l02"):
+            print(f"wrote {p}")
+    if {"occupancy", "placement", "sregs", "ring", "pack", "spaces"} <= only:
+        lay = checks.measured_grouping(got["gmap"])
+        print(f"cluster domains (SMs, from %smid): virtual GPCs {lay.vgpc_sms} + {lay.singleton_tpcs} singleton TPCs")
+        for title, res in checks.run_on(occ=got["occ"], gmap=got["gmap"], placement=got["placement"],
+                                        sregs=got["sregs"], ring=got["ring"], pack=got["pack"], spaces=got["spaces"],
+                                        residency=got.get("residency")):
+            print(f"{title}: {res.cases} cases, {res.mismatches} mismatches{' — ' + res.note if res.note else ''}")
     return 0
 
 

@@ -14,7 +14,8 @@ from ..specs import H200_SXM, compare, from_properties, get
 from . import CheckResult, silicon_check
 
 __all__ = ["check_device", "device_rows", "check_occupancy", "check_bank_latency", "check_bank_wavefronts", "model_wavefronts",
-           "bank_wavefront_table", "bank_wavefront_report", "BANK_WAVEFRONT_SHOWN", "model_blocks", "run_on", "reference_spec", "hardware_report"]
+           "bank_wavefront_table", "bank_wavefront_report", "BANK_WAVEFRONT_SHOWN", "model_blocks", "run_on", "reference_spec", "hardware_report",
+           "LADDER_RUNGS", "ladder_rows", "check_ladder", "roofline_rows", "check_roofline_kernels", "ladder_report"]
 
 _SPEC_FIELDS = ("sm_count", "l2_bytes", "memory_bus_bits", "memory_clock_mhz", "boost_clock_mhz", "warp_size",
                 "max_threads_per_block", "max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm",
@@ -248,3 +249,136 @@ def hardware_report(live: bool | None = None, occupancy_cases: Sequence[dict] | 
     return {"source": source, "where": where, "reference": ref.name, "device_rows": rows,
             "device": check_device(dev), "occupancy": check_occupancy(occ), "occupancy_records": occ,
             "banks": check_bank_latency(banks), "bank_records": banks, "command": command}
+
+
+# ------------------------------------------------------------------------------------------------
+# The latency/bandwidth ladder and the roofline kernel (l01/latency_ladder, l01/roofline_kernels)
+
+#: which measurement stands for which rung: (level, kind of record, kernel, working set in bytes or None)
+LADDER_RUNGS = (("registers", "fma_chain", None), ("shared memory", "chase_shared", None),
+                ("L1", "chase_ca", 16 << 10), ("L2", "chase_cg", 4 << 20), ("HBM", "chase_cg", 1 << 30))
+
+
+def _rung(records: Sequence[dict[str, Any]], kernel: str, size: int | None) -> dict[str, Any] | None:
+    for r in records:
+        if r.get("kind") == "latency" and r["kernel"] == kernel and (size is None or r["bytes"] == size):
+            return r
+    return None
+
+
+def ladder_rows(records: Sequence[dict[str, Any]], spec=None, roofline: Sequence[dict[str, Any]] | None = None
+                ) -> list[dict[str, Any]]:
+    """The ladder table: for each level its capacity (the spec), the latency the H200 measured (cycles and ns
+    of one dependent step) and the bandwidth — the spec-derived one (:mod:`h100lab.memory.ladder`) beside the
+    measured one. The register rung's measured bandwidth comes from the roofline kernel's compute-bound end
+    (FMA operand bytes: 12 per FMA per lane) when ``roofline`` records are given."""
+    from ..memory.ladder import levels
+
+    spec = spec or H200_SXM
+    model = {lv.name: lv for lv in levels(spec)}
+    bw = {r["level"]: r["gbps"] * 1e9 for r in records if r.get("kind") == "bandwidth"}
+    if roofline:
+        top = max((r for r in roofline if r.get("k", 0) >= 256 and r.get("correct", True)),
+                  key=lambda r: r["tflops"], default=None)
+        if top is not None:
+            bw["registers"] = top["tflops"] * 1e12 / 2 * 12
+    rows = []
+    for level, kernel, size in LADDER_RUNGS:
+        r = _rung(records, kernel, size)
+        m = model[level]
+        rows.append({"level": level, "capacity per SM": m.capacity_per_sm, "capacity (GPU)": m.capacity_gpu,
+                     "latency (cycles)": r["cycles_per_step"] if r else None,
+                     "latency (ns)": r["ns_per_step"] if r else None,
+                     "bandwidth, model (B/s)": m.bandwidth, "bandwidth, H200 (B/s)": bw.get(level),
+                     "working set (B)": r["bytes"] if r and size else None})
+    return rows
+
+
+def check_ladder(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """Every chase ended where the host's walk of its chain does; each rung is slower than the one above it
+    (registers < shared memory < L1 < L2 < HBM latency) and the streams order the other way (shared memory >
+    L2 > HBM bandwidth); no measured bandwidth exceeds the model's ceiling for its level by more than 2 %."""
+    from ..memory.ladder import levels
+
+    bad = [dict(kernel=r["kernel"], bytes=r.get("bytes"), why="wrong chase end") for r in records
+           if r.get("kind") == "latency" and not r.get("correct", True)]
+    lat = [_rung(records, k, s) for _, k, s in LADDER_RUNGS]
+    if all(lat):
+        steps = [r["cycles_per_step"] for r in lat]
+        bad += [{"why": f"{LADDER_RUNGS[i][0]} ({steps[i]:.0f} cycles) not faster than {LADDER_RUNGS[i + 1][0]} "
+                        f"({steps[i + 1]:.0f})"} for i in range(len(steps) - 1) if not steps[i] < steps[i + 1]]
+    bw = {r["level"]: r["gbps"] * 1e9 for r in records if r.get("kind") == "bandwidth"}
+    order = [lv for lv in ("shared memory", "L2", "HBM") if lv in bw]
+    bad += [{"why": f"{a} bandwidth not above {b}"} for a, b in zip(order, order[1:]) if not bw[a] > bw[b]]
+    model = {lv.name: lv.bandwidth for lv in levels(H200_SXM)}
+    bad += [{"why": f"{lv} measured {v / 1e12:.2f} TB/s above the model's {model[lv] / 1e12:.2f}"}
+            for lv, v in bw.items() if model.get(lv) and v > 1.02 * model[lv]]
+    note = ""
+    if all(lat):
+        note = ", ".join(f"{lv} {r['cycles_per_step']:.0f}" for (lv, _, _), r in zip(LADDER_RUNGS, lat)) + " cycles"
+    return CheckResult(len(records), len(bad), bad[:5], note=note)
+
+
+def roofline_rows(records: Sequence[dict[str, Any]], spec=None) -> list[dict[str, Any]]:
+    """Model vs silicon for the roofline kernel: per K the intensity, the model's time — the larger of the
+    bytes over the datasheet HBM bandwidth and the FLOPs over the FP32 peak at the clock the kernel ran at —
+    the measured time, and which roof binds."""
+    spec = spec or H200_SXM
+    rows = []
+    for r in records:
+        clock = (r.get("clock_ghz") or spec.boost_clock_mhz / 1e3) * 1e9
+        peak = spec.sm_count * 2 * spec.fp32_lanes_per_sm * clock
+        t_mem, t_math = r["bytes"] / spec.hbm_bandwidth, r["flops"] / peak
+        model = max(t_mem, t_math)
+        rows.append({"K": r["k"], "intensity (FLOP/B)": r["intensity"], "bound": "memory" if t_mem >= t_math else "compute",
+                     "model (ms)": model * 1e3, "H200 (ms)": r["median_ms"], "H200 / model": r["median_ms"] / (model * 1e3),
+                     "H200 TB/s": r["gbps"] / 1e3, "H200 TFLOP/s": r["tflops"], "clock (GHz)": r.get("clock_ghz")})
+    return rows
+
+
+def check_roofline_kernels(records: Sequence[dict[str, Any]], tolerance: float = 0.6) -> CheckResult:
+    """The kernel's outputs are right, no case beats its roofline (the model's time is a lower bound, 2 %
+    slack), and the two ends come within ``tolerance`` of it: the copy (K = 0) reaches at least 60 % of the
+    datasheet bandwidth and the most compute-bound case 60 % of the FP32 peak at its clock."""
+    rows = roofline_rows(records)
+    bad = [dict(k=r["k"], why="wrong output") for r in records if not r.get("correct", True)]
+    bad += [dict(k=row["K"], why=f"faster than the roofline ({row['H200 / model']:.2f} x)") for row in rows
+            if row["H200 / model"] < 0.98]
+    ends = [rows[0], rows[-1]] if rows else []
+    bad += [dict(k=row["K"], why=f"only {1 / row['H200 / model']:.0%} of its roofline") for row in ends
+            if 1 / row["H200 / model"] < tolerance]
+    note = ""
+    if rows:
+        note = (f"copy at {1 / rows[0]['H200 / model']:.0%} of 4.8 TB/s, K = {rows[-1]['K']} at "
+                f"{1 / rows[-1]['H200 / model']:.0%} of the FP32 peak")
+    return CheckResult(len(records), len(bad), bad[:5], note=note)
+
+
+def ladder_report() -> dict[str, Any]:
+    """The committed ladder and roofline-kernel datasets with their checks and tables (``source`` None with the
+    ``command`` when the ladder dataset is missing)."""
+    from .. import data
+
+    command = "python -m h100lab.measure.l01 --only ladder,roofline"
+    if not data.available("l01/latency_ladder"):
+        return {"source": None, "command": command}
+    ds = data.load("l01/latency_ladder")
+    rds = data.load("l01/roofline_kernels") if data.available("l01/roofline_kernels") else None
+    roof = rds.records if rds else None
+    return {"source": "dataset", "where": ds.describe(), "records": ds.records, "check": check_ladder(ds.records),
+            "rows": ladder_rows(ds.records, roofline=roof), "roofline": roof,
+            "roofline_where": rds.describe() if rds else None,
+            "roofline_check": check_roofline_kernels(roof) if roof else None,
+            "roofline_rows": roofline_rows(roof) if roof else None, "command": command}
+
+
+@silicon_check("Latency ladder: each level slower than the one above, chases correct", lesson=1,
+               dataset="l01/latency_ladder")
+def _ladder(ds: Dataset) -> CheckResult:
+    return check_ladder(ds.records)
+
+
+@silicon_check("Roofline kernel: never faster than the roofline, the ends close to it", lesson=1,
+               dataset="l01/roofline_kernels")
+def _roofline_kernels(ds: Dataset) -> CheckResult:
+    return check_roofline_kernels(ds.records)

@@ -20,7 +20,9 @@ from . import CheckResult, silicon_check
 
 __all__ = ["check_cluster_occupancy", "check_gpc_map", "check_placement", "check_residency", "residency_waves",
            "check_sregs", "check_ring", "check_pack", "check_spaces", "measured_grouping", "measured_idle_sms",
-           "occupancy_curve", "run_on", "hardware_report"]
+           "occupancy_curve", "run_on", "hardware_report", "histogram_rows", "check_histogram", "histogram_report",
+           "histogram_grid_model", "ASM_ZOO_INTENDED", "asm_zoo_intended", "check_asm_zoo", "asm_zoo_report", "cluster_sync_rows",
+           "swizzle_model", "check_swizzle_read"]
 
 _BITS = {".shared::cta": 1, ".shared::cluster": 2, ".global": 4, ".local": 8, ".const": 16}
 
@@ -370,3 +372,154 @@ def hardware_report(live: bool | None = None) -> dict[str, Any]:
     return {"source": "dataset", "where": ds["l02/dsmem_ring"].describe(), "ring": ds["l02/dsmem_ring"].records,
             "occupancy": ds["l02/cluster_occupancy"].records, "gmap": ds["l02/gpc_map"].records,
             "placement": ds["l02/placement"].records, **opt, "command": command}
+
+
+# ------------------------------------------------------------------------------------------------
+# The DSMEM histogram (l02/cluster_histogram), the asm bug zoo (l02/asm_zoo), cluster-barrier cost
+
+def histogram_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per bin count: values counted per second (10^9/s) by each kernel — global atomics, one shared copy
+    per CTA, each cluster size; None where the variant cannot run — and the speed-up of the best on-chip variant
+    over global atomics."""
+    clusters = sorted({r["cluster"] for r in records if r["kernel"] == "cluster"})
+    keys = ["global atomics", "shared, 1 CTA"] + [f"cluster of {c}" for c in clusters]
+    rows: dict[int, dict[str, Any]] = {}
+    for r in records:
+        row = rows.setdefault(r["nbins"], {"bins": r["nbins"], "KiB of counts": r["nbins"] * 4 // 1024,
+                                           **{k: None for k in keys}})
+        if not r.get("gelems"):
+            continue
+        key = {"global": "global atomics", "shared": "shared, 1 CTA"}.get(r["kernel"], f"cluster of {r['cluster']}")
+        row[key] = r["gelems"]
+    for row in rows.values():
+        on_chip = [v for k, v in row.items() if k.startswith(("shared", "cluster")) and v]
+        row["best on chip / global"] = max(on_chip) / row["global atomics"] if on_chip and row["global atomics"] else None
+    return [rows[k] for k in sorted(rows)]
+
+
+def histogram_grid_model(r: dict[str, Any], threads: int = 512) -> int:
+    """The grid one full wave of a ``l02/cluster_histogram`` case has by the model: clusters that fit at once
+    (:func:`h100lab.cluster.max_active_clusters`) × cluster size, or blocks per SM (:func:`h100lab.occupancy.occupancy`)
+    × SMs — what the measurement asked the driver for (``cudaOccupancyMaxActiveClusters`` /
+    ``...MaxActiveBlocksPerMultiprocessor``)."""
+    from ..cluster import max_active_clusters
+    from ..occupancy import occupancy
+
+    if r["kernel"] == "cluster":
+        return max_active_clusters(r["cluster"], threads, r["smem"], non_portable=r["cluster"] > 8) * r["cluster"]
+    return occupancy(threads, 32, r["smem"]).active_blocks * H200_SXM.sm_count
+
+
+def check_histogram(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """Every launched kernel counted exactly what NumPy counts, every case the model says fits (the slice of
+    ``ceil(bins / cluster)`` counts within the 227 KB a CTA may have) launched at least one full cluster, and the
+    driver's full wave (the grid) equals the model's (:func:`histogram_grid_model`)."""
+    bad = [dict(kernel=r["kernel"], cluster=r["cluster"], bins=r["nbins"], why="wrong counts") for r in records
+           if r.get("correct") is False]
+    bad += [dict(kernel=r["kernel"], cluster=r["cluster"], bins=r["nbins"], why=f"grid {r['grid']}, model "
+                 f"{histogram_grid_model(r, r.get('block', 512))}") for r in records
+            if r.get("grid") and r["grid"] != histogram_grid_model(r, r.get("block", 512))]
+    bad += [dict(kernel=r["kernel"], cluster=r["cluster"], bins=r["nbins"], why="no cluster fits") for r in records
+            if not r.get("grid")]
+    rows = histogram_rows(records)
+    best = max((r for r in rows if r.get("best on chip / global")), key=lambda r: r["bins"], default=None)
+    note = (f"{best['bins']} bins ({best['KiB of counts']} KiB): best on-chip variant "
+            f"{best['best on chip / global']:.1f} x global atomics") if best else ""
+    return CheckResult(len(records), len(bad), bad[:5], note=note)
+
+
+#: what each kernel of l02_asm_zoo.cu computes when its asm statement is right (h100lab.measure.l02.asm_zoo_run)
+ASM_ZOO_INTENDED = {"count": [128], "reread": [1000] * 32, "accumulate": [100 * t + 5 for t in range(32)]}
+
+
+def asm_zoo_intended(kernel: str) -> list[int]:
+    """What ``kernel`` of the asm zoo computes when its statement is right."""
+    return ASM_ZOO_INTENDED[kernel.split("_")[0]]
+
+
+def check_asm_zoo(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """Every corrected kernel computed what it should, every buggy twin did not (the bug is real on the GPU,
+    not an artefact of the emulator)."""
+    bad = []
+    for r in records:
+        right = list(r["output"]) == asm_zoo_intended(r["kernel"])
+        if right != (r["role"] == "fix"):
+            bad.append({"kernel": r["kernel"], "output": r["output"][:4]})
+    return CheckResult(len(records), len(bad), bad[:5], note="fixes right, bugs wrong" if not bad else "")
+
+
+def asm_zoo_report() -> dict[str, Any]:
+    """The committed ``l02/asm_zoo`` records (``source`` None when absent) keyed by kernel name."""
+    from .. import data
+
+    if not data.available("l02/asm_zoo"):
+        return {"source": None, "command": "python -m h100lab.measure.l02 --only asm,sass"}
+    ds = data.load("l02/asm_zoo")
+    return {"source": "dataset", "where": ds.describe(), "outputs": {r["kernel"]: r["output"] for r in ds.records},
+            "check": check_asm_zoo(ds.records)}
+
+
+def histogram_report() -> dict[str, Any]:
+    """The committed ``l02/cluster_histogram`` dataset, its check and its table (``source`` None when absent)."""
+    from .. import data
+
+    command = "python -m h100lab.measure.l02 --only histogram"
+    if not data.available("l02/cluster_histogram"):
+        return {"source": None, "command": command}
+    ds = data.load("l02/cluster_histogram")
+    return {"source": "dataset", "where": ds.describe(), "records": ds.records, "check": check_histogram(ds.records),
+            "rows": histogram_rows(ds.records), "command": command}
+
+
+def cluster_sync_rows(records: Sequence[dict[str, Any]], threads: int = 128) -> list[dict[str, Any]]:
+    """``cluster.sync()`` (``barrier.cluster.arrive`` + ``wait``) cost per cluster size for ``threads``-thread CTAs,
+    from ``l03/sync_cost`` records (kind ``cluster_barrier``): ns per barrier with the default ``.release`` arrive
+    and with ``.relaxed``, each without and with a store before the arrive; and ``bar.sync`` (one CTA) beside it."""
+    rows: dict[int, dict[str, Any]] = {}
+    for r in records:
+        if r.get("kind") != "cluster_barrier" or r.get("threads") != threads or not r.get("ok", True):
+            continue
+        row = rows.setdefault(r["cluster"], {"cluster size": r["cluster"]})
+        row[f"{r['sem']}{', after a store' if r.get('store') else ''} (ns)"] = r["ns"]
+    bar = [r["ns"] for r in records if r.get("kind") == "bar_sync" and r.get("threads") == threads]
+    for row in rows.values():
+        row["bar.sync, one CTA (ns)"] = bar[0] if bar else None
+    return [rows[k] for k in sorted(rows)]
+
+
+@silicon_check("DSMEM histogram: exact counts for every kernel, bin count and cluster size", lesson=2,
+               dataset="l02/cluster_histogram")
+def _histogram(ds: Dataset) -> CheckResult:
+    return check_histogram(ds.records)
+
+
+@silicon_check("Inline-PTX bug zoo: each bug changes the GPU's result, each fix restores it", lesson=2,
+               dataset="l02/asm_zoo")
+def _asm_zoo(ds: Dataset) -> CheckResult:
+    return check_asm_zoo(ds.records)
+
+
+def swizzle_model(mode: int) -> int:
+    """The model's wavefronts for mode ``mode`` of ``l02_swizzle_read.cu``: lane t reads row t (byte 0) of a tile
+    with 128-byte rows, 2 or 16 bytes wide, plain or through the 128-byte swizzle
+    (:func:`h100lab.memory.banks.wavefronts`, :func:`h100lab.memory.swizzle.swizzle_address`)."""
+    from ..measure.l02 import SWIZZLE_MODES
+    from ..memory.banks import wavefronts
+    from ..memory.swizzle import swizzle_address
+
+    _, width, swizzled = SWIZZLE_MODES[mode]
+    addrs = [int(swizzle_address(128 * t, "128B")) if swizzled else 128 * t for t in range(32)]
+    return int(wavefronts(addrs, 4 if width < 4 else width))
+
+
+def check_swizzle_read(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """Nsight Compute's wavefronts for each access of ``l02_swizzle_read.cu`` equal the model's."""
+    bad = [dict(r, model=swizzle_model(r["mode"])) for r in records if r["wavefronts"] != swizzle_model(r["mode"])]
+    return CheckResult(len(records), len(bad), bad[:5],
+                       note=", ".join(f"{r['access']}: {r['wavefronts']}" for r in records))
+
+
+@silicon_check("Swizzled and plain column reads: model wavefronts equal Nsight Compute's", lesson=2,
+               dataset="l02/swizzle_read")
+def _swizzle_read(ds: Dataset) -> CheckResult:
+    return check_swizzle_read(ds.records)

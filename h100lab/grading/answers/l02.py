@@ -1,50 +1,120 @@
 """Exercise set 2 (chapter 2, "Clusters, PTX, data types and state spaces").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.cluster, h100lab.ptx,
-h100lab.memory.spaces), never typed in.
+h100lab.memory.spaces) or, for a kernel exercise (2.11, 2.13–2.15), by running the solution kernel on the
+emulator in the grader's process — never typed in. 2.5 is an inline-PTX statement: it is judged by compiling
+it with NVRTC inside a small kernel and running that on the emulator, so every correct spelling passes
+(``asm`` or ``asm volatile``, any whitespace, either operand order of the product). The student edition
+imports nothing from this module.
 """
 from __future__ import annotations
 
-from ..registry import exercise
+import re
 
+import numpy as np
 
-def _same_statement(a, b) -> bool:
-    """Two asm statements are the same up to whitespace."""
-    return isinstance(a, str) and " ".join(a.split()) == " ".join(str(b).split())
+from ..kernels import KernelRun, Property, Symptom, kernel_exercise
+from ..registry import Feedback, Mistake, exercise
+
+_BARRIER = 'asm volatile("barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");'
 
 
 @exercise("2.1", points=1, hint="rank = x + nx·(y + ny·z) with (x, y, z) = %cluster_ctaid and (nx, ny, nz) the "
-          "cluster shape: h100lab.cluster.cta_rank.")
+          "cluster shape.", mistakes=[Mistake("That is z + nz·(y + ny·x): the x index varies fastest.", answer=3)])
 def _rank():
     from h100lab.cluster import cta_rank
 
     return cta_rank((1, 0, 1), (2, 2, 2))
 
 
-@exercise("2.2", points=1, hint="Block (6, 3) of a grid of 8 × 4 in clusters of 4 × 2: special_registers(...).cluster_ctarank.")
+@exercise("2.2", points=1, hint="First the block's position inside its cluster (%cluster_ctaid = %ctaid modulo the "
+          "cluster shape, per dimension), then the rank of that position.",
+          mistakes=[Mistake("That is a block id, not a rank: mapa takes the CTA's rank inside its cluster.",
+                            when=lambda v, ref: v in (6 + 8 * 3, 30))])
 def _rank_of_block():
     from h100lab.cluster import special_registers
 
     return special_registers((6, 3), (8, 4), (4, 2)).cluster_ctarank
 
 
-@exercise("2.3", points=1, hint="Element 0 goes in bits 0-15: pack([x0, x1], '.bf16x2').")
+@exercise("2.3", points=1, hint="bf16 keeps the upper 16 bits of the float32 (1.5 and -0.25 are exact); element 0 "
+          "goes in bits 0-15.", mistakes=[Mistake("The halves are swapped: element 0 of the array sits in the low "
+                                                  "half of the register.", answer=0x3FC0BE80)])
 def _pack_bf16x2():
     from h100lab.ptx import pack
 
     return pack([1.5, -0.25], ".bf16x2")
 
 
-@exercise("2.4", points=2, hint="cvt.rn.bf16x2.f32 d, a, b puts a in the upper half (unlike memory order); "
-          "cvt_x2(a, b, '.bf16x2') computes what the instruction produces.")
+@exercise("2.4", points=2, hint="cvt.rn.bf16x2.f32 d, a, b puts its first source a in the upper half — unlike memory "
+          "order.", mistakes=[Mistake("That is the array's memory order; cvt puts its *first* source in the upper "
+                                      "half.", answer=0xBE803FC0)])
 def _cvt_operands():
     from h100lab.ptx import cvt_x2
 
     return cvt_x2(1.5, -0.25, ".bf16x2")
 
 
-@exercise("2.5", points=2, hint="build('fma.rn.f32 {acc}, {a}, {b}, {acc};', acc=inout('float', 'acc'), "
-          "a=inp('float', 'x'), b=inp('float', 'y')).text", equal=_same_statement)
+# ---- 2.5: an inline-PTX statement, judged by compiling and running it ---------------------------------------
+_HARNESS = r"""
+extern "C" __global__ void harness(const float* X, const float* Y, float* ACC) {
+    const int t = threadIdx.x;
+    float acc = ACC[t];
+    const float x = X[t], y = Y[t];
+    %s
+    ACC[t] = acc;
+}
+"""
+
+
+def _run_statement(statement: str) -> np.ndarray:
+    from h100lab import emu
+
+    statement = statement.strip()
+    if not statement.endswith(";"):          # the statement's own terminator is optional in the answer
+        statement += ";"
+    program = emu.compile(_HARNESS % statement, name="statement_2_5.cu")
+    ptx = program.ptx
+    inline = re.findall(r"// begin inline asm(.*?)// end inline asm", ptx, re.S)
+    if not any("fma.rn.f32" in block for block in inline):
+        raise ValueError("no fma.rn.f32 in an inline-PTX statement")
+    rng = np.random.default_rng(25)
+    x, y, acc = (rng.standard_normal(32).astype(np.float32) for _ in range(3))
+    d = emu.to_device(acc)
+    emu.launch(program.function("harness"), 1, 32, emu.to_device(x), emu.to_device(y), d)
+    return d.to_host()
+
+
+def _same_effect(statement, expected) -> Feedback:
+    from h100lab.nvrtc import CompileError
+
+    if not isinstance(statement, str) or "asm" not in statement:
+        return Feedback(False, "the answer is one inline-PTX statement as a string: asm(...) or asm volatile(...);")
+    try:
+        got = _run_statement(statement)
+    except CompileError as exc:
+        lines = str(exc).splitlines()
+        return Feedback(False, "the statement does not compile: " + " ".join(x.strip() for x in lines[1:2]))
+    except ValueError as exc:
+        return Feedback(False, f"the statement must compute the product-sum in inline PTX with fma.rn.f32 ({exc})")
+    want = _run_statement(expected)
+    bad = int(np.count_nonzero(got.view(np.uint32) != want.view(np.uint32)))
+    return Feedback(bad == 0, "" if bad == 0 else f"it compiles, but acc comes out different for {bad} of 32 threads")
+
+
+def _plain(s) -> str:
+    return re.sub(r"\s+", "", str(s))
+
+
+_WRITE_ONLY = ("acc is read by the instruction as well as written: a write-only output (=) is never loaded, so the "
+               "instruction reads whatever its register held. Use the read-write modifier.")
+PLANTED_2_5 = 'asm volatile("fma.rn.f32 %0, %1, %2, %0;" : "=f"(acc) : "f"(x), "f"(y));'
+
+
+@exercise("2.5", points=2, hint="Outputs first (acc, read and written: '+'), then the inputs x and y; the letter for "
+          "a float is f; the template reads acc again as its last source.", equal=_same_effect, budget=60,
+          mistakes=[Mistake(_WRITE_ONLY, answer=PLANTED_2_5,
+                            when=lambda v, ref: isinstance(v, str) and '"=f"(acc)' in _plain(v))])
 def _asm_text():
     from h100lab.ptx import build, inout, inp
 
@@ -52,15 +122,17 @@ def _asm_text():
                  b=inp("float", "y")).text
 
 
-@exercise("2.6", points=1, hint="A constraint letter follows the C++ type: constraint_for('unsigned long long').")
+@exercise("2.6", points=1, hint="A constraint letter follows the size of the C++ type: 16, 32 or 64 bits.",
+          mistakes=[Mistake("r is a 32-bit register; an unsigned long long has 64 bits.", answer="r")])
 def _letter():
     from h100lab.ptx import constraint_for
 
     return constraint_for("unsigned long long")
 
 
-@exercise("2.7", points=1, hint="AddressMap(cta_rank=1, cluster_size=2).space_of(address): the own CTA's slot is "
-          ".shared::cta, another rank's only .shared::cluster.")
+@exercise("2.7", points=1, hint="The own CTA's slot is .shared::cta; another rank's slot is reachable only as "
+          ".shared::cluster.", mistakes=[Mistake("That window belongs to the executing CTA (rank 1); the address "
+                                                  "names rank 0.", answer=".shared::cta")])
 def _space():
     from h100lab.memory.spaces import SHARED_RESERVED, AddressMap, cluster_address
 
@@ -68,39 +140,233 @@ def _space():
     return m.space_of(m.cvta(".shared::cluster", cluster_address(0, SHARED_RESERVED)))
 
 
-@exercise("2.8", points=1, hint="Byte address r·128 + c·2, bank (address / 4) mod 32: tile_banks(64, 64, 2)[r, c].")
+@exercise("2.8", points=1, hint="Byte address r·128 + c·2, bank (address / 4) mod 32.",
+          mistakes=[Mistake("Banks count 4-byte words of the byte address, not elements: element (r, c) of a bf16 "
+                            "tile is at byte r·128 + c·2.", answer=(37 * 64 + 21) % 32)])
 def _bank():
     from h100lab.memory.spaces import tile_banks
 
     return int(tile_banks(64, 64, 2)[37, 21])
 
 
-@exercise("2.9", points=2, hint="max_active_clusters((4, 2), 256, 60000): the occupancy calculator gives the CTAs "
-          "per SM, the domain rule (each CTA of a cluster on its own SM of one domain) the clusters.")
+@exercise("2.9", points=2, hint="CTAs per SM by shared memory first; then each domain of n SMs holds ⌊n·b / c⌋ "
+          "clusters of c CTAs if n ≥ c (each CTA of a cluster on an SM of its own), none otherwise.",
+          mistakes=[Mistake("That pools every SM's CTA slots over the whole GPU; clusters must fit inside one domain, "
+                            "and a singleton TPC takes none of 8 CTAs.", answer=132 * 3 // 8)])
 def _clusters():
     from h100lab.cluster import max_active_clusters
 
     return max_active_clusters((4, 2), 256, 60000)
 
 
-@exercise("2.10", points=1, hint="cluster_capacity(16, 128, blocks=1, non_portable=True).idle_sms — the 8-SM virtual "
-          "GPC and the singleton TPCs take no cluster of 16.")
+@exercise("2.10", points=1, hint="One CTA per SM: a domain of n SMs holds ⌊n / 16⌋ clusters of 16; count the SMs "
+          "left over in every domain.", mistakes=[Mistake("Count the SMs of the domains too small for a cluster of "
+                                                          "16 as well: the 8-SM virtual GPC and the singleton TPCs.",
+                                                          answer=4)])
 def _idle():
     from h100lab.cluster import cluster_capacity
 
     return cluster_capacity(16, 128, blocks=1, non_portable=True).idle_sms
 
 
-@exercise("2.11", points=1, hint="ring_exchange(4, mode='pull', sync_exit=False).error_type names the failure.")
-def _race():
-    from h100lab.cluster import ring_exchange
-
-    return ring_exchange(4, mode="pull", sync_exit=False).error_type
-
-
 @exercise("2.12", points=1, hint="A .shared::cta address on an H200 is (rank << 24) | offset, and the first variable "
-          "is at offset 0x400: cluster_address(2, SHARED_RESERVED).")
+          "sits after the 1 KB reserved per block.",
+          mistakes=[Mistake("That is the offset inside the CTA's window; on an H200 the address also carries the "
+                            "rank in bits 24 and up.", answer=0x400)])
 def _cta_address():
     from h100lab.memory.spaces import SHARED_RESERVED, cluster_address
 
     return cluster_address(2, SHARED_RESERVED)
+
+
+@exercise("2.16", points=1, hint="Look at the rule the measured cluster capacity follows: where may the CTAs of one "
+          "cluster be placed?", mistakes=[Mistake("On the H200 the CTAs of one cluster never shared an SM, even with "
+                                                  "8 CTAs per SM: an SM holds CTAs of different clusters.",
+                                                  answer=True)])
+def _share_sm():
+    from h100lab.cluster import place_clusters
+
+    p = place_clusters(124, 8, 8)
+    return any(len(set(p.cluster_sms(c))) < 8 for c in range(124))
+
+
+# ---- kernel exercises ------------------------------------------------------------------------------------
+
+#: 2.11: a pull ring: each CTA publishes a value, then reads its left neighbour's through mapa
+SOLUTION_2_11 = r"""
+extern "C" __global__ void pull_ring(const unsigned* in, unsigned* out) {
+    __shared__ unsigned slot;
+    unsigned rank, n;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    if (threadIdx.x == 0) slot = in[blockIdx.x];              // publish in my own shared memory
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (threadIdx.x == 0) {                                    // read my left neighbour's slot
+        unsigned local = (unsigned)__cvta_generic_to_shared(&slot), remote, v;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"((rank + n - 1) % n));
+        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+        out[blockIdx.x] = v;
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+"""
+_LAST = '    ' + _BARRIER + '\n}\n'
+PROMPT_2_11 = SOLUTION_2_11.replace(_LAST, "}\n")
+PLANTED_2_11 = SOLUTION_2_11.replace(_LAST, '    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");\n}\n')
+
+
+def _run_2_11(program):
+    from h100lab import emu
+
+    x = np.random.default_rng(211).integers(0, 1 << 30, 16).astype(np.uint32)
+    out = emu.zeros(16, np.uint32)
+    stats = emu.launch(program.function("pull_ring"), 16, 64, emu.to_device(x), out, cluster=4, seed=211)
+    return KernelRun({"out": out.to_host()}, stats)
+
+
+_EXITED = ("A CTA read its neighbour's shared memory after the neighbour had exited: every CTA must stay until "
+           "everyone who reads its shared memory is done — a full cluster barrier (arrive and wait) before exiting.")
+
+
+kernel_exercise("2.11", run=_run_2_11, reference=SOLUTION_2_11, points=3, budget=60,
+                symptoms=[Symptom(lambda out, ref, err: out is None and "has exited" in str(err), _EXITED)],
+                mistakes=[Mistake(_EXITED, answer=PROMPT_2_11), Mistake(_EXITED, answer=PLANTED_2_11)])
+
+#: 2.13: count the positive elements with an atomic in inline PTX; the prompt's statement is deleted
+SOLUTION_2_13 = r"""
+extern "C" __global__ void count_positive(const float* x, int n, unsigned* counter) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && x[i] > 0.0f) {
+        unsigned old;                                          // the old value is not needed
+        asm volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+    }
+}
+"""
+PROMPT_2_13 = SOLUTION_2_13.replace('asm volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : '
+                                    '"memory");', 'asm("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter));')
+
+
+def _run_2_13(program):
+    from h100lab import emu
+
+    x = np.random.default_rng(213).standard_normal(1000).astype(np.float32)
+    c = emu.zeros(1, np.uint32)
+    stats = emu.launch(program.function("count_positive"), 4, 256, emu.to_device(x), np.int32(1000), c)
+    return KernelRun({"counter": c.to_host()}, stats)
+
+
+_DELETED = ("The counter never moved: look for the atomic in the PTX (emu.compile(kernel_2_13).ptx). A statement whose "
+            "outputs are unused and that is not volatile is dead code to the compiler.")
+
+kernel_exercise("2.13", run=_run_2_13, reference=SOLUTION_2_13, points=2, budget=60,
+                symptoms=[Symptom(lambda out, ref, st: int(out["counter"][0]) == 0, _DELETED)],
+                mistakes=[Mistake(_DELETED, answer=PROMPT_2_13)])
+
+#: 2.14: the DSMEM histogram of the chapter, with the owner of a bin left to the student
+_HIST_HEAD = r"""
+extern "C" __global__ void hist_cluster(const unsigned* __restrict__ data, long long n, unsigned* __restrict__ hist,
+                                        int nbins) {
+    extern __shared__ unsigned bins[];
+    unsigned rank, nrank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(nrank));
+    const int per = (nbins + (int)nrank - 1) / (int)nrank;           // the CTA of rank r owns [r·per, (r + 1)·per)
+    for (int b = threadIdx.x; b < per; b += blockDim.x) bins[b] = 0u;
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    const unsigned base = (unsigned)__cvta_generic_to_shared(bins);
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const unsigned v = data[i];
+"""
+_HIST_TAIL = r"""        unsigned remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(slot), "r"(owner));
+        asm volatile("red.shared::cluster.add.u32 [%0], 1;" :: "r"(remote) : "memory");
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    for (int b = threadIdx.x; b < per; b += blockDim.x) {
+        const int bin = (int)rank * per + b;
+        if (bin < nbins && bins[b]) atomicAdd(&hist[bin], bins[b]);
+    }
+}
+"""
+SOLUTION_2_14 = _HIST_HEAD + """        const unsigned owner = v / per;                          // the CTA that owns bin v ...
+        const unsigned slot = base + 4u * (v - owner * per);     // ... and v's count in its slice
+""" + _HIST_TAIL
+PROMPT_2_14 = _HIST_HEAD + """        // TODO: which CTA owns bin v, and where in that CTA's slice its count lives
+        const unsigned owner = rank;
+        const unsigned slot = base + 4u * v;
+""" + _HIST_TAIL
+PLANTED_2_14 = _HIST_HEAD + """        const unsigned owner = v % nrank;                        // bins dealt round-robin
+        const unsigned slot = base + 4u * (v / nrank);
+""" + _HIST_TAIL
+NB14, NV14, CL14 = 200, 4096, 4
+
+
+def _run_2_14(program):
+    from h100lab import emu
+
+    data = np.random.default_rng(214).integers(0, NB14, NV14).astype(np.uint32)
+    hist = emu.zeros(NB14, np.uint32)
+    per = -(-NB14 // CL14)
+    stats = emu.launch(program.function("hist_cluster"), 2 * CL14, 128, emu.to_device(data), np.int64(NV14), hist,
+                       np.int32(NB14), shared_mem=4 * per, cluster=CL14)
+    return KernelRun({"hist": hist.to_host()}, stats)
+
+
+_OWNER = ("Each CTA owns a slice of per consecutive bins: bin v belongs to the CTA of rank v / per, at offset v − "
+          "owner·per in that CTA's slice (the flush at the end relies on exactly this layout).")
+_OUTSIDE = ("A thread added outside a CTA's slice: the slice holds only per = ceil(nbins / cluster size) counts, so "
+            "bin v must go to the CTA that owns it, at its offset inside that CTA's slice.")
+
+kernel_exercise("2.14", run=_run_2_14, reference=SOLUTION_2_14, points=3, budget=90,
+                symptoms=[Symptom(lambda out, ref, err: out is None and "outside the CTA's shared memory" in str(err),
+                                  _OUTSIDE),
+                          Symptom(lambda out, ref, st: int(out["hist"].sum()) == int(ref["hist"].sum()), _OWNER)],
+                mistakes=[Mistake(_OUTSIDE, answer=PROMPT_2_14), Mistake(_OWNER, answer=PLANTED_2_14)])
+
+#: 2.15: a transpose through an unpadded tile, made conflict-free with an XOR swizzle
+SOLUTION_2_15 = r"""
+#define TILE 32
+extern "C" __global__ void transpose(const float* __restrict__ in, float* __restrict__ out, int n) {
+    __shared__ float tile[TILE * TILE];                                        // no padding
+    int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+    tile[threadIdx.y * TILE + (threadIdx.x ^ threadIdx.y)] = in[y * n + x];    // (r, c) at word 32·r + (c ^ r)
+    __syncthreads();
+    x = blockIdx.y * TILE + threadIdx.x;
+    y = blockIdx.x * TILE + threadIdx.y;
+    out[y * n + x] = tile[threadIdx.x * TILE + (threadIdx.y ^ threadIdx.x)];   // element (tx, ty), same swizzle
+}
+"""
+PROMPT_2_15 = (SOLUTION_2_15
+               .replace("tile[threadIdx.y * TILE + (threadIdx.x ^ threadIdx.y)] = in[y * n + x];    // (r, c) at word "
+                        "32·r + (c ^ r)", "tile[threadIdx.y * TILE + threadIdx.x] = in[y * n + x];")
+               .replace("out[y * n + x] = tile[threadIdx.x * TILE + (threadIdx.y ^ threadIdx.x)];   // element (tx, ty), "
+                        "same swizzle", "out[y * n + x] = tile[threadIdx.x * TILE + threadIdx.y];"))
+PLANTED_2_15 = SOLUTION_2_15.replace("tile[threadIdx.x * TILE + (threadIdx.y ^ threadIdx.x)]",
+                                     "tile[threadIdx.x * TILE + threadIdx.y]")
+N15 = 64
+
+
+def _run_2_15(program):
+    from h100lab import emu
+
+    a = np.random.default_rng(215).standard_normal((N15, N15)).astype(np.float32)
+    out = emu.zeros(N15 * N15, np.float32)
+    stats = emu.launch(program.function("transpose"), (2, 2), (32, 32), emu.to_device(a), out, np.int32(N15))
+    return KernelRun({"out": out.to_host()}, stats)
+
+
+_SAME = ("The store and the load must agree on where element (r, c) lives: apply the same swizzle of the column by "
+         "the row on both sides.")
+_CONFLICTS = ("the column reads still have bank conflicts: without padding, element (r, c) must go to a column that "
+              "differs for every row r of a warp's 32 — XOR the column with the row")
+
+
+def _no_conflicts(out, st):
+    return None if st.bank_conflicts == 0 else f"{_CONFLICTS} ({st.bank_conflicts} extra wavefronts)"
+
+
+kernel_exercise("2.15", run=_run_2_15, reference=SOLUTION_2_15, points=3, budget=60,
+                symptoms=[Symptom(lambda out, ref, st: not np.array_equal(out["out"], ref["out"]), _SAME)],
+                properties=[Property(_no_conflicts, "conflict-free")],
+                mistakes=[Mistake(_CONFLICTS, answer=PROMPT_2_15), Mistake(_SAME, answer=PLANTED_2_15)])

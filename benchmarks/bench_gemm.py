@@ -16,7 +16,8 @@ kernel and cuBLAS each against an f32 reference (``torch.matmul`` in float32 wit
 
 Each shape and variant runs in its own try/except (a failure is recorded, the run goes on); every CUDA call of
 the book's kernel is checked (h100lab.cuda raises on a non-success return code) and each timed group ends with a
-synchronize that raises the first fault. Whole run < 2 minutes on an H200 (the first run: 10 s for 2 variants).
+synchronize that raises the first fault. Whole run < 2 minutes on an H200 (measured: 10 s for 2 variants, 16 s for
+7, 8 s for 3; a second process with ``--name`` keeps a fault of new code away from the first one's records).
 """
 from __future__ import annotations
 
@@ -264,7 +265,8 @@ def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print, varia
                          "model_pick_ms": ms_of.get(model), "default": cap.DEFAULT,
                          "default_ms": ms_of.get(cap.DEFAULT)})
             log(f"{'fastest':25s} {M}x{N}x{K}: {best} ({100 * cub_ms / best_ms:.1f} % of cuBLAS); wave model picks "
-                f"{model}")
+                f"{model}; the default ({cap.DEFAULT}): "
+                + (f"{100 * cub_ms / ms_of[cap.DEFAULT]:.1f} %" if cap.DEFAULT in ms_of else "not timed"))
     return recs
 
 
@@ -273,7 +275,8 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     ap.add_argument("--out", default=None, help="data folder to write l08/gemm_bench.json into (default: the repo's)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="only 4096³ and the ragged checks")
+    ap.add_argument("--quick", action="store_true", help="only 4096³ and the ragged checks, and (unless --variants "
+                    "says otherwise) only the default variant, its 128-column partner and the first cooperative form")
     ap.add_argument("--variants", default=None, help="comma-separated variants (default: all of VARIANTS)")
     ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s); "
                     "a second process with other --variants keeps a fault of one variant (a sticky CUDA error "
@@ -286,9 +289,14 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     sms = be.sm_count()
     shapes = shapes if shapes is not None else (SHAPES[:1] if args.quick else SHAPES)
     checks = checks if checks is not None else CHECKS
-    if variants is None:
-        variants = tuple(args.variants.split(",")) if args.variants else VARIANTS
     from h100lab.design import capstone as cap
+    if variants is None:
+        if args.variants:
+            variants = tuple(args.variants.split(","))
+        elif args.quick:
+            variants = tuple(dict.fromkeys((cap.DEFAULT, *cap.TILE_CANDIDATES, "cooperative")))
+        else:
+            variants = VARIANTS
     unknown = [v for v in variants if v not in cap.VARIANTS]
     if unknown:
         ap.error(f"--variants: unknown {unknown}; known: {sorted(cap.VARIANTS)}")

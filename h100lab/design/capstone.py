@@ -97,9 +97,12 @@ VARIANTS = {
 
 
 #: the variant the book runs unless a shape asks for another; and the (large, small) tile pair :func:`tile_choice`
-#: picks from per shape — both decided by the H200's data (data/l08/gemm_bench*.json, benchmarks/bench_gemm.py)
-DEFAULT = "cooperative"
-TILE_CANDIDATES = ("cooperative_inflight", "cooperative_n128_inflight")
+#: picks from per shape — both decided by the H200's data (data/l08/gemm_bench_tmastore.json, benchmarks/
+#: bench_gemm.py): the stmatrix + TMA-store epilogue was the fastest variant measured at 4096³, 8192³, 16384³ and
+#: 1408 × 3072 × 8192 in its run, its 128 × 128 form at the two-wave 1280 × 3840 × 8192, which is what the wave model
+#: picks (tests/test_l08_bench.py replays this from the data). The cluster-of-2 variants are not measured on silicon.
+DEFAULT = "cooperative_inflight_tmastore"
+TILE_CANDIDATES = ("cooperative_inflight_tmastore", "cooperative_n128_inflight_tmastore")
 
 
 def check_shape(M: int, N: int, K: int) -> None:

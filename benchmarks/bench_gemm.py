@@ -42,7 +42,8 @@ CHECKS = [(2048, 2048, 2048, 1.0, 0.0), (1000, 1500, 1032, 1.0, 0.0), (333, 4000
 # (INFLIGHT: one wgmma group in flight in the mainloop; n128: 128 x 128 tiles for wave-quantized shapes)
 VARIANTS = ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
             "pingpong_inflight", "pingpong_n128_inflight", "cooperative_inflight_tmastore",
-            "cooperative_n128_inflight_tmastore", "cooperative_inflight_cluster2", "cooperative_n128_inflight_cluster2")
+            "cooperative_n128_inflight_tmastore", "cooperative_tmastore", "cooperative_inflight_cluster2",
+            "cooperative_n128_inflight_cluster2")
 DATASET = "l08/gemm_bench"
 
 

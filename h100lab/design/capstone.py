@@ -90,6 +90,8 @@ VARIANTS = {
     "cooperative_inflight_tmastore": Variant("cooperative_inflight_tmastore", False, 128, 256, 64, 4, True, True),
     "cooperative_n128_inflight_tmastore": Variant("cooperative_n128_inflight_tmastore", False, 128, 128, 64, 6, True,
                                                   True),
+    # not yet on silicon: the TMA-store epilogue without INFLIGHT (which cost the cooperative mainloop at 16384³)
+    "cooperative_tmastore": Variant("cooperative_tmastore", False, 128, 256, 64, 4, False, True),
     "cooperative_inflight_cluster2": Variant("cooperative_inflight_cluster2", False, 128, 256, 64, 4, True, False, 2),
     "cooperative_n128_inflight_cluster2": Variant("cooperative_n128_inflight_cluster2", False, 128, 128, 64, 7, True,
                                                   False, 2),

@@ -170,9 +170,7 @@ def test_markdown_prose_helper():
 
 
 # Chapters whose prose still types a number before a unit, with why; strict, so a fixed chapter must leave the list.
-TYPED_NUMBERS = {
-    "08-kernel-design": "the simulator goal's '±10 %' tolerance is typed in the prose (issue 12)",
-}
+TYPED_NUMBERS: dict[str, str] = {}   # chapter stem -> why it may still type a number before a unit (none today)
 
 
 @pytest.mark.parametrize("chapter", [

@@ -15,42 +15,9 @@
 // descriptors; PROBE_RS: A from four registers); the entry points are the forms of PROBE_FORMS in
 // h100lab/measure/l06.py; edit both together.
 
-// The dynamic shared memory each CTA copies its image into.
-extern __shared__ __align__(16) unsigned char dyn[];
+#include <h100lab/wgmma_probe.cuh>
 
 namespace {
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Copy this CTA's image into the first 1024-aligned byte of dynamic shared memory; returns that address.
-__device__ __forceinline__ unsigned load_image(unsigned char* dyn, const uint4* img, int img_bytes) {
-    const unsigned raw = smem_u32(dyn);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    uint4* dst = reinterpret_cast<uint4*>(dyn + (base - raw));
-    const uint4* src = img + (size_t)blockIdx.x * (img_bytes / 16);
-    for (int i = threadIdx.x; i < img_bytes / 16; i += blockDim.x) dst[i] = src[i];
-    // generic-proxy writes, read next by the async proxy (wgmma): fence.proxy.async (PTX ISA 9.7.15.4)
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    return base;
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-
-__device__ __forceinline__ void wgmma_commit_wait0() {
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-}
-
-// Accumulator registers: f32 D in float registers ("+f"), f16x2 and s32 D as raw 32-bit registers ("+r").
-__device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
-__device__ __forceinline__ void pin(unsigned& x) { asm volatile("" : "+r"(x) :: "memory"); }
-__device__ __forceinline__ void set_bits(float& x, unsigned u) { x = __uint_as_float(u); }
-__device__ __forceinline__ void set_bits(unsigned& x, unsigned u) { x = u; }
-__device__ __forceinline__ unsigned bits(float x) { return __float_as_uint(x); }
-__device__ __forceinline__ unsigned bits(unsigned x) { return x; }
 
 // One probe: NREG accumulator registers of type Acc per thread; mma(d, ar, da, db, sd) issues the form's wgmma.
 template <class Acc, int NREG, class Mma>
@@ -91,37 +58,12 @@ __device__ __forceinline__ void probe(
 
 }  // namespace
 
-// Inline PTX names operands by number only (NVRTC rejects %[name]): the NREG accumulators are operands
-// %0..%NREG-1 (WG_D<NREG> in the instruction, WG_ACC<NREG> in the operand list) and the operands after them
-// are numbered from NREG on (WG_NEXT_<NREG>).
-#define WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
-#define WG_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define WG_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-#define WG_NEXT_16 16, 17, 18, 19, 20, 21
-#define WG_NEXT_32 32, 33, 34, 35, 36, 37
-#define WG_NEXT_128 128, 129, 130, 131, 132, 133
-#define WG_ACC4(C, d, i) C(d[i]), C(d[i + 1]), C(d[i + 2]), C(d[i + 3])
-#define WG_ACC16(C, d, i) WG_ACC4(C, d, i), WG_ACC4(C, d, i + 4), WG_ACC4(C, d, i + 8), WG_ACC4(C, d, i + 12)
-#define WG_ACC32(C, d, i) WG_ACC16(C, d, i), WG_ACC16(C, d, i + 16)
-#define WG_ACC128(C, d, i) WG_ACC32(C, d, i), WG_ACC32(C, d, i + 32), WG_ACC32(C, d, i + 64), WG_ACC32(C, d, i + 96)
-#define WG_C_float "+f"
-#define WG_C_unsigned "+r"
-#define WG_CALL(m, args) m args
-
 // wgmma.mma_async (PTX ISA 9.7.15.5.2) with scale-d from a predicate set from `sd`, then the form's immediates
 // (IMMS: imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b as the type allows). SS: A and B by descriptor.
 #define WG_SS_TEXT(INSTR, IMMS, D, a, b, sd, ...) \
     "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %" #sd ", 0;\n\t" INSTR " " D ", %" #a ", %" #b ", p" IMMS ";\n\t}"
 // RS: A from four registers, B by descriptor.
-#define WG_RS_TEXT(INSTR, IMMS, D, a0, a1, a2, a3, b, sd) \
+#define WG_RS_TEXT(INSTR, IMMS, D, a0, a1, a2, a3, b, sd, ...) \
     "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %" #sd ", 0;\n\t" INSTR " " D ", {%" #a0 ", %" #a1 ", %" #a2 ", %" #a3 \
     "}, %" #b ", p" IMMS ";\n\t}"
 

@@ -11,18 +11,9 @@
 // wgmma as a function. Each entry point at the end of the file is an extern "C" wrapper that names its instruction
 // and immediates (TIMING: dense, TIMING_SP: sparse); the entry points are TIMING_FORMS in h100lab/measure/l07.py.
 
-// The dynamic shared memory holding the operand pattern.
-extern __shared__ __align__(16) unsigned char dyn[];
+#include <h100lab/wgmma_probe.cuh>
 
 namespace {
-
-// Accumulator registers: f32 D in float registers ("+f"), f16x2 and s32 D as raw 32-bit registers ("+r").
-__device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x) :: "memory"); }
-__device__ __forceinline__ void pin(unsigned& x) { asm volatile("" : "+r"(x) :: "memory"); }
-__device__ __forceinline__ void set_bits(float& x, unsigned u) { x = __uint_as_float(u); }
-__device__ __forceinline__ void set_bits(unsigned& x, unsigned u) { x = u; }
-__device__ __forceinline__ unsigned bits(float x) { return __float_as_uint(x); }
-__device__ __forceinline__ unsigned bits(unsigned x) { return x; }
 
 // One timing run: NREG accumulator registers of type Acc per thread; mma(d, da, db, meta) issues one wgmma.
 template <class Acc, int NREG, class Mma>
@@ -70,44 +61,10 @@ __device__ __forceinline__ void timing(unsigned long long da, unsigned long long
 
 }  // namespace
 
-// Inline PTX names operands by number only (NVRTC rejects %[name]): the NREG accumulators are operands
-// %0..%NREG-1 (WG_D<NREG> in the instruction, WG_ACC<NREG> in the operand list) and the operands after them
-// are numbered from NREG on (WG_NEXT_<NREG>).
-#define WG_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
-#define WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
-#define WG_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define WG_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-#define WG_D128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-#define WG_NEXT_8 8, 9, 10
-#define WG_NEXT_16 16, 17, 18
-#define WG_NEXT_32 32, 33, 34
-#define WG_NEXT_64 64, 65, 66
-#define WG_NEXT_128 128, 129, 130
-#define WG_ACC4(C, d, i) C(d[i]), C(d[i + 1]), C(d[i + 2]), C(d[i + 3])
-#define WG_ACC8(C, d, i) WG_ACC4(C, d, i), WG_ACC4(C, d, i + 4)
-#define WG_ACC16(C, d, i) WG_ACC4(C, d, i), WG_ACC4(C, d, i + 4), WG_ACC4(C, d, i + 8), WG_ACC4(C, d, i + 12)
-#define WG_ACC32(C, d, i) WG_ACC16(C, d, i), WG_ACC16(C, d, i + 16)
-#define WG_ACC64(C, d, i) WG_ACC32(C, d, i), WG_ACC32(C, d, i + 32)
-#define WG_ACC128(C, d, i) WG_ACC64(C, d, i), WG_ACC64(C, d, i + 64)
-#define WG_C_float "+f"
-#define WG_C_unsigned "+r"
-#define WG_CALL(m, args) m args
-
 // wgmma.mma_async (PTX ISA 9.7.15.5.2) with scale-d 1 and the form's immediates (IMMS); A and B by descriptor.
 #define WG_TIM_TEXT(INSTR, IMMS, D, a, b, ...) "{\n\t" INSTR " " D ", %" #a ", %" #b ", 1" IMMS ";\n\t}"
 // wgmma.mma_async.sp (PTX ISA 9.7.15.6): also the sp-meta register and sparsity selector 0.
-#define WG_TIM_SP_TEXT(INSTR, IMMS, D, a, b, m) "{\n\t" INSTR " " D ", %" #a ", %" #b ", %" #m ", 0, 1" IMMS ";\n\t}"
+#define WG_TIM_SP_TEXT(INSTR, IMMS, D, a, b, m, ...) "{\n\t" INSTR " " D ", %" #a ", %" #b ", %" #m ", 0, 1" IMMS ";\n\t}"
 
 #define TIMING_ENTRY extern "C" __global__ void __launch_bounds__(128)
 #define TIMING_PARAMS unsigned long long da, unsigned long long db, \

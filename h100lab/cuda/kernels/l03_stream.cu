@@ -27,42 +27,14 @@
 #define MAX_STAGES 8
 #define NSTATS 16
 
+#include <h100lab/mbarrier.cuh>
+
 namespace {
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ bool mbar_try(unsigned bar, unsigned parity) {
-    unsigned done;
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done != 0;
-}
-
-// Wait for the phase with `parity`; false (and err bit 1) once %globaltimer passes `deadline`.
-__device__ __forceinline__ bool mbar_wait(unsigned bar, unsigned parity, unsigned long long deadline,
-                                          unsigned* err) {
+// Wait for the phase with `parity`; false (and err bit 1) once %globaltimer passes `deadline`. This kernel's own
+// loop (one try before counting), as measured: h100lab/mbarrier.cuh's mbar_wait counts from the first try.
+__device__ __forceinline__ bool stream_wait(unsigned bar, unsigned parity, unsigned long long deadline,
+                                            unsigned* err) {
     if (mbar_try(bar, parity)) return true;
     for (unsigned i = 1;; ++i) {
         if (mbar_try(bar, parity)) return true;
@@ -71,33 +43,6 @@ __device__ __forceinline__ bool mbar_wait(unsigned bar, unsigned parity, unsigne
             return false;
         }
     }
-}
-
-__device__ __forceinline__ unsigned long long evict_first_policy() {
-    unsigned long long pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    return pol;
-}
-
-__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar, bool hint,
-                                          unsigned long long pol) {
-    if (hint)
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                     " [%0], [%1], %2, [%3], %4;"
-                     :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(pol) : "memory");
-    else
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void bulk_store(void* dst, unsigned src, unsigned bytes, bool hint, unsigned long long pol) {
-    if (hint)
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;"
-                     :: "l"(dst), "r"(src), "r"(bytes), "l"(pol) : "memory");
-    else
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-                     :: "l"(dst), "r"(src), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 
 }  // namespace
@@ -144,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(96) stream(
                 const int s = k % stages;
                 const unsigned round = static_cast<unsigned>(k / stages);
                 const long long w0 = clock64();
-                if (!mbar_wait(empty0 + 8 * s, (round & 1u) ^ 1u, deadline, err)) break;
+                if (!stream_wait(empty0 + 8 * s, (round & 1u) ^ 1u, deadline, err)) break;
                 const long long i0 = clock64();
                 const long long g = (base_tile + static_cast<long long>(k) * grid + blockIdx.x) % buf_tiles;
                 if (k == 0) st[8] = static_cast<unsigned long long>(i0);
@@ -172,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(96) stream(
             const unsigned round = static_cast<unsigned>(k / stages);
             const long long w0 = clock64();
             bool ok = true;
-            if (mode == 1 || lane == 0) ok = mbar_wait(full0 + 8 * s, round & 1u, deadline, err);
+            if (mode == 1 || lane == 0) ok = stream_wait(full0 + 8 * s, round & 1u, deadline, err);
             if (!__all_sync(0xffffffffu, ok)) break;
             const long long b0 = clock64();
             if (k == 0 && c == 0 && lane == 0) st[9] = static_cast<unsigned long long>(b0);
@@ -209,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(96) stream(
             const int s = k % stages;
             const unsigned round = static_cast<unsigned>(k / stages);
             const long long w0 = clock64();
-            if (!mbar_wait(full0 + 8 * s, round & 1u, deadline, err)) break;
+            if (!stream_wait(full0 + 8 * s, round & 1u, deadline, err)) break;
             const long long b0 = clock64();
             if (k == 0) st[9] = static_cast<unsigned long long>(b0);
             const long long g = (base_tile + static_cast<long long>(k) * grid + blockIdx.x) % buf_tiles;

@@ -11,37 +11,7 @@
 // next CTA of its cluster (remote = 1) or from its own (remote = 0), the bytes per ns one SM pulls.
 // out[]: per CTA the cycle counts (and %globaltimer spans) named at each kernel.
 
-namespace {
-
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ unsigned cluster_size() {
-    unsigned n;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
-
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-__device__ __forceinline__ unsigned mapa(unsigned addr, unsigned rank) {
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
-    return r;
-}
-
-}  // namespace
+#include <h100lab/mbarrier.cuh>
 
 // out[2 * block + 0] cycles of thread 0 for `iters` __syncthreads, out[2 * block + 1] the %globaltimer span (ns).
 extern "C" __global__ void bar_sync_cost(int iters, unsigned long long* __restrict__ out) {

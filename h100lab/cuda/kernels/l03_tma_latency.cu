@@ -9,47 +9,10 @@
 // (PTX ISA 9.7.13.15.16), a back-to-back mbarrier.arrive, and the wake-up of a waiting warp: warp 1 arrives,
 // warp 0 waits, then the other way round (ping-pong), both stamping clock64 (one SM: one counter).
 // out[] holds clock64 cycle counts; err bit 1 = a bounded wait timed out (%globaltimer past timeout_ns).
+#include <h100lab/mbarrier.cuh>
 #include <h100lab/tensormap.cuh>
 
 namespace {
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ bool mbar_try(unsigned bar, unsigned parity) {
-    unsigned done;
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done != 0;
-}
-
-__device__ __forceinline__ bool mbar_wait(unsigned bar, unsigned parity, unsigned long long deadline, unsigned* err) {
-    for (unsigned i = 0;; ++i) {
-        if (mbar_try(bar, parity)) return true;
-        if ((i & 255u) == 255u && global_ns() > deadline) {
-            atomicOr(err, 1u);
-            return false;
-        }
-    }
-}
-
-__device__ __forceinline__ void expect(unsigned bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
 
 __device__ __forceinline__ void tensor_load(unsigned dst, const CUtensorMap* m, int x, int y, unsigned bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -77,7 +40,7 @@ extern "C" __global__ void tma_latency(const unsigned char* __restrict__ src, lo
         const unsigned char* p = src + (first + static_cast<long long>(i) * stride) % span;
         for (int rep = 0; rep < 2; ++rep) {
             const long long t0 = clock64();
-            expect(b, static_cast<unsigned>(bytes));
+            mbar_arrive_expect_tx(b, static_cast<unsigned>(bytes));
             bulk_load(dst, p, static_cast<unsigned>(bytes), b);
             if (!mbar_wait(b, phase, deadline, err)) return;
             const long long t1 = clock64();
@@ -110,7 +73,7 @@ extern "C" __global__ void tma_latency_tensor(const __grid_constant__ CUtensorMa
         const int y = static_cast<int>((static_cast<long long>(first_row) + static_cast<long long>(i) * row_stride) % rows);
         for (int rep = 0; rep < 2; ++rep) {
             const long long t0 = clock64();
-            expect(b, static_cast<unsigned>(bytes));
+            mbar_arrive_expect_tx(b, static_cast<unsigned>(bytes));
             tensor_load(dst, &map, 0, y, b);
             if (!mbar_wait(b, phase, deadline, err)) return;
             const long long t1 = clock64();
@@ -144,7 +107,7 @@ extern "C" __global__ void tma_issue(const unsigned char* __restrict__ src, long
     for (int i = 0; i < iters; ++i) {
         const unsigned char* p = src + (first + static_cast<long long>(i) * stride) % span;
         const long long t0 = clock64();
-        expect(b, ub * static_cast<unsigned>(count));
+        mbar_arrive_expect_tx(b, ub * static_cast<unsigned>(count));
         for (int j = 0; j < count; ++j) bulk_load(dst + j * ub, p + static_cast<long long>(j) * bytes, ub, b);
         const long long t1 = clock64();
         if (!mbar_wait(b, phase, deadline, err)) return;

@@ -16,60 +16,16 @@
 //             memory.
 // Several CTAs per SM come from the grid and the dynamic shared memory (1 KiB header + stages x tile_bytes).
 // Every wait is bounded: past `timeout_ns` of %globaltimer the kernel sets bit 0 of *err and stops.
+#include <h100lab/mbarrier.cuh>
+
 #define H100LAB_COPY_MAX_STAGES 16
 
 namespace {
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ bool mbar_try(unsigned bar, unsigned parity) {
-    unsigned done;
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done != 0;
-}
-
-__device__ __forceinline__ bool mbar_wait(unsigned bar, unsigned parity, unsigned long long deadline, unsigned* err) {
-    for (unsigned i = 0;; ++i) {
-        if (mbar_try(bar, parity)) return true;
-        if ((i & 255u) == 255u && global_ns() > deadline) {
-            atomicOr(err, 1u);
-            return false;
-        }
-    }
-}
-
 __device__ __forceinline__ void load_tile(unsigned dst, const unsigned char* src, unsigned bytes, unsigned bar,
                                           bool hint, unsigned long long pol) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-    if (hint)
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                     " [%0], [%1], %2, [%3], %4;"
-                     :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(pol) : "memory");
-    else
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void store_tile(unsigned char* dst, unsigned src, unsigned bytes, bool hint,
-                                           unsigned long long pol) {
-    if (hint)
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;"
-                     :: "l"(dst), "r"(src), "r"(bytes), "l"(pol) : "memory");
-    else
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-                     :: "l"(dst), "r"(src), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    mbar_arrive_expect_tx(bar, bytes);
+    bulk_load(dst, src, bytes, bar, hint, pol);
 }
 
 // cp.async.bulk.wait_group.read takes an immediate: every lag the kernel accepts has its own instruction.
@@ -133,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(32) copy_tune(
     for (long long i = 0; i < n; ++i) {
         const int s = static_cast<int>(i % stages);
         if (!mbar_wait(smem_u32(&full[s]), static_cast<unsigned>((i / stages) & 1), deadline, err)) break;
-        store_tile(dst + offset(i), buf0 + s * tb, tb, hint_st, pol);
+        bulk_store(dst + offset(i), buf0 + s * tb, tb, hint_st, pol);
         if (prefetch && i + 2 * stages < n)
             asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
                          :: "l"(src + offset(i + 2 * stages)), "r"(tb) : "memory");

@@ -10,6 +10,7 @@
 // any byte can arrive, and a last barrier.cluster keeps every CTA alive until no multicast can target it.
 // Each CTA adds up the K tiles element by element (out[cluster rank][element]) and counts the bytes its
 // barriers expected (bytes[cluster rank]).
+#include <h100lab/mbarrier.cuh>
 #include <h100lab/tensormap.cuh>
 
 #define BOX_X 32                        // one tile: 32 fp32 x 8 rows = 1024 bytes
@@ -19,26 +20,6 @@
 #define STAGES 2
 
 namespace {
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ unsigned cluster_size() {
-    unsigned n;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
-
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
 
 __device__ __forceinline__ void wait_parity(unsigned bar, unsigned parity) {
     asm volatile("{\n\t.reg .pred p;\n"

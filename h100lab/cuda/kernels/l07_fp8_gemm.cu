@@ -108,12 +108,26 @@ __device__ __forceinline__ void epilogue(const float (&v)[32], int kind, unsigne
 
 }  // namespace
 
-// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3, per-block scales, promotion every `interval` wgmmas
-extern "C" __global__ void __launch_bounds__(128) fp8_gemm_e4m3_e4m3(
+// The dynamic shared memory: the A and B tiles, then the epilogue's staging tile (each 1024-aligned).
+extern __shared__ __align__(16) unsigned char dyn[];
+
+namespace {
+
+// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 (and the other FP8 pairings, one entry point each below):
+// FP8_WGMMA(INSTR) is the wgmma of a fp8_gemm_<a>_<b>, scale-d from a predicate set from `sd`.
+#define FP8_WGMMA(INSTR) [](float (&p)[32], unsigned long long da, unsigned long long db, int sd) { \
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %34, 0;\n\t" \
+                 INSTR " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, q, 1, 1;\n\t}" \
+                 : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]), "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]), "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]), "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31]) \
+                 : "l"(da), "l"(db), "r"(sd) : "memory"); }
+
+// The body of every fp8_gemm_<a>_<b>: per-block scales, promotion every `interval` wgmmas; mma(p, da, db, sd)
+// issues the pairing's wgmma.
+template <class Mma>
+__device__ __forceinline__ void fp8_gemm(
         const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa,
         const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out,
-        const __grid_constant__ CUtensorMap out_map, int epi) {
-    extern __shared__ __align__(16) unsigned char dyn[];
+        const CUtensorMap& out_map, int epi, Mma mma) {
     const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
     unsigned char* ta = dyn + (base - raw);
     unsigned char* tb = ta + 8192;
@@ -142,10 +156,7 @@ extern "C" __global__ void __launch_bounds__(128) fp8_gemm_e4m3_e4m3(
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
             const unsigned long long da = desc_sw128(base + 32 * k), db = desc_sw128(base + 8192 + 32 * k);
             const int sd = (n % interval) != 0;       // a fresh partial sum at the start of each window
-            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %34, 0;\n\t"
-                         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, q, 1, 1;\n\t}"
-                         : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]), "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]), "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]), "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31])
-                         : "l"(da), "l"(db), "r"(sd) : "memory");
+            mma(p, da, db, sd);
             ++n;
             if (n % interval == 0) {                  // promote P to the f32 accumulator on the CUDA cores
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -171,224 +182,42 @@ extern "C" __global__ void __launch_bounds__(128) fp8_gemm_e4m3_e4m3(
     if (epi) epilogue(acc, 0, stage, &out_map, 64 * (int)cta);
 }
 
-// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2, per-block scales, promotion every `interval` wgmmas
-extern "C" __global__ void __launch_bounds__(128) fp8_gemm_e4m3_e5m2(
-        const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa,
-        const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out,
-        const __grid_constant__ CUtensorMap out_map, int epi) {
-    extern __shared__ __align__(16) unsigned char dyn[];
+// The body of every epilogue_<t>: the epilogue alone on host-given accumulators (kind as in epilogue()).
+__device__ __forceinline__ void epilogue_only(const unsigned* __restrict__ acc_in, const CUtensorMap& out_map,
+                                              int kind) {
     const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
-    unsigned char* ta = dyn + (base - raw);
-    unsigned char* tb = ta + 8192;
-    const unsigned stage = base + 16384;
-    const size_t cta = blockIdx.x;
-    A += cta * 64 * (size_t)K;
-    B += cta * 64 * (size_t)K;
-    const int nblk = K / 32 / interval;               // scale blocks along K
-    sa += cta * 64 * (size_t)nblk;
-    sb += cta * (size_t)nblk;
-    const unsigned t = threadIdx.x, w = t / 32, g = (t % 32) / 4;
-    float acc[32], p[32];
+    float v[32];
 #pragma unroll
-    for (int r = 0; r < 32; ++r) acc[r] = 0.f, p[r] = 0.f;
-    int n = 0;                                        // wgmmas issued so far
-    for (int blk = 0; blk < K / 128; ++blk) {
-        __syncthreads();                              // every warp is done with the previous block
-        load_block(ta, A, K, blk);
-        load_block(tb, B, K, blk);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-#pragma unroll
-            for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            const unsigned long long da = desc_sw128(base + 32 * k), db = desc_sw128(base + 8192 + 32 * k);
-            const int sd = (n % interval) != 0;       // a fresh partial sum at the start of each window
-            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %34, 0;\n\t"
-                         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, q, 1, 1;\n\t}"
-                         : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]), "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]), "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]), "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31])
-                         : "l"(da), "l"(db), "r"(sd) : "memory");
-            ++n;
-            if (n % interval == 0) {                  // promote P to the f32 accumulator on the CUDA cores
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-                for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-                const int s = n / interval - 1;
-                const float sbv = sb[s];
-#pragma unroll
-                for (int r = 0; r < 32; ++r) {
-                    const unsigned row = 16 * w + g + 8 * ((r >> 1) & 1);
-                    acc[r] = __fmaf_rn(p[r], __fmul_rn(sa[row * nblk + s], sbv), acc[r]);
-                }
-            }
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");   // the tiles are overwritten next block
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-    }
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc_out[(cta * 128 + t) * 32 + r] = __float_as_uint(acc[r]);
-    if (epi) epilogue(acc, 0, stage, &out_map, 64 * (int)cta);
+    for (int r = 0; r < 32; ++r) v[r] = __uint_as_float(acc_in[((size_t)blockIdx.x * 128 + threadIdx.x) * 32 + r]);
+    epilogue(v, kind, base, &out_map, 64 * (int)blockIdx.x);
 }
 
-// wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3, per-block scales, promotion every `interval` wgmmas
-extern "C" __global__ void __launch_bounds__(128) fp8_gemm_e5m2_e4m3(
-        const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa,
-        const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out,
-        const __grid_constant__ CUtensorMap out_map, int epi) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
-    unsigned char* ta = dyn + (base - raw);
-    unsigned char* tb = ta + 8192;
-    const unsigned stage = base + 16384;
-    const size_t cta = blockIdx.x;
-    A += cta * 64 * (size_t)K;
-    B += cta * 64 * (size_t)K;
-    const int nblk = K / 32 / interval;               // scale blocks along K
-    sa += cta * 64 * (size_t)nblk;
-    sb += cta * (size_t)nblk;
-    const unsigned t = threadIdx.x, w = t / 32, g = (t % 32) / 4;
-    float acc[32], p[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc[r] = 0.f, p[r] = 0.f;
-    int n = 0;                                        // wgmmas issued so far
-    for (int blk = 0; blk < K / 128; ++blk) {
-        __syncthreads();                              // every warp is done with the previous block
-        load_block(ta, A, K, blk);
-        load_block(tb, B, K, blk);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-#pragma unroll
-            for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            const unsigned long long da = desc_sw128(base + 32 * k), db = desc_sw128(base + 8192 + 32 * k);
-            const int sd = (n % interval) != 0;       // a fresh partial sum at the start of each window
-            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %34, 0;\n\t"
-                         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, q, 1, 1;\n\t}"
-                         : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]), "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]), "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]), "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31])
-                         : "l"(da), "l"(db), "r"(sd) : "memory");
-            ++n;
-            if (n % interval == 0) {                  // promote P to the f32 accumulator on the CUDA cores
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-                for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-                const int s = n / interval - 1;
-                const float sbv = sb[s];
-#pragma unroll
-                for (int r = 0; r < 32; ++r) {
-                    const unsigned row = 16 * w + g + 8 * ((r >> 1) & 1);
-                    acc[r] = __fmaf_rn(p[r], __fmul_rn(sa[row * nblk + s], sbv), acc[r]);
-                }
-            }
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");   // the tiles are overwritten next block
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-    }
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc_out[(cta * 128 + t) * 32 + r] = __float_as_uint(acc[r]);
-    if (epi) epilogue(acc, 0, stage, &out_map, 64 * (int)cta);
-}
+}  // namespace
 
-// wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2, per-block scales, promotion every `interval` wgmmas
-extern "C" __global__ void __launch_bounds__(128) fp8_gemm_e5m2_e5m2(
-        const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa,
-        const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out,
-        const __grid_constant__ CUtensorMap out_map, int epi) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
-    unsigned char* ta = dyn + (base - raw);
-    unsigned char* tb = ta + 8192;
-    const unsigned stage = base + 16384;
-    const size_t cta = blockIdx.x;
-    A += cta * 64 * (size_t)K;
-    B += cta * 64 * (size_t)K;
-    const int nblk = K / 32 / interval;               // scale blocks along K
-    sa += cta * 64 * (size_t)nblk;
-    sb += cta * (size_t)nblk;
-    const unsigned t = threadIdx.x, w = t / 32, g = (t % 32) / 4;
-    float acc[32], p[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc[r] = 0.f, p[r] = 0.f;
-    int n = 0;                                        // wgmmas issued so far
-    for (int blk = 0; blk < K / 128; ++blk) {
-        __syncthreads();                              // every warp is done with the previous block
-        load_block(ta, A, K, blk);
-        load_block(tb, B, K, blk);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-#pragma unroll
-            for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            const unsigned long long da = desc_sw128(base + 32 * k), db = desc_sw128(base + 8192 + 32 * k);
-            const int sd = (n % interval) != 0;       // a fresh partial sum at the start of each window
-            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %34, 0;\n\t"
-                         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, q, 1, 1;\n\t}"
-                         : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]), "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]), "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]), "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31])
-                         : "l"(da), "l"(db), "r"(sd) : "memory");
-            ++n;
-            if (n % interval == 0) {                  // promote P to the f32 accumulator on the CUDA cores
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-                for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-                const int s = n / interval - 1;
-                const float sbv = sb[s];
-#pragma unroll
-                for (int r = 0; r < 32; ++r) {
-                    const unsigned row = 16 * w + g + 8 * ((r >> 1) & 1);
-                    acc[r] = __fmaf_rn(p[r], __fmul_rn(sa[row * nblk + s], sbv), acc[r]);
-                }
-            }
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");   // the tiles are overwritten next block
-#pragma unroll
-        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
-    }
-#pragma unroll
-    for (int r = 0; r < 32; ++r) acc_out[(cta * 128 + t) * 32 + r] = __float_as_uint(acc[r]);
-    if (epi) epilogue(acc, 0, stage, &out_map, 64 * (int)cta);
-}
+#define FP8_GEMM_ENTRY extern "C" __global__ void __launch_bounds__(128)
+#define FP8_GEMM_PARAMS \
+        const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa, \
+        const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out, \
+        const __grid_constant__ CUtensorMap out_map, int epi
+#define FP8_GEMM_ARGS A, B, sa, sb, K, interval, acc_out, out_map, epi
 
-// the epilogue alone: kind 0 (bf16)
+// The entry points: the FP8 pairing's instruction.
+FP8_GEMM_ENTRY fp8_gemm_e4m3_e4m3(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3")); }
+FP8_GEMM_ENTRY fp8_gemm_e4m3_e5m2(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2")); }
+FP8_GEMM_ENTRY fp8_gemm_e5m2_e4m3(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3")); }
+FP8_GEMM_ENTRY fp8_gemm_e5m2_e5m2(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2")); }
+
+// The epilogue alone: kind 0 (bf16), 1 (f16), 2 (e4m3).
 extern "C" __global__ void __launch_bounds__(128) epilogue_bf16(const unsigned* __restrict__ acc_in,
-                                                                  const __grid_constant__ CUtensorMap out_map) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
-    float v[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) v[r] = __uint_as_float(acc_in[((size_t)blockIdx.x * 128 + threadIdx.x) * 32 + r]);
-    epilogue(v, 0, base, &out_map, 64 * (int)blockIdx.x);
-}
-
-// the epilogue alone: kind 1 (f16)
+                                                                  const __grid_constant__ CUtensorMap out_map)
+{ epilogue_only(acc_in, out_map, 0); }
 extern "C" __global__ void __launch_bounds__(128) epilogue_f16(const unsigned* __restrict__ acc_in,
-                                                                  const __grid_constant__ CUtensorMap out_map) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
-    float v[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) v[r] = __uint_as_float(acc_in[((size_t)blockIdx.x * 128 + threadIdx.x) * 32 + r]);
-    epilogue(v, 1, base, &out_map, 64 * (int)blockIdx.x);
-}
-
-// the epilogue alone: kind 2 (e4m3)
+                                                                 const __grid_constant__ CUtensorMap out_map)
+{ epilogue_only(acc_in, out_map, 1); }
 extern "C" __global__ void __launch_bounds__(128) epilogue_e4m3(const unsigned* __restrict__ acc_in,
-                                                                  const __grid_constant__ CUtensorMap out_map) {
-    extern __shared__ __align__(16) unsigned char dyn[];
-    const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
-    float v[32];
-#pragma unroll
-    for (int r = 0; r < 32; ++r) v[r] = __uint_as_float(acc_in[((size_t)blockIdx.x * 128 + threadIdx.x) * 32 + r]);
-    epilogue(v, 2, base, &out_map, 64 * (int)blockIdx.x);
-}
+                                                                  const __grid_constant__ CUtensorMap out_map)
+{ epilogue_only(acc_in, out_map, 2); }

@@ -111,8 +111,6 @@ __device__ __forceinline__ void epilogue(const float (&v)[32], int kind, unsigne
 // The dynamic shared memory: the A and B tiles, then the epilogue's staging tile (each 1024-aligned).
 extern __shared__ __align__(16) unsigned char dyn[];
 
-namespace {
-
 // wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 (and the other FP8 pairings, one entry point each below):
 // FP8_WGMMA(INSTR) is the wgmma of a fp8_gemm_<a>_<b>, scale-d from a predicate set from `sd`.
 #define FP8_WGMMA(INSTR) [](float (&p)[32], unsigned long long da, unsigned long long db, int sd) { \
@@ -121,8 +119,8 @@ namespace {
                  : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]), "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]), "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]), "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31]) \
                  : "l"(da), "l"(db), "r"(sd) : "memory"); }
 
-// The body of every fp8_gemm_<a>_<b>: per-block scales, promotion every `interval` wgmmas; mma(p, da, db, sd)
-// issues the pairing's wgmma.
+// The body of every fp8_gemm_<a>_<b> (entry points below): per-block scales, promotion every `interval` wgmmas;
+// mma(p, da, db, sd) issues the pairing's wgmma.
 template <class Mma>
 __device__ __forceinline__ void fp8_gemm(
         const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa,
@@ -182,7 +180,30 @@ __device__ __forceinline__ void fp8_gemm(
     if (epi) epilogue(acc, 0, stage, &out_map, 64 * (int)cta);
 }
 
-// The body of every epilogue_<t>: the epilogue alone on host-given accumulators (kind as in epilogue()).
+#define FP8_GEMM_ENTRY extern "C" __global__ void __launch_bounds__(128)
+#define FP8_GEMM_PARAMS \
+        const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa, \
+        const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out, \
+        const __grid_constant__ CUtensorMap out_map, int epi
+#define FP8_GEMM_ARGS A, B, sa, sb, K, interval, acc_out, out_map, epi
+
+FP8_GEMM_ENTRY fp8_gemm_e4m3_e4m3(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3")); }
+
+// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2, per-block scales, promotion every `interval` wgmmas
+FP8_GEMM_ENTRY fp8_gemm_e4m3_e5m2(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2")); }
+// wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3, per-block scales, promotion every `interval` wgmmas
+FP8_GEMM_ENTRY fp8_gemm_e5m2_e4m3(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3")); }
+// wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2, per-block scales, promotion every `interval` wgmmas
+FP8_GEMM_ENTRY fp8_gemm_e5m2_e5m2(FP8_GEMM_PARAMS)
+{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2")); }
+
+// the epilogue alone: kind 0 (bf16), 1 (f16), 2 (e4m3) on host-given accumulators.
+namespace {
+
+// The body of every epilogue_<t> (kind as in epilogue()).
 __device__ __forceinline__ void epilogue_only(const unsigned* __restrict__ acc_in, const CUtensorMap& out_map,
                                               int kind) {
     const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
@@ -194,24 +215,6 @@ __device__ __forceinline__ void epilogue_only(const unsigned* __restrict__ acc_i
 
 }  // namespace
 
-#define FP8_GEMM_ENTRY extern "C" __global__ void __launch_bounds__(128)
-#define FP8_GEMM_PARAMS \
-        const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa, \
-        const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out, \
-        const __grid_constant__ CUtensorMap out_map, int epi
-#define FP8_GEMM_ARGS A, B, sa, sb, K, interval, acc_out, out_map, epi
-
-// The entry points: the FP8 pairing's instruction.
-FP8_GEMM_ENTRY fp8_gemm_e4m3_e4m3(FP8_GEMM_PARAMS)
-{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3")); }
-FP8_GEMM_ENTRY fp8_gemm_e4m3_e5m2(FP8_GEMM_PARAMS)
-{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2")); }
-FP8_GEMM_ENTRY fp8_gemm_e5m2_e4m3(FP8_GEMM_PARAMS)
-{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3")); }
-FP8_GEMM_ENTRY fp8_gemm_e5m2_e5m2(FP8_GEMM_PARAMS)
-{ fp8_gemm(FP8_GEMM_ARGS, FP8_WGMMA("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2")); }
-
-// The epilogue alone: kind 0 (bf16), 1 (f16), 2 (e4m3).
 extern "C" __global__ void __launch_bounds__(128) epilogue_bf16(const unsigned* __restrict__ acc_in,
                                                                   const __grid_constant__ CUtensorMap out_map)
 { epilogue_only(acc_in, out_map, 0); }

@@ -1,8 +1,10 @@
 """The wgmma probe kernels of lessons 6 and 7 are C++ template instances; they were measured on the H200
-(data/l06, data/l07) as generated code, one hand-expanded kernel per form. This proves the templates run the same
-thing on the GPU: for every entry point, the PTX (NVRTC, sm_90a) of the file now and of the version that was
-measured (read from git history) is the same instruction sequence once virtual register numbers and labels are
-renamed in order of appearance (line tables ``.loc``, register declarations and comments are not instructions)."""
+(data/l06, data/l07) as generated code, one hand-expanded kernel per form. Their helpers, and those of the lesson 3
+and 5 timing kernels and of l07_fp8_gemm.cu, were later moved into headers (h100lab/wgmma_probe.cuh,
+h100lab/mbarrier.cuh) and templates. This proves the GPU runs the same thing as the version that was measured: for
+every entry point, the PTX (NVRTC, sm_90a) of the file now and of that version (read from git history) is the same
+instruction sequence once virtual register numbers and labels are renamed in order of appearance (line tables
+``.loc``, register declarations and comments are not instructions)."""
 import re
 import subprocess
 from pathlib import Path
@@ -12,12 +14,20 @@ import pytest
 from h100lab import nvrtc
 
 ROOT = Path(__file__).resolve().parent.parent
-#: kernel file -> the commit of the generated version that data/l06 and data/l07 were measured with
+#: kernel file -> the commit of the version that data/ was measured with (or, for files whose helpers moved later,
+#: the last commit before the move, itself proven or measured)
 MEASURED = {
     "l06_wgmma_probe": "5d57b02228efdf9863f0470e5254e6acab168dba",
     "l07_sparse_probe": "8a7eb98ea3c9c7de1a8b74fb3542021d7cf7e798",
     "l07_sparse_probe_more": "8a7eb98ea3c9c7de1a8b74fb3542021d7cf7e798",
     "l07_wgmma_timing": "cf2dece2071902ad784b3431bda0ac0591064459",
+    # the version before their helpers moved into h100lab/mbarrier.cuh and l07_fp8_gemm's kernels into templates
+    "l03_tma_latency": "391b4c0773acab588ec66674c20327d4b7c4f522",
+    "l03_stream": "391b4c0773acab588ec66674c20327d4b7c4f522",
+    "l03_sync_cost": "391b4c0773acab588ec66674c20327d4b7c4f522",
+    "l05_copy_tune": "391b4c0773acab588ec66674c20327d4b7c4f522",
+    "l05_multicast_pipeline": "391b4c0773acab588ec66674c20327d4b7c4f522",
+    "l07_fp8_gemm": "391b4c0773acab588ec66674c20327d4b7c4f522",
 }
 
 pytestmark = pytest.mark.skipif(nvrtc.unavailable_reason() is not None, reason="needs NVRTC")

@@ -25,4 +25,4 @@ def test_excerpt_of_an_included_header():
 
 def test_annotated_numbers_lines_and_finds_each_note():
     m = annotated("a = 1;\nb = 2;", {"b =": "sets b"}, "T").data
-    assert "  2  b = 2;" in m and "| 2 | `b =` | sets b |" in m
+    assert "```{code-block} cuda\n:linenos:" in m and "\nb = 2;\n" in m and "| 2 | `b =` | sets b |" in m

@@ -54,7 +54,9 @@ def annotated(src: str, notes: dict, title: str):
     """A listing with line numbers and a table: ``notes`` maps a snippet of a line to what that line does
     (a snippet no line holds raises StopIteration: the note lost its line)."""
     lines = src.splitlines()
-    out = [f"**{title}**", "", "```cuda"] + [f"{i + 1:3d}  {l}" for i, l in enumerate(lines)] + ["```", ""]
+    # a MyST code-block with line numbers (the chapters render markdown outputs as MyST): numbers typed into the
+    # code would break the CUDA lexer on every preprocessor line ('#' after a number)
+    out = [f"**{title}**", "", "```{code-block} cuda", ":linenos:", ""] + lines + ["```", ""]
     rows = []
     for snippet, what in notes.items():
         n = next(i + 1 for i, l in enumerate(lines) if snippet in l)

@@ -71,6 +71,21 @@ class BothResult:
             for x, y in zip(a, b))
 
 
+def reader_reason(detail: str) -> str:
+    """Why there is no GPU run, in words for a page (the driver's raw error, with library names and paths, is
+    build-machine noise: ``h100lab.cuda.unavailable_reason()`` keeps it)."""
+    low = detail.lower()
+    if "driver" in low or "libcuda" in low or "dynamiclib" in low:
+        why = "no CUDA driver on this machine"
+    elif "compute capability" in low or "hopper" in low:
+        why = "the GPU is not a Hopper (compute capability 9.x)"
+    elif "cuda-python" in low or "bindings" in low:
+        why = "cuda-python is not installed"
+    else:
+        why = "the GPU backend is not usable here"
+    return f"not run on a GPU: {why}"
+
+
 def run_both(experiment: Callable[[Any], Any]) -> BothResult:
     """Run ``experiment(be)`` — a function that compiles, launches and returns host arrays using only the
     backend module ``be`` it is given — on the emulator and, when a Hopper GPU is usable, on the GPU.
@@ -82,8 +97,9 @@ def run_both(experiment: Callable[[Any], Any]) -> BothResult:
     if isinstance(out, tuple) and len(out) == 2 and hasattr(out[1], "instructions"):
         out, stats = out
     gpu = None
-    reason = cuda.unavailable_reason()
-    if reason is None:
+    detail = cuda.unavailable_reason()
+    reason = None if detail is None else reader_reason(detail)
+    if detail is None:
         g = experiment(cuda)
         gpu = g[0] if isinstance(g, tuple) and len(g) == 2 and (g[1] is None or hasattr(g[1], "instructions")) else g
     return BothResult(out, gpu, stats, reason)

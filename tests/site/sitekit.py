@@ -152,12 +152,18 @@ def solution_regions(path: Path) -> list[str]:
 
 
 def _published_sources() -> str:
-    """Normalized text of every source the student site may legitimately show (not solutions/)."""
+    """Normalized text of every source the student site may legitimately show (not solutions/): chapters,
+    exercise stubs, the landing page and the book's kernel sources."""
     parts = []
     for folder in ("chapters", "exercises"):
         for p in sorted((ROOT / folder).glob("*.md")):
             parts.append(p.read_text(encoding="utf-8"))
     parts.append((ROOT / "intro.md").read_text(encoding="utf-8"))
+    # the book's own kernels and headers: chapters list them and the site's source download holds them, so a
+    # kernel exercise whose fix is a line of a book kernel (the fence the chapter teaches) is not a leak
+    for pattern in ("h100lab/cuda/kernels/*.cu", "h100lab/cuda/include/**/*.cuh"):
+        for p in sorted(ROOT.glob(pattern)):
+            parts.append(p.read_text(encoding="utf-8"))
     return normalize("\n".join(parts))
 
 

@@ -138,9 +138,13 @@ def _explorer_outputs(site):
                     yield doc, html, (code[k + 1] if k + 1 < len(code) else None)
 
 
+#: the name endings of the widget factories in h100lab.widgets (explorers, planners, builders, ...)
+EXPLORER_SUFFIXES = "explorer|planner|builder|stepper|lab|timeline|number_line|packer"
+
+
 def _explorer_calls(site) -> int:
-    """Explorers the chapters display: cells whose last line is a name bound to ``*_explorer(...)``,
-    ``*_planner(...)``, ``*_builder(...)``, ``*_stepper(...)`` or ``*_lab(...)`` earlier in the cell."""
+    """Explorers the chapters display: cells whose last line is a name bound, earlier in the cell, to a widget
+    factory (``*_explorer(...)``, ``W.*_explorer(...)``, ``*_builder(...)``, … — :data:`EXPLORER_SUFFIXES`)."""
     n = 0
     for doc in toc_docs(site):
         nb = executed_notebook(site, doc)
@@ -149,7 +153,7 @@ def _explorer_calls(site) -> int:
             if cell["cell_type"] != "code" or not src:
                 continue
             last = src[-1].strip()
-            if re.fullmatch(r"\w+", last) and any(re.match(rf"{last}\s*=\s*\w+_(explorer|planner|builder|stepper|lab)\(", l)
+            if re.fullmatch(r"\w+", last) and any(re.match(rf"{last}\s*=\s*(?:\w+\.)?\w+_({EXPLORER_SUFFIXES})\(", l)
                                                   for l in src):
                 n += 1
     return n

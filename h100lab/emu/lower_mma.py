@@ -398,10 +398,7 @@ def _execute(sp, warps, d_idx, a_idx, d_rt, names, w, ctx, ins, line):
     else:
         d = numerics.mma(a, b, c, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd, scale_a=sp.scale_a,
                          scale_b=sp.scale_b, satfinite=sp.satfinite)
-    out = fragments.matrix_to_accumulator(d, sp.n)
-    if sp.dtype == "f16":
-        o = out.astype(np.uint32).reshape(128, sp.d_regs, 2)
-        out = o[:, :, 0] | (o[:, :, 1] << 16)
+    out = fragments.accumulator_registers(d, sp.n, sp.dtype)
     out = out.astype(np.uint32).reshape(4, WARP, sp.d_regs)
     rec = {"regs": [], "where": line}
     for k, x in enumerate(order):

@@ -256,10 +256,7 @@ def build_case(c: dict[str, Any]) -> dict[str, Any]:
         if sp.a_source == "rs":
             for s in range(steps):
                 aregs.append(fragments.pack_a_fragment(Ag[s].astype(np.uint32), sp.atype))
-        vals = fragments.matrix_to_accumulator(C, sp.n)
-        if sp.dtype == "f16":
-            v = vals.astype(np.uint32).reshape(128, sp.d_regs, 2)
-            vals = v[:, :, 0] | (v[:, :, 1] << 16)
+        vals = fragments.accumulator_registers(C, sp.n, sp.dtype)
         cins.append(vals.astype(np.uint32))
         imgs.append(img)
         As.append(Ag)
@@ -323,10 +320,7 @@ def model_case(c: dict[str, Any], built: dict[str, Any] | None = None) -> np.nda
             sd = bool(c["scale_d"]) if s == 0 else True
             D = numerics.mma(Am, Bm, D, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd,
                              scale_a=sp.scale_a, scale_b=sp.scale_b, satfinite=sp.satfinite)
-        out = fragments.matrix_to_accumulator(D, sp.n)
-        if sp.dtype == "f16":
-            o = out.astype(np.uint32).reshape(128, sp.d_regs, 2)
-            out = o[:, :, 0] | (o[:, :, 1] << 16)
+        out = fragments.accumulator_registers(D, sp.n, sp.dtype)
         outs.append(out.astype(np.uint32))
     return np.stack(outs)
 

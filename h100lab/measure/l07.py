@@ -150,10 +150,7 @@ def build_sparse(c: dict[str, Any]) -> dict[str, Any]:
             vg.append(vals)
             ng.append(nib)
             bg.append(B)
-        vals_c = fragments.matrix_to_accumulator(C, N)
-        if sp.dtype == "f16":
-            v = vals_c.astype(np.uint32).reshape(128, sp.d_regs, 2)
-            vals_c = v[:, :, 0] | (v[:, :, 1] << 16)
+        vals_c = fragments.accumulator_registers(C, N, sp.dtype)
         cins.append(vals_c.astype(np.uint32))
         imgs.append(img)
         V.append(vg)
@@ -199,10 +196,7 @@ def model_sparse(c: dict[str, Any], built: dict[str, Any] | None = None) -> np.n
             sd = bool(c["scale_d"]) if s == 0 else True
             D = sparsity.mma_sp(Am, nib, Bm, D, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd,
                                 invalid="hardware" if c["input"] == "invalid" else "raise")
-        out = fragments.matrix_to_accumulator(D, sp.n)
-        if sp.dtype == "f16":
-            o = out.astype(np.uint32).reshape(128, sp.d_regs, 2)
-            out = o[:, :, 0] | (o[:, :, 1] << 16)
+        out = fragments.accumulator_registers(D, sp.n, sp.dtype)
         outs.append(out.astype(np.uint32))
     return np.stack(outs).reshape(-1)
 
@@ -409,10 +403,7 @@ def model_accumulation(c) -> np.ndarray:
     D = None
     for A, B in zip(b["A"], b["B"]):
         D = numerics.mma(A, B.T, D, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=D is not None)
-    out = fragments.matrix_to_accumulator(D, 64)
-    if sp.dtype == "f16":
-        o = out.astype(np.uint32).reshape(128, sp.d_regs, 2)
-        out = o[:, :, 0] | (o[:, :, 1] << 16)
+    out = fragments.accumulator_registers(D, 64, sp.dtype)
     return out.astype(np.uint32).reshape(-1)
 
 

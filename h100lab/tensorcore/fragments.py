@@ -74,6 +74,17 @@ def matrix_to_accumulator(mat: np.ndarray, n: int) -> np.ndarray:
     return np.asarray(mat)[row, col]
 
 
+def accumulator_registers(mat: np.ndarray, n: int, dtype: str) -> np.ndarray:
+    """The 64 × N accumulator (raw bit patterns) → the (128, registers) uint32 registers each thread holds:
+    one value per register for ``.f32``/``.s32``, two ``.f16`` values per register, the lower-column value in the
+    low half (PTX ISA §9.7.15.5.1 "Register fragments", the wgmma D fragment)."""
+    out = matrix_to_accumulator(mat, n)
+    if dtype == "f16":
+        o = out.astype(np.uint32).reshape(out.shape[0], -1, 2)
+        out = o[:, :, 0] | (o[:, :, 1] << 16)
+    return out.astype(np.uint32)
+
+
 def _granule(atype: str) -> int:
     bits = ELEMENT_BITS.get(atype)
     if bits is None:

@@ -67,3 +67,40 @@ def test_main_without_gpu_returns_2(monkeypatch):
     from h100lab import cuda
     monkeypatch.setattr(cuda, "available", lambda: False)
     assert l07.main([]) == 2
+
+
+def test_dep_forms_match_the_kernel_file_and_do_the_same_work():
+    src = compiler.kernel_source("l07_wgmma_deps")
+    for mode, n, a, g in l07.DEP_FORMS:
+        assert f"dep_{mode}_n{n}_a{a}_g{g}(" in src
+    cases = l07.dep_cases()
+    assert len({c["id"] for c in cases}) == len(cases)
+    assert {c["iters"] * c["per_group"] for c in cases} == {l07.DEP_WGMMAS}
+    assert all(c["iters"] % c["sets"] == 0 for c in cases)
+
+
+def test_meta_probe_inputs_name_every_nibble_and_isolate_one_slot():
+    from h100lab.tensorcore import sparsity
+    for c in l07.meta_cases():
+        b = l07.build_sparse(c)
+        sp = b["spec"]
+        nibs = [b["nib"][g][0] for g in range(c["grid"])]
+        assert [int(n[0, 0]) for n in nibs] == list(range(16))       # CTA v: every group of row 0 holds v
+        vals = b["vals"][0][0]
+        nz = (vals != 0).sum(axis=1)
+        if c["input"] == "meta_basis":
+            assert (nz == 1).all()
+        else:
+            assert (nz == sp.packed_k).all()
+        # the registers carry exactly these nibbles for the lanes sp-sel names
+        for g in (0, 5, 14):
+            regs = b["meta"].reshape(c["grid"], 128)[g]
+            assert (sparsity.metadata_from_registers(regs, sp.atype, sp.sp_sel) == b["nib"][g][0]).all()
+
+
+def test_only_names_datasets(monkeypatch, capsys):
+    from h100lab import cuda
+    monkeypatch.setattr(cuda, "available", lambda: True)
+    monkeypatch.setattr(cuda, "run_metadata", lambda cmd: {"command": cmd})
+    assert l07.main(["--only", "nonsense"]) == 2
+    assert "no dataset l07/nonsense" in capsys.readouterr().err

@@ -14,7 +14,16 @@ date, command):
 * ``l07/fp8_accumulation``: long chains of FP8 wgmmas (K up to 2048) on designed inputs through the lesson-6 probe
   kernels: how many bits the chained accumulator keeps;
 * ``l07/wgmma_timing``: clock64 cycles of wgmma chains per type and N (latency: one wgmma per group, wait 0;
-  throughput: many per group, groups in flight) — the calibration data of :mod:`h100lab.tensorcore.timing`.
+  throughput: many per group, groups in flight) — the calibration data of :mod:`h100lab.tensorcore.timing`;
+* ``l07/sparse_meta``: the decisive metadata probe (:func:`meta_cases`): every 4-bit metadata value, valid and
+  invalid, on designed inputs (one non-zero stored value per row, B the identity) for every tf32 form and f16 as
+  the control, each launch twice — each output names what reached one K position
+  (:func:`h100lab.validation.l07.meta_rules` turns them into the rule table);
+* ``l07/wgmma_deps``: clock64 cycles of ``l07_wgmma_deps.cu`` (:func:`dep_cases`): groups of 1–16 wgmmas on one
+  chained accumulator, on 2 or 4 independent accumulator sets, or overwriting their accumulator (scale-d = 0),
+  at wait depths 0–3, the same 1024 wgmmas each.
+
+``--only sparse_meta,wgmma_deps`` measures just the datasets named.
 
 Every case is a plain dict (inputs regenerated from its seed); :func:`run_case` runs it on ``h100lab.cuda`` or
 ``h100lab.emu``, :func:`model_outputs` predicts it from :mod:`h100lab.tensorcore`; one failing case is recorded with
@@ -31,7 +40,7 @@ import numpy as np
 from . import begin
 
 __all__ = ["SPARSE_FORMS", "sparse_cases", "fp8_gemm_cases", "epilogue_cases", "accumulation_cases",
-           "timing_cases", "build_sparse", "model_outputs", "run_case", "run_cases", "main", "FP8_PAIRS",
+           "timing_cases", "meta_cases", "meta_probe_inputs", "META_PROBES", "META_FORMS", "dep_cases", "DEP_FORMS", "build_sparse", "model_outputs", "run_case", "run_cases", "main", "FP8_PAIRS",
            "TIMING_FORMS"]
 
 #: name -> (n, dtype, atype, btype, a_source, sp_sel) of the kernels sp_<name> in l07_sparse_probe.cu
@@ -95,6 +104,77 @@ def sparse_cases(quick: bool = False) -> list[dict[str, Any]]:
     return out
 
 
+#: the metadata probes (:func:`meta_cases`): inputs designed so that each output names the stored value(s) that
+#: reached one K position — ``meta_basis`` one non-zero stored value per row, ``meta_all`` every stored value
+#: non-zero and different
+META_PROBES = ("meta_basis", "meta_all")
+#: the forms the metadata probes run on: every tf32 form of the random cases, and f16 as the control (its invalid
+#: codes are modelled)
+META_FORMS = ("ss_n64_f32_tf32_s0", "ss_n64_f32_tf32_s1", "rs_n64_f32_tf32_s1", "ss_n64_f32_f16_s0")
+#: B's columns 16..31 (tf32) / 32..47 (f16) are the identity scaled by 2^BIG_EXP: an element that lands as a
+#: subnormal still shows (the product is a normal f32) unless the tensor core flushes it
+BIG_EXP = 100
+
+
+def meta_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """The decisive metadata probe: for each form of :data:`META_FORMS` and each input kind of
+    :data:`META_PROBES`, one launch of 16 CTAs — CTA ``v`` gives every row the metadata nibble ``v`` (all 16 values,
+    valid and invalid) in the groups :func:`meta_probe_inputs` says (``nibbles``, optional: the value of each CTA) —
+    run twice (``repeat``: is the H200 deterministic there?)."""
+    out = []
+    for i, form in enumerate(META_FORMS):
+        for j, kind in enumerate(META_PROBES):
+            out.append(dict(id=f"meta_{form}_{kind}", kind="sparse", form=form, input=kind, steps=1, scale_d=0,
+                            grid=16, repeat=2, seed=7700 + 10 * i + j))
+    return out[:2] if quick else out
+
+
+def _tag_values(atype: str, half: int) -> np.ndarray:
+    """Raw bits of the stored value of slot j (0..half-1), each half of it recognisable wherever it lands.
+
+    tf32 (32-bit, tensor core reads the top 19 bits): high half ``0x3F80 | j << 4`` (1 + j/8, i.e. 1.0 … 1.875);
+    low half ``0x4010 | j << 7`` — read as a low half it only sets the tf32 bit 14 (value + 2^-9 of the
+    binade), moved into a high half it is 2^(1+j) × (1 + 2^-3): each half tells its slot by itself.
+    f16: ``0x3C00 + (j << 6)`` (1 + j/16)."""
+    j = np.arange(half, dtype=np.uint32)
+    if atype == "tf32":
+        return ((0x3F80 | (j << 4)) << 16) | (0x4010 | (j << 7))
+    return (0x3C00 + (j << 6)).astype(np.uint16)
+
+
+def meta_probe_inputs(sp, v: int, kind: str, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(packed A (64, K/2), B (N, K) K-major, nibbles (64, G)) of CTA ``v`` of a metadata probe.
+
+    Rows: ``j = m % (K/2)`` names a stored slot, ``r = m // (K/2)`` what the other groups hold. ``meta_basis``:
+    only slot j is non-zero (:func:`_tag_values`); ``meta_all``: every slot holds its tag. Nibbles: rows with
+    even r give every group the nibble ``v``; odd r only the group of slot j, the others a valid code (position
+    0, or 1 when r % 4 == 3). B (K × N, the 64 × N form): columns 0..K-1 the identity (output n = the sum of what
+    reached K position n), columns K..2K-1 the identity × 2^BIG_EXP (subnormals made visible; tf32 only — f16
+    has no room), the rest random normal values (a random check of the rule found)."""
+    from ..tensorcore import numerics, sparsity
+    from .l06 import _floats
+
+    kept, grp = sparsity.granularity(sp.atype)
+    half, K, N = sp.packed_k, sp.k, sp.n
+    G = K // grp
+    m = np.arange(64)
+    j, r = m % half, m // half
+    tags = _tag_values(sp.atype, half)
+    vals = np.broadcast_to(tags, (64, half)).copy()
+    if kind == "meta_basis":
+        vals = np.where(np.arange(half)[None, :] == j[:, None], vals, 0).astype(vals.dtype)
+    valid = np.where((r % 4 == 3)[:, None], 0b1110 if kept == 1 else 0b1100, 0b0100 if kept == 1 else 0b0100)
+    mine = (np.arange(G)[None, :] == (j // kept)[:, None])
+    nib = np.where((r % 2 == 0)[:, None] | mine, v, np.broadcast_to(valid, (64, G))).astype(np.uint8)
+    Bt = _floats(rng, sp.btype, (K, N), "normal")              # (K, N)
+    one = numerics.from_float(np.ones(1), sp.btype)[0]
+    Bt[:, :K] = np.where(np.eye(K, dtype=bool), one, 0)
+    if sp.atype == "tf32":
+        big = numerics.from_float(np.array([2.0 ** BIG_EXP]), sp.btype)[0]
+        Bt[:, K:2 * K] = np.where(np.eye(K, dtype=bool), big, 0)
+    return vals, np.ascontiguousarray(Bt.T), nib
+
+
 def _invalid_nibbles(rng, nib, atype):
     from ..tensorcore import sparsity
     nib = nib.copy()
@@ -123,20 +203,25 @@ def build_sparse(c: dict[str, Any]) -> dict[str, Any]:
     imgs, descs, aregs, metas, cins, V, NB, Bs, Cs = [], [], [], [], [], [], [], [], []
     for g in range(grid):
         img = np.zeros(per, np.uint8)
-        if sp.atype in ("s8", "u8"):
+        if kind in META_PROBES:
+            C = np.zeros((64, N), np.uint16 if sp.dtype == "f16" else np.uint32)
+        elif sp.atype in ("s8", "u8"):
             C = rng.integers(-2**20, 2**20, (64, N)).astype(np.int64)
             C = (C & 0xFFFFFFFF).astype(np.uint32)
         else:
             C = _floats(rng, "f16" if sp.dtype == "f16" else "f32", (64, N), "normal")
         vg, ng, bg = [], [], []
         for s in range(steps):
-            if sp.atype in ("s8", "u8"):
+            if kind in META_PROBES:
+                vals, B, nib = meta_probe_inputs(sp, c.get("nibbles", range(16))[g], kind, rng)
+            elif sp.atype in ("s8", "u8"):
                 vals = rng.integers(0, 256, (64, half), dtype=np.uint8)
                 B = rng.integers(0, 256, (N, K), dtype=np.uint8)
             else:
                 vals = _floats(rng, sp.atype, (64, half), fk)
                 B = _floats(rng, sp.btype, (N, K), fk)
-            nib = sparsity.random_sparse(rng, 64, sp.atype, vals, ascending=kind != "unordered")
+            if kind not in META_PROBES:
+                nib = sparsity.random_sparse(rng, 64, sp.atype, vals, ascending=kind != "unordered")
             if kind == "invalid":
                 nib = _invalid_nibbles(rng, nib, sp.atype)
             fill = rng.integers(0, 1 << 32, 128, dtype=np.uint64).astype(np.uint32) if kind == "garbage" else 0
@@ -195,7 +280,7 @@ def model_sparse(c: dict[str, Any], built: dict[str, Any] | None = None) -> np.n
             nib = sparsity.metadata_from_registers(b["meta"].reshape(grid, 128, steps)[g, :, s], sp.atype, sp.sp_sel)
             sd = bool(c["scale_d"]) if s == 0 else True
             D = sparsity.mma_sp(Am, nib, Bm, D, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd,
-                                invalid="hardware" if c["input"] == "invalid" else "raise")
+                                invalid="hardware" if c["input"] in ("invalid",) + META_PROBES else "raise")
         out = fragments.accumulator_registers(D, sp.n, sp.dtype)
         outs.append(out.astype(np.uint32))
     return np.stack(outs).reshape(-1)
@@ -204,17 +289,20 @@ def model_sparse(c: dict[str, Any], built: dict[str, Any] | None = None) -> np.n
 def _run_sparse(backend, c, fn):
     b = build_sparse(c)
     sp = b["spec"]
-    out = backend.zeros(c["grid"] * 128 * sp.d_regs, np.uint32)
-    a_regs = backend.to_device(b["a_regs"]) if b["a_regs"] is not None else np.uint64(0)
     k = fn(sparse_module(c["form"]), f"sp_{c['form']}")
     if b["img_bytes"] + IMAGE_ALIGN > 48 * 1024:
         k.set_max_dynamic_shared_memory(b["img_bytes"] + IMAGE_ALIGN)
-    backend.launch(k, c["grid"], 128, backend.to_device(b["img"]),
-                   np.int32(b["img_bytes"]), backend.to_device(b["descs"]), np.int32(c["steps"]), a_regs,
-                   backend.to_device(b["meta"]), backend.to_device(b["c_in"]), np.int32(c["scale_d"]), out,
-                   shared_mem=b["img_bytes"] + IMAGE_ALIGN)
-    backend.synchronize()
-    return {"d": out.to_host().reshape(-1)}
+    res = {}
+    for rep in range(c.get("repeat", 1)):      # repeat: the same launch again (is the output deterministic?)
+        out = backend.zeros(c["grid"] * 128 * sp.d_regs, np.uint32)
+        a_regs = backend.to_device(b["a_regs"]) if b["a_regs"] is not None else np.uint64(0)
+        backend.launch(k, c["grid"], 128, backend.to_device(b["img"]),
+                       np.int32(b["img_bytes"]), backend.to_device(b["descs"]), np.int32(c["steps"]), a_regs,
+                       backend.to_device(b["meta"]), backend.to_device(b["c_in"]), np.int32(c["scale_d"]), out,
+                       shared_mem=b["img_bytes"] + IMAGE_ALIGN)
+        backend.synchronize()
+        res["d" if rep == 0 else f"d{rep}"] = out.to_host().reshape(-1)
+    return res
 
 
 # ------------------------------------------------------------------------------------------------
@@ -438,6 +526,42 @@ def _timing_descs(t, n):
     return dsc.MatrixDescriptor(0, la, sa, 0, "none").encode(), dsc.MatrixDescriptor(8192, lb, sb, 0, "none").encode()
 
 
+#: (mode, N, accumulator sets, wgmmas per group) of the kernels dep_<mode>_n<N>_a<A>_g<G> in l07_wgmma_deps.cu
+DEP_FORMS = [("chain", 64, 1, g) for g in (1, 2, 4, 16)] + [("chain", 64, a, g) for a in (2, 4) for g in (1, 2, 4)] + \
+    [("fresh", 64, 1, g) for g in (1, 2, 4)] + [("chain", 128, 1, g) for g in (1, 4, 16)] + \
+    [("chain", 128, 2, g) for g in (1, 4)] + [("chain", 256, 1, g) for g in (1, 2, 4, 16)] + \
+    [("fresh", 256, 1, g) for g in (1, 4)]
+#: wgmmas per launch of every dependency form (iters = DEP_WGMMAS / G groups)
+DEP_WGMMAS = 1024
+
+
+def dep_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """Per form of :data:`DEP_FORMS` and wait depth 0..3: ``iters`` = 1024 / G groups (the same work at every
+    depth and group size), 3 launches. Record keys as :func:`timing_cases` plus ``mode`` and ``sets``."""
+    out = []
+    for mode, n, a, g in DEP_FORMS:
+        for d in range(4):
+            out.append(dict(id=f"dep_{mode}_n{n}_a{a}_g{g}_d{d}", kind="timing_dep", type="bf16", mode=mode, n=n,
+                            sets=a, per_group=g, depth=d, iters=DEP_WGMMAS // g, launches=3))
+    if quick:
+        out = [c for c in out if c["n"] == 64 and c["per_group"] <= 2]
+    return out
+
+
+def _run_deps(backend, c, fn):
+    da, db = _timing_descs("bf16", c["n"])
+    k = fn("l07_wgmma_deps", f"dep_{c['mode']}_n{c['n']}_a{c['sets']}_g{c['per_group']}")
+    cyc = []
+    for _ in range(c["launches"]):
+        out = backend.zeros(1, np.int64)
+        sink = backend.zeros(128, np.uint32)
+        backend.launch(k, 1, 128, np.uint64(da), np.uint64(db), np.int32(c["depth"]), np.int32(c["iters"]), out,
+                       sink, shared_mem=40960 + 1024)
+        backend.synchronize()
+        cyc.append(int(out.to_host()[0]))
+    return {"cycles": cyc}
+
+
 def _run_timing(backend, c, fn):
     da, db = _timing_descs(c["type"], c["n"])
     k = fn("l07_wgmma_timing", f"tim_{c['type']}_n{c['n']}")
@@ -475,6 +599,8 @@ def run_case(backend, c: dict[str, Any], programs: dict | None = None) -> dict[s
         return _run_accumulation(backend, c, fn)
     if kind == "timing":
         return _run_timing(backend, c, fn)
+    if kind == "timing_dep":
+        return _run_deps(backend, c, fn)
     raise ValueError(f"unknown case kind {kind!r}")
 
 
@@ -483,9 +609,10 @@ def model_outputs(c: dict[str, Any]) -> dict[str, np.ndarray]:
     :mod:`h100lab.validation.l07` with the timing model's tolerance)."""
     kind = c["kind"]
     if kind == "sparse":
-        if c["input"] == "invalid" and SPARSE_FORMS[c["form"]][2] == "tf32":
+        if c["input"] in ("invalid",) + META_PROBES and SPARSE_FORMS[c["form"]][2] == "tf32":
             return {}           # measured, not modelled (h100lab.tensorcore.sparsity docstring)
-        return {"d": model_sparse(c)}
+        d = model_sparse(c)
+        return {"d": d, **{f"d{i}": d for i in range(1, c.get("repeat", 1))}}
     if kind == "fp8_gemm":
         return model_fp8_gemm(c)
     if kind == "epilogue":
@@ -526,8 +653,13 @@ def run_cases(backend, cases: Sequence[dict[str, Any]], budget_s: float | None =
     return recs
 
 
+def _only(ap):
+    ap.add_argument("--only", default="", help="comma-separated datasets to measure (e.g. sparse_meta,wgmma_deps); "
+                    "default: all")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    s = begin("l07", argv, __doc__.splitlines()[0], "fewer cases per dataset")
+    s = begin("l07", argv, __doc__.splitlines()[0], "fewer cases per dataset", _only)
     if s is None:
         return 2
     args, meta = s.args, s.meta
@@ -536,9 +668,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (dataset, cases, seconds of case time it may take: the whole run stays well under 4 minutes)
     sets = [("l07/sparse", sparse_cases(args.quick), 50), ("l07/fp8_gemm", fp8_gemm_cases(args.quick), 30),
             ("l07/epilogue", epilogue_cases(args.quick), 10), ("l07/fp8_accumulation", accumulation_cases(args.quick), 15),
-            ("l07/wgmma_timing", timing_cases(args.quick), 45)]
+            ("l07/wgmma_timing", timing_cases(args.quick), 45), ("l07/sparse_meta", meta_cases(args.quick), 20),
+            ("l07/wgmma_deps", dep_cases(args.quick), 40)]
+    only = {f"l07/{x.strip()}" for x in args.only.split(",") if x.strip()}
+    unknown = only - {name for name, _, _ in sets}
+    if unknown:
+        print(f"--only: no dataset {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
     status = 0
     for name, cases, budget in sets:
+        if only and name not in only:
+            continue
         t0 = time.time()
         try:
             recs = run_cases(cuda, cases, budget_s=budget)

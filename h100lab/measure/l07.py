@@ -609,8 +609,6 @@ def model_outputs(c: dict[str, Any]) -> dict[str, np.ndarray]:
     :mod:`h100lab.validation.l07` with the timing model's tolerance)."""
     kind = c["kind"]
     if kind == "sparse":
-        if c["input"] in ("invalid",) + META_PROBES and SPARSE_FORMS[c["form"]][2] == "tf32":
-            return {}           # measured, not modelled (h100lab.tensorcore.sparsity docstring)
         d = model_sparse(c)
         return {"d": d, **{f"d{i}": d for i in range(1, c.get("repeat", 1))}}
     if kind == "fp8_gemm":

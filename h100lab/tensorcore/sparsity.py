@@ -12,8 +12,8 @@ hopper-spec-facts §11; CuTe ``ELayout_64x{16,32,64}`` (mma_traits_sm90_gmma_spa
   are non-zero; exactly 2 are stored, each with a 2-bit index (0–3): the group's 4-bit metadata nibble is
   ``idx0 | idx1 << 2`` (idx0 for the first stored value). The nibbles 0b0000, 0b0101, 0b1010, 0b1111 (the same
   index twice) are invalid — undefined behaviour in PTX. tf32 — 1:2: one element of every aligned pair is
-  stored; its nibble is 0b0100 (position 0) or 0b1110 (position 1), every other value is invalid (a tf32
-  element is two 16-bit halves, and the nibble is the 2:4 code of those halves).
+  stored; its nibble is 0b0100 (position 0) or 0b1110 (position 1), every other value is invalid (PTX ISA
+  §9.7.15.6: a tf32 element is two 16-bit halves, and the nibble is the 2:4 code of those halves).
 * **Metadata registers** (``sp-meta``, one ``.b32`` per thread) and the **sparsity selector** ``sp-sel``
   (an integer constant): warp ``w`` supplies the metadata of its 16 rows; lane ``l``: ``g = l >> 2``,
   ``b = l & 1``, ``p = (l >> 1) & 1``:
@@ -28,17 +28,22 @@ hopper-spec-facts §11; CuTe ``ELayout_64x{16,32,64}`` (mma_traits_sm90_gmma_spa
 
   The lanes not read may hold anything.
 
-What the tensor core computes (the **gather** model: each stored value meets the B row its index names, so a
-pruned position never multiplies B — an Inf or NaN in such a B row does not reach D) is
+What the tensor core computes (the **gather** model, :func:`gather_b`: each stored value meets the B element its
+index names, so a pruned position never multiplies B — an Inf or NaN in such a B row does not reach D) is
 ``numerics.mma`` of the K/2 stored products plus C, row by row. Invalid metadata raises :class:`SparsityError`
-(``invalid="raise"``, the default); ``invalid="hardware"`` computes what the H200 does with it.
+(``invalid="raise"``, the default: the PTX ISA leaves it undefined, and the emulator refuses it the same way);
+``invalid="hardware"`` computes what the H200 does with it.
 
-Measured on the H200 (data/l07/sparse: every valid case of every type bit for bit, ≥ 12,288 random outputs per
-form): the metadata of the lanes sp-sel does not name is ignored; 2:4 indices in descending order work; an Inf or
-NaN in a pruned B row does not reach D (the gather model, not a dense 0·Inf); **invalid 2:4 codes** (one position
-named twice) do what the gather model says — both stored values meet the same B row, their products added.
-**Invalid tf32 codes** give results no simple rule reproduced (not element 0, 1, both or none; not the 2:4 code of
-the 16-bit halves): not modelled — ``invalid="hardware"`` raises for them.
+Measured on the H200 (data/l07/sparse: every case of every type bit for bit, ≥ 12,288 random outputs per form;
+data/l07/sparse_meta: every nibble value on designed inputs): the metadata of the lanes sp-sel does not name is
+ignored; 2:4 indices in descending order work; an Inf or NaN in a pruned B row does not reach D (the gather
+model, not a dense 0·Inf); **invalid 2:4 codes** (one position named twice) do what the gather model says —
+both stored values meet the same B row, their products added. **Invalid tf32 codes** show how the gather is
+built: it moves **16-bit halves of B**. The nibble's two indices pick two of the four halves of the B pair
+(``B[2g]``: halves 0, 1; ``B[2g+1]``: halves 2, 3) — idx0 the low half, idx1 the high half of the B element the
+stored tf32 value meets. 0b0100 and 0b1110 pick ``B[2g]`` and ``B[2g+1]`` whole; any other code splices a B
+element from two halves (the stored A value itself is never split), which is why no placement of the A value
+reproduced those records.
 """
 from __future__ import annotations
 
@@ -50,7 +55,7 @@ from .shapes import M, WgmmaError, WgmmaSpec, spec
 
 __all__ = ["SparsityError", "SparseSpec", "sparse_spec", "parse_sparse_opcode", "granularity", "groups_per_row",
            "INVALID_2_4", "VALID_TF32", "check_metadata", "compress", "decompress", "metadata_registers",
-           "metadata_from_registers", "selected_lanes", "mma_sp", "random_sparse", "SPARSE_TYPES"]
+           "metadata_from_registers", "selected_lanes", "mma_sp", "gather_b", "random_sparse", "SPARSE_TYPES"]
 
 SPARSE_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")
 INVALID_2_4 = (0b0000, 0b0101, 0b1010, 0b1111)
@@ -302,9 +307,10 @@ def mma_sp(values, nib, b, c=None, *, atype: str, btype: str | None = None, dtyp
            scale_a: int = 1, scale_b: int = 1, satfinite: bool = False, invalid: str = "raise", model=None):
     """``D = A·B + C`` of one ``wgmma.mma_async.sp`` on raw bits: ``values`` (M, K/2) the packed A, ``nib``
     (M, G) its metadata, ``b`` (K, N) dense, ``c`` (M, N) raw D bits or None. Each row sums its K/2 stored
-    products — value j times the B row its metadata position names — and C with :func:`numerics.mma`'s fused
-    addition. ``invalid``: ``"raise"`` (:class:`SparsityError` naming the rule) or ``"hardware"`` (2:4: the gather
-    model applied to the invalid codes as well, as the H200 does; tf32 invalid codes still raise — not modelled)."""
+    products — value j times the B element its metadata names (:func:`gather_b`) — and C with
+    :func:`numerics.mma`'s fused addition. ``invalid``: ``"raise"`` (:class:`SparsityError` naming the rule) or
+    ``"hardware"`` (the gather applied to invalid codes as well, as the H200 does: 2:4 codes naming one position
+    twice, tf32 codes splicing B from 16-bit halves)."""
     from . import numerics
 
     if invalid not in ("raise", "hardware"):
@@ -322,16 +328,40 @@ def mma_sp(values, nib, b, c=None, *, atype: str, btype: str | None = None, dtyp
         raise SparsityError(f"metadata must be {Mr} × {K // grp} nibbles for K = {K}, got {nib.shape}")
     if invalid == "raise":
         check_metadata(nib, atype)
-    elif atype == "tf32" and (~np.isin(nib, VALID_TF32)).any():
-        raise SparsityError("invalid tf32 sparse metadata (anything but 0b0100/0b1110): what the H200 computes with "
-                            "it is measured (data/l07/sparse) but not modelled; the PTX ISA leaves it undefined "
-                            f"({_RULE})")
-    pos = _positions(nib, atype)                                       # (M, G, kept)
-    kidx = (np.arange(K // grp)[None, :, None] * grp + pos).reshape(Mr, half)
+    rows = gather_b(b, nib, atype)                                     # (M, K/2, N)
     draw = np.uint16 if dtype == "f16" else np.uint32
     cc = np.zeros((Mr, N), draw) if c is None else np.asarray(c)
     out = np.empty((Mr, N), draw)
     for m in range(Mr):
-        out[m] = numerics.mma(v[m:m + 1], b[kidx[m]], cc[m:m + 1], atype=atype, btype=btype, dtype=dtype,
+        out[m] = numerics.mma(v[m:m + 1], rows[m], cc[m:m + 1], atype=atype, btype=btype, dtype=dtype,
                               scale_d=scale_d, scale_a=scale_a, scale_b=scale_b, satfinite=satfinite, model=model)[0]
     return out
+
+
+def gather_b(b, nib, atype: str) -> np.ndarray:
+    """The B elements each stored A value meets: (M, K/2, N) raw bits from the dense ``b`` (K, N) and the
+    nibbles (M, G) — the sparse gather of §9.7.15.6 as the H200 does it, for any nibble value.
+
+    2:4 types: stored value ``j`` of a group meets B row ``4·group + idx_j`` (an invalid code naming one
+    position twice sends both stored values to that row). tf32: the gather works on **16-bit halves** — the
+    nibble is the 2:4 code of the stored element's two halves over the four halves of the B pair
+    (``B[2g]`` = halves 0 (low), 1 (high); ``B[2g+1]`` = halves 2, 3), and the stored element meets the B
+    element whose low half is half ``idx0`` and high half is half ``idx1``: 0b0100 → ``B[2g]``, 0b1110 →
+    ``B[2g+1]``, an invalid code → a B element spliced from two halves (0b0110: the high half of ``B[2g]``
+    over the low half of ``B[2g+1]``; 0b1000: the low half of ``B[2g+1]`` as the high half — often a huge,
+    infinite or NaN element). [measured: data/l07/sparse invalid records and data/l07/sparse_meta]"""
+    kept, grp = granularity(atype)
+    b = np.asarray(b)
+    nib = np.asarray(nib, np.int64)
+    Mr, G = nib.shape
+    K, N = b.shape
+    if K != G * grp:
+        raise SparsityError(f"metadata of {G} groups covers K = {G * grp}, but B has {K} rows ({_RULE})")
+    if atype != "tf32":
+        kidx = (np.arange(G)[None, :, None] * grp + _positions(nib, atype)).reshape(Mr, G * kept)
+        return b[kidx]
+    bu = b.astype(np.uint32).reshape(G, 2, N)
+    halves = np.stack([bu & 0xFFFF, bu >> 16], axis=2).reshape(G, 4, N)          # (G, half 0..3, N)
+    lo = np.take_along_axis(halves[None], (nib & 3)[:, :, None, None], axis=2)[:, :, 0]
+    hi = np.take_along_axis(halves[None], (nib >> 2)[:, :, None, None], axis=2)[:, :, 0]
+    return ((hi << np.uint32(16)) | lo).astype(np.uint32)                          # (M, G, N)

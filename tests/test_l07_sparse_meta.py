@@ -61,3 +61,36 @@ def test_mma_sp_raises_for_invalid_by_default_and_computes_the_hardware_reading_
     ok = np.ones(64, bool)
     ok[5] = False
     assert (d[ok] == sparsity.mma_sp(vals, np.full((64, 8), 0b0100, np.uint8), b, atype="tf32")[ok]).all()
+
+
+def _fake_record(c, behaves_as):
+    """A sparse_meta record whose 'silicon' reads nibble v as the gather code behaves_as(v) (second launch the same)."""
+    from h100lab.measure import l07
+    from h100lab.measure.l04 import pack
+    from h100lab.tensorcore import fragments
+
+    b = l07.build_sparse(c)
+    sp = b["spec"]
+    regs = []
+    for g in range(c["grid"]):
+        nib = b["nib"][g][0]
+        v = c.get("nibbles", range(16))[g]
+        d = sparsity.mma_sp(b["vals"][g][0], np.where(nib == v, behaves_as(v), nib), b["B"][g][0].T, None,
+                            atype=sp.atype, btype=sp.btype, dtype=sp.dtype, invalid="hardware")
+        regs.append(fragments.accumulator_registers(d, sp.n, sp.dtype).astype(np.uint32))
+    d = np.concatenate(regs).reshape(-1)
+    return dict(c, ok=True, d=pack(d.view(np.uint8)), d1=pack(d.view(np.uint8)))
+
+
+@pytest.mark.parametrize("i", [0, 7])
+def test_meta_rules_reads_the_gather_rule_back(i):
+    from h100lab.measure import l07
+    from h100lab.validation import l07 as v07
+
+    c = dict(l07.meta_cases()[i], grid=4, nibbles=[4, 6, 8, 14])
+    rows = v07.meta_rules([_fake_record(c, lambda v: v)])
+    assert [r["codes"] for r in rows] == [[4], [6], [8], [14]] and all(r["deterministic"] for r in rows)
+    # a machine that read 0b0110 as 0b1110 (and everything else as the rule says) is told apart
+    rows = v07.meta_rules([_fake_record(c, lambda v: 0b1110 if v == 0b0110 else v)])
+    assert 0b1110 in rows[1]["codes"] and 0b0110 not in rows[1]["codes"]
+    assert [r["codes"] for r in rows[::3]] == [[4], [14]]

@@ -14,10 +14,10 @@ import numpy as np
 from ..data import Dataset
 from . import CheckResult, silicon_check
 
-__all__ = ["check", "compare_record", "check_timing", "DATASETS", "BIT_EXACT", "TIMING_TOLERANCE"]
+__all__ = ["check", "compare_record", "check_timing", "meta_rules", "DATASETS", "BIT_EXACT", "TIMING_TOLERANCE"]
 
-BIT_EXACT = ("l07/sparse", "l07/fp8_gemm", "l07/epilogue", "l07/fp8_accumulation")
-DATASETS = BIT_EXACT + ("l07/wgmma_timing",)
+BIT_EXACT = ("l07/sparse", "l07/fp8_gemm", "l07/epilogue", "l07/fp8_accumulation", "l07/sparse_meta")
+DATASETS = BIT_EXACT + ("l07/wgmma_timing", "l07/wgmma_deps")
 #: a held-out timing case passes when the model is within this relative error of the median measured cycles
 TIMING_TOLERANCE = 0.25
 
@@ -67,6 +67,47 @@ def check(records: Sequence[dict[str, Any]], per_value: bool = False) -> CheckRe
     return CheckResult(cases, mism, examples, note)
 
 
+def meta_rules(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rule table of the metadata probe (``l07/sparse_meta``, :func:`h100lab.measure.l07.meta_cases`): for each
+    record and each metadata value ``v`` (CTA v), the gather codes ``c`` (0..15: the B element spliced from halves
+    ``c & 3`` (low) and ``c >> 2`` (high) of the pair for tf32, B rows ``c & 3`` and ``c >> 2`` of the group for
+    2:4 types — :func:`h100lab.tensorcore.sparsity.gather_b`) that reproduce **every** output of the CTA bit for
+    bit when nibble ``v`` is read as code ``c`` (``v`` itself is tried first; all 16 only when it fails).
+    Returns one row per (record, v): ``form``, ``input``, ``nibble``, ``valid`` (PTX ISA), ``codes`` (the matching
+    codes; ``[v]`` = the gather rule, ``[]`` = no gather code explains it), ``deterministic`` (the repeated launch
+    gave the same bits)."""
+    from ..measure.l04 import unpack
+    from ..measure.l07 import build_sparse, META_PROBES
+    from ..tensorcore import fragments, sparsity
+
+    out = []
+    for r in records:
+        if r.get("kind") != "sparse" or r.get("input") not in META_PROBES or not r.get("ok"):
+            continue
+        b = build_sparse(r)
+        sp = b["spec"]
+        regs = unpack(r["d"]).view(np.uint32).reshape(r["grid"], 128, sp.d_regs)
+        again = unpack(r["d1"]).view(np.uint32).reshape(regs.shape) if "d1" in r else regs
+        nibbles = r.get("nibbles", range(16))
+        for g in range(r["grid"]):
+            v = int(nibbles[g])
+            vals = regs[g] if sp.dtype != "f16" else None
+            if vals is None:
+                vals = np.stack([regs[g] & 0xFFFF, regs[g] >> 16], axis=2).reshape(128, sp.n // 2).astype(np.uint16)
+            got = fragments.accumulator_to_matrix(vals, sp.n)
+            A, nib, B = b["vals"][g][0], b["nib"][g][0], b["B"][g][0].T
+
+            def explains(code):
+                want = sparsity.mma_sp(A, np.where(nib == v, code, nib), B, None, atype=sp.atype, btype=sp.btype,
+                                       dtype=sp.dtype, invalid="hardware")
+                return bool((want == got).all())
+            codes = [v] if explains(v) else [c for c in range(16) if c != v and explains(c)]
+            valid = v in sparsity.VALID_TF32 if sp.atype == "tf32" else v not in sparsity.INVALID_2_4
+            out.append(dict(form=r["form"], input=r["input"], nibble=v, valid=valid, codes=codes,
+                            deterministic=bool((again[g] == regs[g]).all())))
+    return out
+
+
 def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TOLERANCE) -> CheckResult:
     """Calibrate :mod:`h100lab.tensorcore.timing` on its documented subset (:func:`~h100lab.tensorcore.timing.
     is_calibration`) and count the held-out records whose prediction is off by more than ``tolerance``."""
@@ -112,6 +153,12 @@ def _epilogue(ds: Dataset) -> CheckResult:
 
 @silicon_check("FP8 accumulation along chains of wgmmas (K up to 1536)", lesson=7, dataset="l07/fp8_accumulation")
 def _accumulation(ds: Dataset) -> CheckResult:
+    return check(ds.records, per_value=True)
+
+
+@silicon_check("Sparse metadata probe: every 4-bit metadata value (valid and invalid) on designed inputs, tf32 and f16",
+               lesson=7, dataset="l07/sparse_meta")
+def _sparse_meta(ds: Dataset) -> CheckResult:
     return check(ds.records, per_value=True)
 
 

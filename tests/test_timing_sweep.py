@@ -472,6 +472,24 @@ class FakeGpu:
         assert block == 32 and 0 <= int(lag) < int(stages) <= 16 and int(total) % int(tile) == 0
         dst.buf[:int(total)] = src.buf[:int(total)]
 
+    def _k_copy_latency(self, grid, block, src, offs, nbytes, count, iters, warm, flags, timeout, out, err):
+        it, reps, n = int(iters), int(warm) + 1, int(count) * int(nbytes)
+        o = self._u64(out)[:3 * reps * it].reshape(it, reps, 3)
+        o[:, :, 0] = 40
+        o[:, :, 1] = 40 + 56 * (int(count) - 1)
+        o[:, 0, 2] = o[:, 0, 1] + int((400 + n / 200) * GHZ)
+        o[:, 1:, 2] = o[:, 1:, 1] + int((150 + n / 200) * GHZ)
+
+    def _k_copy_ws(self, grid, block, src, dst, total, tile, stages, lag, flags, timeout, err):
+        assert block == 64 and 0 <= int(lag) < int(stages) <= 16 and int(lag) <= 3 and int(total) % int(tile) == 0
+        dst.buf[:int(total)] = src.buf[:int(total)]
+
+    def _k_tensor_copy_ws(self, grid, block, tin, tout, bx, by, tiles_x, n_tiles, tile, stages, lag, flags, timeout,
+                          err):
+        assert block == 64 and 0 <= int(lag) < int(stages) <= 16
+        n = int(n_tiles) * int(tile)
+        tout.args[2].buf[:n] = tin.args[2].buf[:n]
+
     def _k_tma_copy(self, grid, block, tin, tout, bx, by, tiles_x, n_tiles, stages, tile):
         src = tin.args[2]
         dst = tout.args[2]
@@ -549,6 +567,19 @@ def test_every_step_on_the_fake_gpu(datadir):
     assert {x["phase"] for x in ct} == {"A", "B", "C"}
     assert all("ratio_round" in x for x in ct if x["phase"] == "C")
     assert len([x for x in ct if x["kind"] == "memcpy" and x["phase"] == "C"]) == 3
+    # latency2: issue window, landing and total per part; copyrace: every variant checked, 3 rounds, ratios
+    l2 = data.load("l03/tma_latency_clean").records
+    one = next(x for x in l2 if x["count"] == 1)
+    assert one["cold_total_ns"] > one["warm_total_ns"] > one["warm_land_ns"] > 0 and one["ok"]
+    eight = next(x for x in l2 if x["count"] == 8)
+    assert eight["warm_issue_ns"] > eight["warm_first_ns"] > 0
+    cr = data.load("l05/copy_race").records
+    assert {x["round"] for x in cr} == {0, 1, 2}
+    assert all(x["correct"] for x in cr), [x for x in cr if not x["correct"]][:2]
+    assert {x["kind"] for x in cr} == {"memcpy", "copy_tune", "tma_copy", "ws", "tensor_ws", "device_copy",
+                                       "read_stream", "tma_read"}
+    assert all(x["ratio_round"] > 0 for x in cr)
+    assert {"copy_latency", "copy_ws", "tensor_copy_ws"} <= {n for n, *_ in gpu.launches}
 
 
 @needs_nvrtc

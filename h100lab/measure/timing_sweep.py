@@ -29,6 +29,15 @@ runs these steps in this order (``--steps`` picks some) and writes one dataset p
                lag, contiguous chunks, L2 prefetch, ``evict_first`` cache hints) and ``cuMemcpyDtoDAsync``
                interleaved in the same run, each copy checked word by word; every record carries its ratio to the
                run's memcpy (:func:`copytune_cases`, :meth:`Runner.step_copytune`).
+``latency2`` → ``l03/tma_latency_clean``: single bulk copies with every address outside the timed window
+               (``l03_copy_latency.cu``): issue window and landing apart, cold (with and without the page's TLB entry
+               warmed by a touch 1 MiB away) then three warm repeats, 128-byte aligned and 16 bytes off; back-to-back
+               issue of ``count`` copies with aligned and misaligned sources (:func:`latency2_cases`).
+``copyrace`` → ``l05/copy_race``: the copy-kernel goal head to head, 3 rounds at 1 GiB, each round
+               ``cuMemcpyDtoDAsync`` then every variant of :data:`RACE_VARIANTS` (the tuned bulk copy, the book's
+               tensor copy with each L2 promotion and box, the warp-specialised copies of ``l05_copy_ws.cu``, the
+               vectorised copy) and the read ceilings (best ``ld.global.v4`` streams and TMA read streams at 2 GiB);
+               every copy checked word by word, every record with its ratio to the round's memcpy.
 
 Conventions: the source buffer's 32-bit word *i* holds *i* (``fill_index``), so a checksum or a copied word
 can be checked against its address; "cold" sources are read once per run (a cursor walks the 2 GiB
@@ -59,12 +68,13 @@ from .l04 import pack
 __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT_OPS", "cvt_inputs", "enum_cases",
            "stream_smem", "stream_fits", "stream_cases", "plan_tiles", "stream_tile_ids", "expected_stream_sums",
            "summarize_stream", "latency_cases", "sync_cases", "read_configs", "copytune_cases", "copytune_fits",
+           "latency2_cases", "latency2_offsets", "RACE_VARIANTS",
            "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
-STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune")
+STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune", "latency2", "copyrace")
 DATASETS = {"cvt": "l01/cvt_bits", "encode": "l04/encode_enum_values", "latency": "l03/tma_latency",
             "sync": "l03/sync_cost", "stream": "l03/stream_sweep", "ceilings": "l05/ceilings",
-            "copytune": "l05/copy_tune"}
+            "copytune": "l05/copy_tune", "latency2": "l03/tma_latency_clean", "copyrace": "l05/copy_race"}
 
 BUF_BYTES = 2 << 30          # source and destination buffers of the streams: 2 GiB each (34 × the L2)
 QUICK_BUF_BYTES = 256 << 20
@@ -473,6 +483,70 @@ def copytune_cases(quick: bool = False, **fit) -> list[dict[str, Any]]:
     return out
 
 
+#: step latency2: copy sizes, source alignments (bytes past a 128-byte line) and the page each cold source sits in
+LAT2_BYTES = (16, 64, 256, 1024, 4096, 16384, 32768, 65536, 131072)
+LAT2_ALIGN = (0, 16)
+LAT2_PAGE = 2 << 20
+
+
+def latency2_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """The cases of step ``latency2`` (``l03_copy_latency.cu``): ``{bytes, count, align, touch, warm, iters}`` — per
+    iteration a cold round (touch 1: its page's TLB entry warmed first) then ``warm`` rounds of the same sources,
+    each round ``count`` back-to-back copies of ``bytes`` (count × bytes ≤ 128 KiB)."""
+    it = 16 if quick else 64
+    out = [dict(bytes=b, count=1, align=a, touch=t, warm=3, iters=it)
+           for b in (LAT2_BYTES[::3] if quick else LAT2_BYTES) for a in LAT2_ALIGN for t in (0, 1)]
+    for b in ((256, 4096) if quick else (16, 256, 1024, 4096, 16384)):
+        for n in ((8,) if quick else (2, 4, 8, 16, 32)):
+            if n * b <= 128 * 1024:
+                out += [dict(bytes=b, count=n, align=a, touch=1, warm=3, iters=it // 2) for a in LAT2_ALIGN]
+    return out
+
+
+def latency2_offsets(base: int, iters: int, stride: int, align: int) -> np.ndarray:
+    """The offset table of ``l03_copy_latency.cu``: ``iters`` source offsets (one per ``stride``-byte block,
+    ``align`` bytes past its start) then ``iters`` touch offsets (half a block further: the same 2 MiB page when
+    ``stride`` is the page, and no copied line)."""
+    i = np.arange(iters, dtype=np.int64) * stride
+    src = base + i + align
+    return np.concatenate([src, base + i + stride // 2]).astype(np.int64)
+
+
+#: step copyrace: (name, kernel, configuration) of every copy raced against cuMemcpyDtoDAsync in each round.
+#: copy_tune: (tile KiB, stages, CTAs/SM, lag, flags) — the best of l05/copy_tune; tma_copy: (box_x, box_y,
+#: stages, CTAs/SM, L2 promotion); ws / tensor_ws: l05_copy_ws.cu (tile KiB or box, stages, CTAs/SM, lag, flags
+#: [, promotion])
+RACE_VARIANTS = (
+    ("copy_tune 64K×2 lag1 hints", "copy_tune", (64, 2, 1, 1, 3)),
+    ("copy_tune 16K×12 lag1", "copy_tune", (16, 12, 1, 1, 0)),
+    ("tma_copy 256×64×3 L2_256B", "tma_copy", (256, 64, 3, 1, "L2_256B")),
+    ("tma_copy 256×64×3 L2_128B", "tma_copy", (256, 64, 3, 1, "L2_128B")),
+    ("tma_copy 256×64×3 L2_64B", "tma_copy", (256, 64, 3, 1, "L2_64B")),
+    ("tma_copy 256×64×3 NONE", "tma_copy", (256, 64, 3, 1, "NONE")),
+    ("tma_copy 128×128×3 L2_256B", "tma_copy", (128, 128, 3, 1, "L2_256B")),
+    ("tma_copy 256×48×4 L2_256B", "tma_copy", (256, 48, 4, 1, "L2_256B")),
+    ("tma_copy 256×32×6 L2_256B", "tma_copy", (256, 32, 6, 1, "L2_256B")),
+    ("tma_copy 128×64×3 ×2/SM L2_256B", "tma_copy", (128, 64, 3, 2, "L2_256B")),
+    ("ws 64K×3 lag1", "ws", (64, 3, 1, 1, 0)),
+    ("ws 64K×3 lag2", "ws", (64, 3, 1, 2, 0)),
+    ("ws 16K×12 lag3", "ws", (16, 12, 1, 3, 0)),
+    ("ws 32K×6 lag3", "ws", (32, 6, 1, 3, 0)),
+    ("ws 32K×6 lag3 hints", "ws", (32, 6, 1, 3, 3)),
+    ("ws 32K×6 lag3 contiguous", "ws", (32, 6, 1, 3, 4)),
+    ("ws 16K×6 ×2/SM lag3", "ws", (16, 6, 2, 3, 0)),
+    ("tensor_ws 256×64×3 lag1 L2_256B", "tensor_ws", (256, 64, 3, 1, 1, 0, "L2_256B")),
+    ("tensor_ws 256×64×3 lag2 L2_256B", "tensor_ws", (256, 64, 3, 1, 2, 0, "L2_256B")),
+    ("tensor_ws 256×48×4 lag2 L2_256B", "tensor_ws", (256, 48, 4, 1, 2, 0, "L2_256B")),
+    ("tensor_ws 256×32×6 lag3 L2_256B", "tensor_ws", (256, 32, 6, 1, 3, 0, "L2_256B")),
+    ("tensor_ws 128×64×3 ×2/SM lag1 L2_256B", "tensor_ws", (128, 64, 3, 2, 1, 0, "L2_256B")),
+    ("device_copy 4×256", "device_copy", (4, 256)),
+)
+#: the read race: ld.global.v4 streams (variant, unroll, blocks/SM, threads) and TMA read streams (tile KiB, stages,
+#: CTAs/SM, flags) — the best of l05/ceilings and their neighbours
+RACE_READS = (("plain", 8, 2, 1024), ("nc", 8, 2, 1024), ("plain", 4, 4, 512))
+RACE_TMA_READS = ((64, 3, 1, 1), (64, 3, 1, 0), (32, 6, 1, 1), (16, 6, 2, 1))
+
+
 def estimate_seconds(quick: bool = False, num_sms: int = 132) -> dict[str, float]:
     """A rough wall-time estimate per step on an H200 (launch overheads, kernel times, compilation)."""
     n_stream = len(stream_cases(quick))
@@ -480,7 +554,9 @@ def estimate_seconds(quick: bool = False, num_sms: int = 132) -> dict[str, float
     n_sync = len(sync_cases(quick))
     return {"cvt": 3.0, "encode": 1.0, "latency": 2.0 + 0.02 * n_lat, "sync": 2.0 + 0.02 * n_sync,
             "stream": 3.0 + n_stream * 0.012, "ceilings": 25.0 + len(read_configs(quick)) * 0.01,
-            "copytune": 8.0 + 0.03 * (len(copytune_cases(quick)) + 5 * len(COPYTUNE_FLAGS) + 60)}
+            "copytune": 8.0 + 0.03 * (len(copytune_cases(quick)) + 5 * len(COPYTUNE_FLAGS) + 60),
+            "latency2": 4.0 + 0.02 * len(latency2_cases(quick)),
+            "copyrace": 12.0 + 3 * 0.05 * (len(RACE_VARIANTS) + len(RACE_READS) + len(RACE_TMA_READS))}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1242,6 +1318,178 @@ class Runner:
         bad = [r for r in recs if not r["correct"]]
         if bad:
             self.say(f"copytune: {len(bad)} records failed their check")
+        return recs
+
+
+    # step latency2 -------------------------------------------------------------------------------
+    def step_latency2(self) -> list[dict[str, Any]]:
+        """Single copies and back-to-back rounds on ``l03_copy_latency.cu`` (:func:`latency2_cases`)."""
+        src, _ = self.buffers()
+        ghz = self.clock_ghz()
+        err = self.gpu.zeros(1, np.uint32)
+        k = self.gpu.function("l03_copy_latency", "copy_latency")
+        k.set_max_dynamic_shared_memory(200 * 1024)
+        stride = min(LAT2_PAGE, self.buf_bytes // 64)
+        recs = []
+        for c in latency2_cases(self.quick):
+            if self.budget.over():
+                break
+            it, reps = c["iters"], c["warm"] + 1
+            base = -(-self.take((it + 1) * stride) // stride) * stride       # whole blocks: each a page of its own
+            offs = self.gpu.to_device(latency2_offsets(base, it, stride, c["align"]))
+            out = self.gpu.zeros(3 * reps * it, np.uint64)
+            self.gpu.launch(k, 1, 32, src, offs, np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it),
+                            np.int32(c["warm"]), np.int32(c["touch"]), np.int64(TIMEOUT_NS), out, err,
+                            shared_mem=c["bytes"] * c["count"] + 1024)
+            self.gpu.sync()
+            o = self.gpu.to_host(out).astype(np.float64).reshape(it, reps, 3)
+            rec = dict(c, clock_ghz=ghz)
+            for part, sl in (("cold", o[:, 0]), ("warm", o[:, 1:].reshape(-1, 3))):
+                for j, x in enumerate(("first", "issue", "total")):
+                    rec[f"{part}_{x}_cycles"] = _stats(sl[:, j])
+                    rec[f"{part}_{x}_ns"] = _med(sl[:, j]) / ghz
+                rec[f"{part}_land_cycles"] = _stats(sl[:, 2] - sl[:, 1])
+                rec[f"{part}_land_ns"] = _med(sl[:, 2] - sl[:, 1]) / ghz
+            recs.append(rec)
+        e = int(self.gpu.to_host(err)[0])
+        for r in recs:
+            r["ok"] = e == 0
+        self.say(f"latency2: {len(recs)} cases, error bits {e}")
+        return recs
+
+    # step copyrace -------------------------------------------------------------------------------
+    def _tensor_maps(self, nb: int, bx: int, by: int, promo: str):
+        src, dst = self.buffers()
+        cols = min(16384, nb // (4 * 256))                 # 16384 FP32 columns at 1 GiB (as step ceilings)
+        rows_t = nb // (4 * cols)
+        # a last partial row of boxes: the load fills the rows past the tensor with zeros, the store clips them
+        return tuple(self.gpu.encode_tiled("FLOAT32", 2, p, [cols, rows_t], [cols * 4], [bx, by], [1, 1], "NONE",
+                                           "NONE", promo, "NONE") for p in (src, dst)), cols // bx, -(-rows_t // by)
+
+    def _race_record(self, name: str, kind: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
+        """One copy of :data:`RACE_VARIANTS`: dst poisoned, a checked launch, then ``reps`` timed launches."""
+        src, dst = self.buffers()
+        err = self.gpu.zeros(1, np.uint32)
+        rec: dict[str, Any] = dict(kind=kind, name=name, config=list(cfg))
+        if kind == "copy_tune":
+            tkb, st, per, lag, flags = cfg
+            k = self.gpu.function("l05_copy_tune", "copy_tune")
+            k.set_max_dynamic_shared_memory(self.optin)
+            grid, block, smem = self.num_sms * per, 32, STREAM_HEADER + st * tkb * 1024
+            args = (src, dst, np.int64(nb), np.int32(tkb * 1024), np.int32(st), np.int32(lag), np.int32(flags),
+                    np.int64(TIMEOUT_NS), err)
+        elif kind == "ws":
+            tkb, st, per, lag, flags = cfg
+            k = self.gpu.function("l05_copy_ws", "copy_ws")
+            k.set_max_dynamic_shared_memory(self.optin)
+            grid, block, smem = self.num_sms * per, 64, 1024 + st * tkb * 1024
+            args = (src, dst, np.int64(nb), np.int32(tkb * 1024), np.int32(st), np.int32(lag), np.int32(flags),
+                    np.int64(TIMEOUT_NS), err)
+        elif kind == "tma_copy":
+            bx, by, st, per, promo = cfg
+            k = self.gpu.function("l05_tma_copy", "tma_copy")
+            k.set_max_dynamic_shared_memory(self.optin - 64)
+            (tin, tout), tx, ty = self._tensor_maps(nb, bx, by, promo)
+            tile = bx * by * 4
+            grid, block, smem = self.num_sms * per, 32, st * (-(-tile // 1024) * 1024) + 1024
+            args = (tin, tout, np.int32(bx), np.int32(by), np.int32(tx), np.int32(tx * ty), np.int32(st),
+                    np.int32(tile))
+        elif kind == "tensor_ws":
+            bx, by, st, per, lag, flags, promo = cfg
+            k = self.gpu.function("l05_copy_ws", "tensor_copy_ws")
+            k.set_max_dynamic_shared_memory(self.optin)
+            (tin, tout), tx, ty = self._tensor_maps(nb, bx, by, promo)
+            tile = bx * by * 4
+            grid, block, smem = self.num_sms * per, 64, 1024 + st * (-(-tile // 1024) * 1024)
+            args = (tin, tout, np.int32(bx), np.int32(by), np.int32(tx), np.int32(tx * ty), np.int32(tile),
+                    np.int32(st), np.int32(lag), np.int32(flags), np.int64(TIMEOUT_NS), err)
+        elif kind == "device_copy":
+            per, thr = cfg
+            k = self.gpu.function("l05_tma_copy", "device_copy")
+            grid, block, smem = self.num_sms * per, thr, 0
+            args = (src, dst, np.int64(nb // 16))
+        else:
+            raise ValueError(f"race variant kind {kind!r}")
+        self.gpu.memset32(dst, 0xFFFFFFFF, nb // 4)
+        self.gpu.launch(k, grid, block, *args, shared_mem=smem)
+        self.gpu.sync()
+        bad = self._copy_bad_words(verify, dst, nb)
+        ms = self.gpu.timed([lambda: self.gpu.launch(k, grid, block, *args, shared_mem=smem)
+                             for _ in range(reps + 1)])[1:]
+        e = int(self.gpu.to_host(err)[0])
+        rec.update(grid=grid, block=block, smem_bytes=smem, bytes=nb, moved_bytes=2 * nb, median_ms=_med(ms),
+                   min_ms=min(ms), gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, bad_words=bad, error_bits=e,
+                   correct=bad == 0 and e == 0)
+        return rec
+
+    def step_copyrace(self) -> list[dict[str, Any]]:
+        """The copy goal and the read goal head to head: 3 rounds, each ``cuMemcpyDtoDAsync`` then every copy of
+        :data:`RACE_VARIANTS` at 1 GiB, then the read streams of :data:`RACE_READS` and :data:`RACE_TMA_READS` at
+        2 GiB (``--quick``: a quarter and half of the buffer). Every record has ``ratio_round``: its GB/s over the
+        round's memcpy (copies) or over the round's best ld.global.v4 stream (reads)."""
+        src, dst = self.buffers()
+        verify = self.gpu.function("l03_stream", "verify_copy")
+        kern = self.gpu.function("l03_stream", "stream")
+        kern.set_max_dynamic_shared_memory(self.optin)
+        nb = GIB if not self.quick else self.buf_bytes // 4
+        nr = 2 * GIB if not self.quick else self.buf_bytes // 2
+        reps = 10 if not self.quick else 2
+        sink = self.gpu.zeros(4, np.uint32)
+        recs: list[dict[str, Any]] = []
+        for rnd in range(3):
+            if self.budget.over():
+                break
+            mc = self._memcpy_record(nb, reps, round=rnd)
+            mc.update(name="cuMemcpyDtoDAsync", ratio_round=1.0)
+            row = [mc]
+            for name, kind, cfg in RACE_VARIANTS:
+                if self.budget.over():
+                    break
+                try:
+                    r = self._race_record(name, kind, cfg, nb, reps, verify)
+                except Exception as exc:                   # one variant's failure must not cost the others
+                    r = dict(kind=kind, name=name, config=list(cfg), correct=False, gbps=0.0,
+                             error=f"{type(exc).__name__}: {exc}")
+                r["round"] = rnd
+                r["ratio_round"] = r["gbps"] / mc["gbps"]
+                row.append(r)
+            reads = []
+            for v, u, bps, thr in RACE_READS:
+                k = self.gpu.function("l05_read_stream", f"read_v4_{v}_u{u}")
+                grid = self.num_sms * bps
+                ms = self.gpu.timed([lambda k=k, grid=grid, thr=thr: self.gpu.launch(k, grid, thr, src,
+                                                                                     np.int64(nr // 16), sink)
+                                     for _ in range(reps + 1)])[1:]
+                reads.append(dict(kind="read_stream", name=f"ld.global.v4 {v} u{u} {bps}×{thr}", variant=v, unroll=u,
+                                  blocks_per_sm=bps, threads=thr, grid=grid, round=rnd, bytes=nr, moved_bytes=nr,
+                                  median_ms=_med(ms), min_ms=min(ms), gbps=nr / (_med(ms) * 1e6), samples_ms=ms,
+                                  correct=True))
+            for tkb, st, per, flags in RACE_TMA_READS:
+                if not stream_fits(st, tkb * 1024, per, smem_per_sm=self.smem_per_sm, optin=self.optin):
+                    continue
+                c = dict(mode="load", scope="gpu", stages=st, tile_bytes=tkb * 1024, ctas_per_sm=per)
+                grid = stream_grid(c, self.num_sms)
+                tiles = max(1, nr // (grid * c["tile_bytes"]))
+                r = self._stream_run(kern, verify, c, tiles, flags=flags, repeats=reps)
+                reads.append(dict(kind="tma_read", name=f"TMA read {tkb}K×{st}×{per}/SM flags {flags}", stages=st,
+                                  tile_bytes=tkb * 1024, ctas_per_sm=per, flags=flags, grid=grid,
+                                  tiles_per_cta=tiles, round=rnd, bytes=r["bytes"], moved_bytes=r["bytes"],
+                                  median_ms=r["kernel_ms"], min_ms=r["kernel_ms_min"], gbps=r["moved_gbps"],
+                                  samples_ms=r["samples_ms"], correct=r["ok"]))
+            best_v4 = max((r["gbps"] for r in reads if r["kind"] == "read_stream"), default=0.0)
+            for r in reads:
+                r["ratio_round"] = r["gbps"] / best_v4 if best_v4 else float("nan")
+            recs += row + reads
+            ok = [r for r in row[1:] if r.get("correct")]
+            b = max(ok, key=lambda r: r["gbps"]) if ok else None
+            tr = max((r for r in reads if r["kind"] == "tma_read" and r["correct"]), key=lambda r: r["gbps"],
+                     default=None)
+            self.say(f"copyrace round {rnd}: memcpy {mc['gbps']:.0f} GB/s; best copy "
+                     + (f"{b['name']} {b['gbps']:.0f} GB/s = {b['ratio_round']:.3f}×" if b else "none")
+                     + (f"; TMA read {tr['gbps']:.0f} GB/s = {tr['ratio_round']:.3f}× the best v4 stream" if tr else ""))
+        bad = [r for r in recs if not r.get("correct")]
+        if bad:
+            self.say(f"copyrace: {len(bad)} records failed their check: {[r['name'] for r in bad][:6]}")
         return recs
 
 

@@ -1,0 +1,756 @@
+"""A predictive time model of the capstone GEMM (``l08_gemm.cu``) and of the book's step-by-step GEMM kernels
+(lesson 8): the time of one launch for any variant, shape, SM count and tile order, and the gap to the datasheet
+peak split into named parts, each in microseconds.
+
+The model is a closed form built from three earlier models, each calibrated on its own lesson's data, and two
+constants of its own:
+
+* the **tensor cores** — :mod:`h100lab.tensorcore.timing` (lesson 7, fitted on ``data/l07/wgmma_timing``): one
+  ``m64nNk16`` (bf16) or ``m64nNk32`` (e4m3) wgmma occupies the SM's tensor cores ``exec_cycles`` (≈ N/2 + 14
+  cycles), its results are visible ``latency_tail`` cycles after it leaves them, a ``wait_group`` costs ``wait``
+  cycles. :func:`issue_timing` runs each consumer warpgroup's k-block loop (its group of wgmmas, ``commit_group``,
+  ``wait_group 0`` — or ``1`` with ``INFLIGHT`` — and, for FP8, the promotion FFMAs) against one in-order
+  tensor-core queue: two cooperative warpgroups fill each other's waits, a lone ping-pong warpgroup without a
+  group in flight leaves the queue idle while it waits;
+* the **copies** — memory model 2 of :mod:`h100lab.sim.timing`, fitted by :func:`h100lab.validation.timing.fit`
+  (lessons 3 and 5: ``l03/stream_sweep``, ``l03/tma_latency``, ``l05/ceilings``): the SM's TMA unit moves
+  ``tma_bytes_per_ns``; a copy lands ``tma_latency_ns`` (+ ``dram_latency_ns`` when its bytes come from DRAM)
+  after its transfer; HBM reads at most ``hbm_read_bytes_per_ns`` device-wide; a bulk store reads its source at
+  ``tma_store_bytes_per_ns``; bounds that are nearly equal slow each other (the smooth maximum
+  :func:`~h100lab.sim.timing.soft_period` with the fitted ``period_sharpness``);
+* the **schedule** — :mod:`h100lab.design.schedule`: the persistent grouped tile order (or one tile per CTA for
+  the non-persistent steps), the tiles of each CTA, the waves, and the L2-reuse estimate of each wave
+  (:func:`~h100lab.design.schedule.l2_reuse`: a wave's distinct A and B panels come from DRAM once);
+* fitted here on a documented subset of ``data/l08`` (:func:`calibrate`): ``tensor_ghz`` — the clock the tensor
+  cores sustain under this load (the H200 runs below its 1980 MHz boost; no clock is typed in), and
+  ``direct_store_bytes_per_ns`` — how fast one SM's consumer warps write a C tile with ``st.global`` (the epilogue
+  without TMA store); and, for runs long enough to reach the power limit, ``throttled_ghz``.
+
+**Per k-block** (``bk`` elements of K: one ring stage) of a CTA, the steady period is the smooth maximum of four
+bounds::
+
+    tensor   T_tc  = issue_timing(form).cycles / f               (f: tensor_ghz or throttled_ghz)
+    tma      T_x   = (A tile + B tile / cluster) / tma_bytes_per_ns   (the SM's TMA unit; B multicast per pair)
+    hbm      T_h   = DRAM bytes of the wave / k-blocks / hbm_read_bytes_per_ns
+    ring     R / S, R = expect_tx + issue + T_x + tma_latency + miss · dram_latency + wake + hold + arrive
+    P = soft_period([T_tc, T_x, T_h, R / S])
+
+(``hold``: how long the consumers keep a stage, from :func:`issue_timing`; ``miss`` = 1 − the wave's L2 hit rate.)
+**Per tile**: ``k_blocks · P``; cooperative consumers then wait for their last wgmma (``latency_tail + wait``) and
+run the epilogue while the tensor cores idle (exposed); ping-pong consumers run it under the other consumer's
+mainloop (exposed only past that mainloop and after the CTA's last tile). **Per launch**: the CTA with the most
+tiles, its tiles wave by wave (a later, partial wave has fewer active CTAs: more HBM per CTA), plus the fill —
+the first stage's load (issue, transfer, ``tma_latency + dram_latency``, wake). A non-persistent launch (one or two
+tiles per CTA, steps 2–5) pays fill, mainloop and epilogue per CTA.
+
+Assumptions (each a limit of the model, not of the kernel):
+
+* every CTA is alike and alone on its SM (the ring takes most of the shared memory); SMs share only HBM — the
+  L2 → SM path has no device-wide limit beyond the SM's TMA unit, and the L2's capacity is not modelled (a wave's
+  panels stay in L2 for the wave; nothing survives to the next);
+* the tensor-core issue model is lesson 7's: one wgmma at a time per SM, in issue order; wgmma groups kept in
+  flight on one accumulator overlap as that model lets them (lesson 7 reports where it misses on silicon);
+* mbarrier waits that find their phase complete cost nothing on the tensor-core path (they overlap the wgmmas in
+  flight); the producer keeps the ring full across tiles (a persistent CTA's next tile needs no fill);
+* the epilogue's TMA store costs its source read (``tma_store_bytes_per_ns``, ``tma_store_read_ns``); a direct
+  store costs ``bytes / direct_store_bytes_per_ns``; stmatrix, alpha/beta and the conversion are inside those;
+* the clock is one number per regime: ``tensor_ghz`` for launches measured back to back for less than
+  ``long_run_ms``, ``throttled_ghz`` beyond (the H200 lowers its clock to hold its power limit; the measured
+  16384³ runs drift from the 8192³ clock within one record). ``long_run_ms`` is the geometric mean of the
+  longest sustained calibration run and the throttled calibration run;
+* FP8 (e4m3) with per-block scales promotes the partial sum into the f32 accumulator once per k-block of 128
+  K-bytes: ``wait_group 0``, then one FFMA per accumulator register per thread, one instruction per clock per
+  warp scheduler;
+* a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
+
+:func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock
+vs the datasheet's tensor clock), wave quantization (SMs idle in a partial last wave, tile padding), tensor-core
+issue (wgmma overheads, a lone warpgroup's waits, FP8 promotion), the memory bounds' excess over the tensor-core
+bound (TMA / L2 → SM, HBM for L2 misses, ring latency — the smooth maximum's excess shared in proportion to each
+bound's k-th power), the exposed epilogue and the fill.
+
+Calibration: :func:`calibrate` (the subset :func:`is_calibration` names); held-out agreement:
+:mod:`h100lab.validation.l08`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any, Iterable, Sequence
+
+__all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTiming", "issue_timing", "Wave",
+           "Prediction", "predict", "predict_record", "Gap", "gap_to_peak", "GAP_PARTS",
+           "DATASETS", "timing_datasets", "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
+           "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms"]
+
+#: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
+#: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)
+DATASETS = ("l08/gemm_bench", "l08/gemm_bench_tmastore")
+
+#: the documented calibration subset at the sustained clock: (dataset, variant, (M, N, K)) with group 8, raster M —
+#: the first cooperative form (direct-store epilogue) and the finished one (TMA-store epilogue, a group in flight)
+#: at the two square shapes below the power limit
+CALIBRATION = tuple((d, v, s) for d, v in (("l08/gemm_bench", "cooperative"),
+                                           ("l08/gemm_bench_tmastore", "cooperative_inflight_tmastore"))
+                    for s in ((4096, 4096, 4096), (8192, 8192, 8192)))
+#: the one record the throttled clock is fitted on: (dataset, variant, (M, N, K)), group 8, raster along M
+THROTTLED_CALIBRATION = (("l08/gemm_bench", "cooperative", (16384, 16384, 16384)),)
+
+
+class NotModelled(ValueError):
+    """A kernel outside the model's scope (say which and why)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# what the model needs to know of a kernel
+
+_K_INSTR = {"bf16": 16, "f16": 16, "e4m3": 32, "e5m2": 32}
+_ELEM = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
+
+
+@dataclass(frozen=True)
+class Form:
+    """A GEMM kernel as the time model sees it: the CTA tile ``bm × bn`` of C and ``bk`` K-elements per ring stage
+    of ``stages``; A/B element type ``atype``; ``consumers`` math warpgroups; ``pingpong`` (the consumers take
+    alternate tiles, their mainloops ordered: one issues at a time) or cooperative (they split the tile's rows and
+    issue together); ``inflight`` (one wgmma group kept in flight); ``specialized`` (a producer warpgroup issues
+    the TMA; else a consumer thread does); ``epilogue`` ``"direct"`` or ``"tma"``; ``cluster`` 1 or 2 (B multicast
+    to a CTA pair); ``schedule`` ``"persistent"`` (min(SMs, tiles) CTAs walk the grouped order), ``"tiles"`` (one
+    tile per CTA) or ``"pairs"`` (two tiles per CTA, one per ping-pong consumer); ``promote`` (FP8 two-level
+    accumulation once per k-block); ``out_bytes`` per element of C."""
+
+    name: str
+    bm: int
+    bn: int
+    bk: int
+    stages: int
+    atype: str = "bf16"
+    consumers: int = 2
+    pingpong: bool = False
+    inflight: bool = False
+    specialized: bool = True
+    epilogue: str = "direct"
+    cluster: int = 1
+    schedule: str = "persistent"
+    promote: bool = False
+    out_bytes: int = 2
+
+    def __post_init__(self):
+        if self.atype not in _K_INSTR:
+            raise NotModelled(f"A/B type {self.atype!r}: the model knows {sorted(_K_INSTR)}")
+        if self.epilogue not in ("direct", "tma"):
+            raise ValueError(f"epilogue {self.epilogue!r}: 'direct' or 'tma'")
+        if self.schedule not in ("persistent", "tiles", "pairs"):
+            raise ValueError(f"schedule {self.schedule!r}: 'persistent', 'tiles' or 'pairs'")
+        if self.cluster not in (1, 2):
+            raise ValueError(f"cluster {self.cluster}: 1 or 2")
+        if min(self.bm, self.bn, self.bk, self.stages, self.consumers) < 1:
+            raise ValueError("tile extents, stages and consumers are >= 1")
+        if self.wg_rows % 64 or self.bk % _K_INSTR[self.atype]:
+            raise ValueError(f"{self.name}: a warpgroup's rows ({self.wg_rows}) are a multiple of the wgmma M = 64 "
+                             f"and bk ({self.bk}) a multiple of the wgmma K ({_K_INSTR[self.atype]})")
+
+    @property
+    def elem_bytes(self) -> int:
+        return _ELEM[self.atype]
+
+    @property
+    def wg_rows(self) -> int:
+        """Rows of C one consumer warpgroup owns per tile: bm (ping-pong) or bm / consumers (cooperative)."""
+        return self.bm if self.pingpong else self.bm // self.consumers
+
+    @property
+    def issuers(self) -> int:
+        """Warpgroups issuing wgmmas into the tensor cores at the same time: 1 (ping-pong) or ``consumers``."""
+        return 1 if self.pingpong else self.consumers
+
+    @property
+    def wgmmas_per_group(self) -> int:
+        """wgmmas one consumer issues per k-block: (its rows / 64) · (bk / wgmma K), each m64 × bn."""
+        return (self.wg_rows // 64) * (self.bk // _K_INSTR[self.atype])
+
+    @property
+    def tile_rows(self) -> int:
+        """Rows of one unit of tensor-core work: a consumer's tile (ping-pong) or the CTA tile (cooperative)."""
+        return self.bm
+
+    @property
+    def macs_per_kblock(self) -> int:
+        """Multiply-adds of one k-block of one tile: bm · bn · bk."""
+        return self.bm * self.bn * self.bk
+
+    @property
+    def tma_bytes(self) -> int:
+        """Bytes one CTA's TMA unit loads per k-block: its A tile and its share of the B tile (half with a
+        cluster of two: it multicasts that half to both CTAs)."""
+        return (self.bm + self.bn // self.cluster) * self.bk * self.elem_bytes
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes a ring stage holds (what lands in this CTA's shared memory per k-block)."""
+        return (self.bm + self.bn) * self.bk * self.elem_bytes
+
+    @property
+    def c_bytes(self) -> int:
+        """Bytes of C one tile writes."""
+        return self.bm * self.bn * self.out_bytes
+
+    @property
+    def promote_cycles(self) -> float:
+        """FP8 promotion per k-block and warpgroup: one FFMA per accumulator register of a thread (m/64 · n/2),
+        one instruction per clock per warp scheduler ([model]); 0 without promotion."""
+        return float((self.wg_rows // 64) * self.bn // 2) if self.promote else 0.0
+
+
+def form(v, schedule: str = "persistent") -> Form:
+    """The :class:`Form` of a capstone variant (:class:`h100lab.design.capstone.Variant` or its name): cooperative
+    or ping-pong, its tile, stages, ``inflight``, ``tma_store``, ``cluster`` and element type (e4m3 variants
+    promote per k-block)."""
+    from . import capstone as cap
+
+    if isinstance(v, str):
+        v = cap.variant(v) if hasattr(cap, "variant") else cap.VARIANTS[v]
+    atype = getattr(v, "dtype", "bf16")
+    return Form(v.name, v.bm, v.bn, v.bk, v.stages, atype=atype, consumers=2, pingpong=v.pingpong,
+                inflight=v.inflight, specialized=True, epilogue="tma" if v.tma_store else "direct", cluster=v.cluster,
+                schedule=schedule, promote=atype != "bf16")
+
+
+def step_form(s) -> Form:
+    """The :class:`Form` of a step of :mod:`h100lab.design.steps` (its number, name or Step): steps 2–3 are the
+    ring kernels without a producer warpgroup (two computing warpgroups, 1 or 4 stages, one tile per CTA, direct
+    stores); steps 4–7 capstone variants with the step's schedule. Step 1 (CUDA cores) raises :class:`NotModelled`."""
+    from . import steps
+
+    s = steps.step(s)
+    if s.schedule == "naive":
+        raise NotModelled(f"step {s.number} ({s.name}) runs on the CUDA cores from global memory: outside a model of "
+                          "tensor cores fed by TMA")
+    if s.variant:
+        return replace(form(s.capstone, schedule=s.schedule), name=s.name)
+    t = steps.RING_TILE
+    return Form(s.name, t.bm, t.bn, t.bk, s.stages, consumers=2, pingpong=False, inflight=False, specialized=False,
+                epilogue="direct", schedule="tiles")
+
+
+# ------------------------------------------------------------------------------------------------
+# parameters
+
+@dataclass(frozen=True)
+class PerfParams:
+    """The model's constants: ``tensor_ghz`` (sustained tensor clock), ``throttled_ghz`` (after ``long_run_ms`` of
+    back-to-back launches), ``direct_store_bytes_per_ns`` (one SM's direct epilogue stores), the lesson-7 wgmma
+    constants ``wgmma`` (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), the lesson-3/5 copy table ``timing``
+    (memory model 2) and ``source`` (what each was fitted on)."""
+
+    tensor_ghz: float
+    throttled_ghz: float
+    direct_store_bytes_per_ns: float
+    long_run_ms: float
+    wgmma: Any
+    timing: Any
+    source: str = ""
+    notes: tuple = ()
+
+    def clock(self, regime: str) -> float:
+        if regime == "sustained":
+            return self.tensor_ghz
+        if regime == "throttled":
+            return self.throttled_ghz
+        raise ValueError(f"clock regime {regime!r}: 'sustained' or 'throttled'")
+
+
+# ------------------------------------------------------------------------------------------------
+# the tensor cores: the consumers' k-block loops against one in-order queue
+
+@dataclass(frozen=True)
+class IssueTiming:
+    """Steady state of the consumers' k-block loops, in SM clock cycles per k-block: ``cycles`` (the period),
+    ``busy`` (tensor-core cycles of the k-block's wgmmas), ``ideal`` (MACs / peak MACs per clock), ``hold`` (how
+    long the consumers keep a stage that lands while they wait for it: its wgmmas, the last one's results, the
+    ``wait_group`` — with a group in flight at least one period, as the stage goes back only after the next
+    k-block's group is issued)."""
+
+    cycles: float
+    busy: float
+    ideal: float
+    hold: float
+
+
+@lru_cache(maxsize=256)
+def issue_timing(f: Form, w, extra_cycles: float = 0.0, groups: int = 32) -> IssueTiming:
+    """Run ``f.issuers`` warpgroups' k-block loops for ``groups`` k-blocks on lesson 7's wgmma model ``w``
+    (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup issues
+    ``f.wgmmas_per_group`` wgmmas (``issue`` cycles each; the tensor cores take them in order, ``exec_cycles``
+    each), commits, waits (``wait_group 1`` with ``inflight`` and no promotion, else ``0``; results visible
+    ``latency_tail`` after the last one leaves the tensor cores, or ``latency_start`` after it started, whichever
+    is later), pays ``wait``, and with promotion ``f.promote_cycles``; ``extra_cycles`` per k-block on the first
+    warpgroup (a consumer that issues the TMA itself). The next warpgroup to issue is the one whose loop is earliest
+    (ties: the lower one). The period is the slope of the last completion over the second half of the run."""
+    from ..tensorcore.timing import RATE, exec_cycles
+
+    e = exec_cycles(f.atype, f.bn, w)
+    g = f.wgmmas_per_group
+    depth = 1 if (f.inflight and not f.promote) else 0
+    n = f.issuers
+    t = [0.0] * n
+    pending: list[list[float]] = [[] for _ in range(n)]
+    done = [0] * n
+    finish = [[0.0] * groups for _ in range(n)]
+    tc_free = 0.0
+    while min(done) < groups:
+        i = min((k for k in range(n) if done[k] < groups), key=lambda k: (t[k], k))
+        if i == 0:
+            t[i] += extra_cycles
+        vis = 0.0
+        for _ in range(g):
+            t[i] += w.issue
+            s = max(t[i], tc_free)
+            tc_free = s + e
+            vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
+        pending[i].append(vis)
+        if len(pending[i]) > depth:
+            k = len(pending[i]) - depth
+            t[i] = max(t[i], max(pending[i][:k]))
+            pending[i] = pending[i][k:]
+        t[i] += w.wait + f.promote_cycles
+        finish[i][done[i]] = max(t[i], vis)
+        done[i] += 1
+    half = groups // 2
+    ends = [max(finish[k][j] for k in range(n)) for j in range(groups)]
+    period = max((ends[-1] - ends[half - 1]) / (groups - half), n * g * e)
+    own = n * g * (e + w.issue) + w.latency_tail
+    hold = (max(own, period) if depth else own) + w.wait
+    return IssueTiming(period, n * g * e, f.macs_per_kblock / RATE[f.atype], hold)
+
+
+# ------------------------------------------------------------------------------------------------
+# the schedule: waves, tiles of the critical CTA, DRAM bytes per wave
+
+@dataclass(frozen=True)
+class _Layout:
+    grid: int
+    tiles: int
+    k_blocks: int
+    per_cta: int                      # tiles of the busiest CTA
+    waves: tuple                      # (active CTAs, DRAM bytes, L2 hit rate) per wave of the busiest CTA
+
+
+@lru_cache(maxsize=512)
+def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int) -> _Layout:
+    from . import capstone as cap
+    from . import schedule
+
+    for name, x in (("M", M), ("N", N), ("K", K), ("sms", sms), ("group", group)):
+        if int(x) != x or x < 1:
+            raise ValueError(f"{name} = {x}: a positive integer")
+    if raster not in (0, 1):
+        raise ValueError(f"raster = {raster}: 0 (along M) or 1 (along N)")
+    tm, tn = -(-M // f.bm), -(-N // f.bn)
+    tiles = tm * tn
+    kb = -(-K // f.bk)
+    order_dir = "m" if raster == 0 else "n"
+    eb = f.elem_bytes
+    if f.schedule == "persistent":
+        if f.cluster == 2:
+            pm = -(-tm // 2)
+            pairs = schedule.static_order(pm, tn, group, order_dir)
+            order = [(2 * p + r, n) for p, n in pairs for r in (0, 1)]
+            grid = 2 * max(1, min(sms // 2, len(pairs)))
+        else:
+            order = schedule.static_order(tm, tn, group, order_dir)
+            grid = max(1, min(sms, tiles))
+        per = -(-len(order) // grid)
+        l2 = schedule.l2_reuse(order, grid, f.bm, f.bn, K, eb)
+        waves = []
+        for w in range(per):
+            wave = order[w * grid:(w + 1) * grid]
+            a, b = l2.per_wave[w]
+            dram = (a * f.bm + b * f.bn) * K * eb
+            req = len(wave) * (f.bm + f.bn) * K * eb
+            waves.append((len(wave), dram, 1 - dram / req))
+        return _Layout(grid, tiles, kb, per, tuple(waves))
+    # one CTA per tile (or per two tiles), as many resident as SMs (one CTA per SM: the ring's shared memory)
+    order = schedule.static_order(tm, tn, group, order_dir)
+    per_cta = 2 if f.schedule == "pairs" else 1
+    ctas = -(-tiles // per_cta)
+    grid = ctas
+    per = -(-ctas // sms)             # CTA waves; the busiest SM runs `per` CTAs one after another
+    l2 = schedule.l2_reuse(order, sms * per_cta, f.bm, f.bn, K, eb)
+    waves = []
+    for w in range(per):
+        wave = order[w * sms * per_cta:(w + 1) * sms * per_cta]
+        a, b = l2.per_wave[w]
+        dram = (a * f.bm + b * f.bn) * K * eb
+        req = len(wave) * (f.bm + f.bn) * K * eb
+        waves.append((-(-len(wave) // per_cta), dram, 1 - dram / req))
+    return _Layout(grid, tiles, kb, per * per_cta, tuple(waves))
+
+
+# ------------------------------------------------------------------------------------------------
+# the prediction
+
+@dataclass(frozen=True)
+class Wave:
+    """One wave of the busiest CTA: ``active`` CTAs; the per-k-block ``bounds`` (ns: tensor, tma, hbm, ring) and
+    their smooth maximum ``period_ns``; ``tiles`` of this CTA in the wave (2 for a two-tile CTA of ``pairs``);
+    ``mainloop_ns`` and ``exposed_ns`` (epilogue and drain the tensor cores wait for) per tile; ``hit_rate``."""
+
+    active: int
+    bounds: dict
+    period_ns: float
+    tiles: int
+    mainloop_ns: float
+    exposed_ns: float
+    hit_rate: float
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's answer for one launch: ``time_ns`` of the busiest CTA from launch to its last store, and its
+    parts: ``fill_ns`` (per CTA start: the first stage's load), the ``waves``, ``epilogue_ns`` of one tile,
+    ``drain_ns`` (the last wgmma's results), ``issue`` (cycles per k-block), ``clock_ghz`` and ``regime``; the launch
+    shape ``grid``, ``tiles``, ``k_blocks``, ``tiles_per_cta``."""
+
+    form: Form
+    M: int
+    N: int
+    K: int
+    sms: int
+    group: int
+    raster: int
+    grid: int
+    tiles: int
+    k_blocks: int
+    tiles_per_cta: int
+    clock_ghz: float
+    regime: str
+    issue: IssueTiming
+    fill_ns: float
+    starts: int
+    epilogue_ns: float
+    drain_ns: float
+    waves: tuple
+    time_ns: float
+
+    @property
+    def time_ms(self) -> float:
+        return self.time_ns * 1e-6
+
+    @property
+    def tflops(self) -> float:
+        return 2.0 * self.M * self.N * self.K / self.time_ns * 1e-3
+
+    @property
+    def bound(self) -> str:
+        """The largest per-k-block bound of the first wave."""
+        b = self.waves[0].bounds
+        return max(b, key=b.get)
+
+
+def run_ms(time_ms: float, launches: int) -> float:
+    """How long ``launches`` back-to-back launches of ``time_ms`` keep the GPU busy (the power regime's clock)."""
+    return float(time_ms) * int(launches)
+
+
+def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8, raster: int = 0,
+            params: PerfParams | None = None, regime: str = "sustained", launches: int | None = None) -> Prediction:
+    """Predict one launch of ``v`` (a :class:`Form`, a capstone variant or its name) on an M × N × K GEMM with
+    ``sms`` SMs (default the H200's, :data:`h100lab.specs.H200_SXM`), tile group ``group`` and ``raster`` (0: along
+    M, 1: along N), with ``params`` (default :func:`calibrated`). ``regime``: the clock (``"sustained"`` or
+    ``"throttled"``); with ``launches`` (back-to-back launches of a measurement) the regime follows the run length
+    (throttled when ``launches`` × the sustained prediction reaches ``params.long_run_ms``). Formulas: the module
+    docstring."""
+    from ..sim.timing import read_ceiling, soft_period
+    from ..specs import H200_SXM
+
+    f = v if isinstance(v, Form) else form(v)
+    p = params if params is not None else calibrated()
+    sms = H200_SXM.sm_count if sms is None else int(sms)
+    if launches is not None:
+        first = predict(f, M, N, K, sms=sms, group=group, raster=raster, params=p, regime="sustained")
+        regime = "throttled" if run_ms(first.time_ms, launches) >= p.long_run_ms else "sustained"
+    ghz = p.clock(regime)
+    t = p.timing
+    w = p.wgmma
+    lay = _layout(f, int(M), int(N), int(K), sms, int(group), int(raster))
+    extra = 0.0 if f.specialized else (t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns) * ghz
+    it = issue_timing(f, w, round(extra, 6))
+    hbm = read_ceiling(t)
+    t_tc = it.cycles / ghz
+    t_x = f.tma_bytes / t.tma_bytes_per_ns
+    drain = (w.latency_tail + w.wait) / ghz
+    if f.epilogue == "tma":
+        epi = f.c_bytes / t.tma_store_bytes_per_ns + t.tma_store_read_ns
+    else:
+        epi = f.c_bytes / p.direct_store_bytes_per_ns
+    remote = t.cluster_arrive_release_ns if f.cluster == 2 else 0.0
+    waves = []
+    for active, dram, hit in lay.waves:
+        t_h = dram / lay.k_blocks / hbm
+        ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + t_x + t.tma_latency_ns + (1 - hit) * t.dram_latency_ns
+                + t.wait_wake_ns + it.hold / ghz + t.mbarrier_arrive_ns + remote)
+        bounds = {"tensor": t_tc, "tma": t_x, "hbm": t_h, "ring": ring / f.stages}
+        period = soft_period(bounds.values(), t)
+        main = lay.k_blocks * period
+        n_here = 2 if f.schedule == "pairs" else 1
+        if f.pingpong:
+            # the epilogue runs under the other consumer's next mainloop; without a group in flight the handoff
+            # waits for the last wgmma
+            exposed = max(0.0, epi - main) + (0.0 if f.inflight else drain)
+        else:
+            exposed = drain + epi
+        waves.append(Wave(active, bounds, period, n_here, main, exposed, hit))
+    first_active = lay.waves[0][0]
+    b1 = min(t.tma_bytes_per_ns, hbm / max(first_active, 1))
+    fill = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.stage_bytes / b1 + t.tma_latency_ns + t.dram_latency_ns
+            + t.wait_wake_ns)
+    total = 0.0
+    starts = 1
+    if f.schedule == "persistent":
+        total = fill + sum(wv.mainloop_ns + wv.exposed_ns for wv in waves)
+        if f.pingpong:
+            total += drain + epi           # the CTA's last tile: nothing left to hide its epilogue under
+    else:
+        starts = len(waves)
+        for wv in waves:
+            total += fill + wv.tiles * wv.mainloop_ns + (wv.tiles - 1) * wv.exposed_ns + drain + epi
+    return Prediction(f, int(M), int(N), int(K), sms, int(group), int(raster), lay.grid, lay.tiles, lay.k_blocks,
+                      lay.per_cta, ghz, regime, it, fill, starts, epi, drain, tuple(waves), total)
+
+
+# ------------------------------------------------------------------------------------------------
+# the gap to peak
+
+#: the parts of :func:`gap_to_peak`, in plotting order, with their meaning
+GAP_PARTS = {
+    "clock": "the sustained tensor clock vs the datasheet's tensor clock",
+    "waves": "SMs idle in a partial last wave, and tile padding past M, N, K",
+    "issue": "wgmma issue: per-instruction overhead, a lone warpgroup's waits, FP8 promotion",
+    "tma": "the SM's TMA unit (L2 → shared memory) near the tensor-core bound",
+    "hbm": "DRAM reads of the L2 misses",
+    "ring": "ring latency: too few stages in flight for a stage's round trip",
+    "epilogue": "epilogue and last-wgmma drain the tensor cores wait for",
+    "fill": "the first stage's load at each CTA start",
+}
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Predicted time = ``peak_us`` (2MNK at the datasheet's dense peak) + the ``parts`` (µs, :data:`GAP_PARTS`);
+    ``total_us`` the prediction."""
+
+    peak_us: float
+    parts: dict
+    total_us: float
+
+    @property
+    def lost_us(self) -> float:
+        return self.total_us - self.peak_us
+
+
+def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8, raster: int = 0,
+                params: PerfParams | None = None, regime: str = "sustained", spec=None) -> Gap:
+    """The predicted time of :func:`predict` as the datasheet peak time plus named parts (µs), which sum to it
+    exactly: ``clock`` = 2MNK / (SMs · peak MACs/clock · 2 · f) − peak time; ``waves`` = the busiest CTA's tiles ·
+    k-blocks · ideal k-block time − 2MNK at the sustained rate; ``issue`` = its tensor-core period − ideal;
+    ``tma``/``hbm``/``ring`` = the period's excess over the tensor-core bound, shared in proportion to each memory
+    bound's k-th power (k = ``period_sharpness``); ``epilogue`` (exposed epilogue and drains) and ``fill``.
+    ``spec``: the device (default :data:`h100lab.specs.H200_SXM`); its dense peak of the kernel's type."""
+    from ..specs import H200_SXM
+    from ..tensorcore.timing import RATE
+
+    spec = H200_SXM if spec is None else spec
+    pr = predict(v, M, N, K, sms=sms, group=group, raster=raster, params=params, regime=regime)
+    f = pr.form
+    p = params if params is not None else calibrated()
+    k = p.timing.params["period_sharpness"].value if "period_sharpness" in p.timing.params else 0.0
+    dtype = {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8", "e5m2": "fp8"}[f.atype]
+    flops = 2.0 * M * N * K
+    peak_ns = flops / (spec.dense_tflops[dtype] * 1e3)
+    sustained_ns = flops / (pr.sms * 2 * RATE[f.atype] * pr.clock_ghz)
+    ideal_kb = pr.issue.ideal / pr.clock_ghz
+    tc_kb = pr.issue.cycles / pr.clock_ghz
+    tiles_run = sum(wv.tiles for wv in pr.waves)
+    work_ns = tiles_run * pr.k_blocks * ideal_kb
+    tc_ns = tiles_run * pr.k_blocks * tc_kb
+    mem = {"tma": 0.0, "hbm": 0.0, "ring": 0.0}
+    for wv in pr.waves:
+        excess = wv.tiles * pr.k_blocks * (wv.period_ns - wv.bounds["tensor"])
+        weights = {n: wv.bounds[n] ** k if k > 0 else float(wv.bounds[n] == max(wv.bounds.values())) for n in mem}
+        tot = sum(weights.values())
+        for n in mem:
+            mem[n] += excess * (weights[n] / tot if tot else 0.0)
+    fill = pr.fill_ns * pr.starts
+    epi = pr.time_ns - fill - sum(wv.tiles * wv.mainloop_ns for wv in pr.waves)
+    parts = {"clock": sustained_ns - peak_ns, "waves": work_ns - sustained_ns, "issue": tc_ns - work_ns,
+             **mem, "epilogue": epi, "fill": fill}
+    return Gap(peak_ns * 1e-3, {n: parts[n] * 1e-3 for n in GAP_PARTS}, pr.time_ns * 1e-3)
+
+
+# ------------------------------------------------------------------------------------------------
+# records, calibration
+
+def timing_datasets() -> list[str]:
+    """Every committed ``data/l08`` dataset holding timing records (kind ``time``): :data:`DATASETS` first, then
+    the others (step-by-step kernels, FP8, clusters — held out entirely) in name order."""
+    from .. import data
+
+    names = [n for n in DATASETS if data.available(n)]
+    for n in data.names():
+        if n.startswith("l08/") and n not in names:
+            if any(r.get("kind") == "time" for r in data.load(n).records):
+                names.append(n)
+    return names
+
+
+def _not_ours(r: dict) -> bool:
+    who = str(r.get("variant", r.get("step", "")))
+    return who.startswith(("cublas", "torch")) or r.get("library") is not None
+
+
+def load_records(datasets: Iterable[str] | None = None) -> list[dict]:
+    """The timing records (kind ``time``, ``ok``, not a library's — cuBLAS, torch) of ``datasets`` (default
+    :data:`DATASETS`), each with ``dataset`` (its dataset's name) and ``launches`` (warm-up + repeats) added. A
+    missing dataset is skipped."""
+    from .. import data
+
+    out = []
+    for name in (DATASETS if datasets is None else datasets):
+        if not data.available(name):
+            continue
+        for r in data.load(name).records:
+            if r.get("kind") == "time" and not _not_ours(r) and r.get("ok", True):
+                out.append(dict(r, dataset=name, launches=int(r.get("warmup", 0)) + int(r.get("repeats", 1))))
+    return out
+
+
+def record_form(r: dict) -> Form:
+    """The :class:`Form` of a timing record: a step record (``step``: number or name) by its step, else the
+    capstone variant it names."""
+    if r.get("step") is not None:
+        return step_form(r["step"])
+    return form(r["variant"])
+
+
+def _record_order(r: dict) -> tuple[int, int]:
+    if r.get("step") is not None and "group" not in r:
+        from . import steps
+        return steps.step(r["step"]).group, 0
+    return r.get("group", 8), r.get("raster", 0)
+
+
+def record_label(r: dict) -> str:
+    """``M×N×K variant`` (+ ``group g, raster N`` off the default, + the dataset's short name)."""
+    extra = ""
+    if r.get("group", 8) != 8 or r.get("raster", 0) != 0:
+        extra = f" group {r.get('group', 8)} raster {'MN'[r.get('raster', 0)]}"
+    who = r.get("variant") if r.get("step") is None else f"step {r['step']}"
+    return f"{r['M']}×{r['N']}×{r['K']} {who}{extra} [{r['dataset'].split('/')[-1]}]"
+
+
+def predict_record(r: dict, params: PerfParams | None = None) -> Prediction:
+    """:func:`predict` for a timing record: its variant, shape, group, raster; the regime from its launches."""
+    group, raster = _record_order(r)
+    return predict(record_form(r), r["M"], r["N"], r["K"], group=group, raster=raster, params=params,
+                   launches=r.get("launches"))
+
+
+def calibration_part(r: dict) -> str | None:
+    """``"sustained"`` for a record of :data:`CALIBRATION` (group 8, raster M), ``"throttled"`` for the record of
+    :data:`THROTTLED_CALIBRATION`, else None (held out)."""
+    if r.get("group", 8) != 8 or r.get("raster", 0) != 0 or "variant" not in r or r.get("step") is not None:
+        return None
+    shape = (r["M"], r["N"], r["K"])
+    if (r.get("dataset"), r["variant"], shape) in CALIBRATION:
+        return "sustained"
+    if (r.get("dataset"), r["variant"], shape) in THROTTLED_CALIBRATION:
+        return "throttled"
+    return None
+
+
+def is_calibration(r: dict) -> bool:
+    """Whether a record is in the calibration subset: cooperative (``l08/gemm_bench``) and
+    cooperative_inflight_tmastore (``l08/gemm_bench_tmastore``) at 4096³ and 8192³ (group 8, raster M), and
+    cooperative at 16384³ of ``l08/gemm_bench`` (the throttled clock). Every other record is held out — the other
+    variants, shapes and tile orders of those runs and every record of any other dataset."""
+    return calibration_part(r) is not None
+
+
+def calibrate(records: Sequence[dict], *, wgmma=None, timing=None) -> PerfParams:
+    """Fit the model's constants on the calibration subset of ``records`` (:func:`is_calibration`; records carry
+    ``dataset`` and ``launches`` as :func:`load_records` gives them): ``tensor_ghz`` and
+    ``direct_store_bytes_per_ns`` by robust least squares (:func:`h100lab.validation.fit.least_squares`, log
+    ratios of the median times) on the sustained part, then ``throttled_ghz`` on the throttled part with those
+    fixed; ``long_run_ms`` = the geometric mean of the longest sustained calibration run and the shortest throttled
+    one (launches × median). ``wgmma``: lesson 7's constants (default :func:`h100lab.tensorcore.timing.calibrated`);
+    ``timing``: memory model 2 (default :func:`h100lab.validation.timing.fit` on the committed datasets). Raises
+    ValueError without sustained calibration records."""
+    import numpy as np
+
+    from ..tensorcore import timing as wt
+    from ..validation.fit import FitParam, least_squares, log_ratio
+
+    w = wgmma if wgmma is not None else wt.calibrated()
+    tt = timing if timing is not None else _memory_timing()
+    sus = [r for r in records if calibration_part(r) == "sustained"]
+    thr = [r for r in records if calibration_part(r) == "throttled"]
+    if not sus:
+        raise ValueError("calibrating the capstone's time model needs the records of CALIBRATION (data/l08)")
+    base = PerfParams(1.5, 1.5, 50.0, math.inf, w, tt)
+
+    def res(vals):
+        p = replace(base, tensor_ghz=vals["tensor_ghz"], direct_store_bytes_per_ns=vals["direct"])
+        return [log_ratio(predict(record_form(r), r["M"], r["N"], r["K"], params=p).time_ms, r["median_ms"])
+                for r in sus]
+
+    fit = least_squares(lambda v: np.array(res(v)),
+                        [FitParam("tensor_ghz", 1.5, 0.5, 3.0), FitParam("direct", 50.0, 1.0, 2000.0)])
+    ghz, direct = fit.values["tensor_ghz"], fit.values["direct"]
+    p = replace(base, tensor_ghz=ghz, throttled_ghz=ghz, direct_store_bytes_per_ns=direct)
+    notes = [f"sustained: {len(sus)} records, residuals " + ", ".join(f"{x:+.3f}" for x in fit.residuals)]
+    long_ms = math.inf
+    if thr:
+        def res2(vals):
+            q = replace(p, throttled_ghz=vals["throttled_ghz"])
+            return np.array([log_ratio(predict(record_form(r), r["M"], r["N"], r["K"], params=q,
+                                               regime="throttled").time_ms, r["median_ms"]) for r in thr])
+        fit2 = least_squares(res2, [FitParam("throttled_ghz", ghz, 0.3, 3.0)])
+        sus_run = max(run_ms(r["median_ms"], r["launches"]) for r in sus)
+        thr_run = min(run_ms(r["median_ms"], r["launches"]) for r in thr)
+        long_ms = math.sqrt(sus_run * thr_run)
+        p = replace(p, throttled_ghz=fit2.values["throttled_ghz"])
+        notes.append(f"throttled: {len(thr)} record(s), residual " + ", ".join(f"{x:+.3f}" for x in fit2.residuals)
+                     + f"; long runs from {long_ms:.0f} ms (sustained calibration runs ≤ {sus_run:.0f} ms, "
+                       f"throttled ≥ {thr_run:.0f} ms)")
+    src = ("tensor_ghz, direct_store_bytes_per_ns: robust least squares on "
+           + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d})" for d, v, s in CALIBRATION)
+           + " (data/l08, group 8, raster M)"
+           + ("; throttled_ghz: " + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d})" for d, v, s in THROTTLED_CALIBRATION)
+              if thr else "")
+           + "; wgmma: h100lab.tensorcore.timing.calibrated(); copies: h100lab.validation.timing.fit()")
+    return replace(p, long_run_ms=long_ms, source=src, notes=tuple(notes))
+
+
+_MEMO: dict = {}
+
+
+def _memory_timing():
+    """Memory model 2 fitted on the committed datasets, shared with lessons 3 and 5's checks (one fit per process:
+    :mod:`h100lab.validation.timing` caches it)."""
+    if "timing" not in _MEMO:
+        from ..validation import timing as vt
+        fitted = vt._fitted(vt.DATASETS["stream"])
+        if fitted is None:
+            raise ValueError("the capstone's time model needs memory model 2 fitted on l03/stream_sweep")
+        _MEMO["timing"] = fitted[0].timing
+    return _MEMO["timing"]
+
+
+def calibrated() -> PerfParams:
+    """:func:`calibrate` on the committed datasets (:func:`load_records`), once per process. Raises ValueError
+    when the calibration records are missing."""
+    if "params" not in _MEMO:
+        _MEMO["params"] = calibrate(load_records())
+    return _MEMO["params"]

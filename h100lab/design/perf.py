@@ -80,9 +80,9 @@ from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTiming", "issue_timing", "Wave",
-           "Prediction", "predict", "predict_record", "Gap", "gap_to_peak", "GAP_PARTS",
-           "DATASETS", "timing_datasets", "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
-           "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms"]
+           "Prediction", "predict", "predict_record", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "timing_datasets",
+           "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION", "calibration_part",
+           "is_calibration", "calibrate", "calibrated", "run_ms"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
 #: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)

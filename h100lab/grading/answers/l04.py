@@ -1,7 +1,8 @@
 """Exercise set 4 (chapter 4, "Tensor maps").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.tma, h100lab.memory) or, for
-a kernel exercise (4.9-4.11), by running the solution kernel on the emulator in the grader's process —
+a kernel exercise, by running the solution kernel on the emulator in the grader's process (4.9, 4.10) or by the
+model of what the kernel must deliver (4.11: h100lab.tma.load on maps encoded with each tensor's parameters) —
 never typed in. The notebook states each exercise's parameters in its text; the same values are defined
 here for the reference. The student edition imports nothing from this module.
 """
@@ -275,49 +276,169 @@ kernel_exercise("4.10", run=_run_4_10, reference=SOLUTION_4_10, points=3, budget
                           Symptom(lambda out, ref, st: np.array_equal(out["tile"][0], ref["tile"][0]), _NO_SWZ)],
                 mistakes=[Mistake(_NO_SWZ, answer=PROMPT_4_10), Mistake(_MASK, answer=PLANTED_4_10)])
 
-#: 4.11: publish a device-side edit of a tensor map (l04_tensormap_replace.cu without its fences)
-_FENCES = ('        asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");\n'
-           '        asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(mine) : "memory");\n')
+#: 4.11: one host map re-pointed at every tensor of a ragged batch (a map per tensor, edited in one pass), then
+#: used tensor after tensor: the row pitch is a third edited field, and the publication must cover every map
+E11_ROWS = (8, 3, 6, 1)                    # the batch the grader runs: rows of each tensor (32 fp32 used per row)
+E11_PITCHES = (128, 256, 192, 144)         # bytes between consecutive rows of each tensor
+SOLUTION_4_11 = r"""
+// Lesson 4 exercise: one host-encoded map re-pointed on the device at every tensor of a ragged batch. Thread 0
+// copies the map once per tensor (maps[j]: 128 bytes in global memory) and edits three fields of each copy with
+// tensormap.replace: the tensor's address, its row count (global_dim of dimension 1) and its row pitch in bytes.
+// Then the CTA loads the box at (0, 0) of every tensor through its map, one tensor after another; rows past a
+// tensor's row count arrive as the out-of-bounds fill. tiles[j] receives tensor j's image.
+#include <h100lab/tensormap.cuh>
+
+#define BOX_X 32          // box: 32 fp32 (128 bytes) x 8 rows = 1024 bytes, no swizzle
+#define BOX_Y 8
+#define BOX_BYTES (BOX_X * BOX_Y * 4)
+
+__device__ __forceinline__ void wait_parity(unsigned bar, unsigned parity) {
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra WAIT_%=;\n\t}"
+                 :: "r"(bar), "r"(parity) : "memory");
+}
+
+extern "C" __global__ void ragged_batch(const __grid_constant__ CUtensorMap map, int n, CUtensorMap* __restrict__ maps,
+                                        const unsigned long long* __restrict__ bases, const int* __restrict__ rows,
+                                        const unsigned long long* __restrict__ pitches, float* __restrict__ tiles) {
+    __shared__ alignas(128) float tile[BOX_X * BOX_Y];
+    __shared__ alignas(8) unsigned long long bar;
+    const unsigned bar_a = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar_a) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int j = 0; j < n; ++j) {
+            const uint4* from = reinterpret_cast<const uint4*>(&map);
+            uint4* to = reinterpret_cast<uint4*>(maps + j);
+            for (int i = 0; i < 8; ++i) to[i] = from[i];                      // maps[j] = the host's map
+            asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;"
+                         :: "l"(maps + j), "l"(bases[j]) : "memory");
+            asm volatile("tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;"
+                         :: "l"(maps + j), "r"(rows[j]) : "memory");
+            asm volatile("tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;"
+                         :: "l"(maps + j), "l"(pitches[j]) : "memory");       // between rows: stride 0, in bytes
+        }
+        asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");   // publish the edits
+    }
+    for (int j = 0; j < n; ++j) {
+        if (threadIdx.x == 0) {
+            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(maps + j) : "memory");
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar_a), "r"(BOX_BYTES) : "memory");
+            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                         " [%0], [%1, {%2, %3}], [%4];"
+                         :: "r"(dst), "l"(maps + j), "r"(0), "r"(0), "r"(bar_a) : "memory");
+        }
+        wait_parity(bar_a, j & 1);                                            // box j has landed
+        for (int i = threadIdx.x; i < BOX_X * BOX_Y; i += blockDim.x) tiles[j * BOX_X * BOX_Y + i] = tile[i];
+        __syncthreads();                                                      // box j + 1 overwrites the tile
+    }
+}
+"""
+_RELEASE = ('        asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");   // publish the edits\n')
+_ACQUIRE = ('            asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(maps + j) : '
+            '"memory");\n')
+_ACQUIRE_ONCE = '        asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(maps) : "memory");\n'
+_PITCH = ('            asm volatile("tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;"\n'
+          '                         :: "l"(maps + j), "l"(pitches[j]) : "memory");       // between rows: stride 0, '
+          'in bytes\n')
+_EDIT_LOOP = "    if (threadIdx.x == 0) {\n        for (int j = 0; j < n; ++j) {\n"
+assert all(x in SOLUTION_4_11 for x in (_RELEASE, _ACQUIRE, _PITCH, _EDIT_LOOP))
+#: the kernel as its author wrote it: fenced before editing (and acquiring only the first map), no pitch edit
+PROMPT_4_11 = (SOLUTION_4_11.replace(_RELEASE, "").replace(_ACQUIRE, "")
+               .replace(_PITCH, "            // TODO: tensor j's rows are pitches[j] bytes apart\n")
+               .replace(_EDIT_LOOP, "    if (threadIdx.x == 0) {\n" + _RELEASE + _ACQUIRE_ONCE
+                        + "        for (int j = 0; j < n; ++j) {\n"))
+#: released after the edits, then only the first map acquired, once, before the copies
+PLANTED_4_11_ONE = SOLUTION_4_11.replace(_ACQUIRE, "").replace(_RELEASE, _RELEASE + _ACQUIRE_ONCE)
+#: every map acquired right after its edits, before the release
+PLANTED_4_11_EARLY = SOLUTION_4_11.replace(_ACQUIRE, "").replace(_PITCH, _PITCH + _ACQUIRE.replace("    asm", "asm", 1))
+#: the fences right, the row pitch never replaced
+PLANTED_4_11_PITCH = SOLUTION_4_11.replace(_PITCH, "")
+#: the row pitch written as the stride of dimension 1 (ord 1)
+PLANTED_4_11_ORD = SOLUTION_4_11.replace("global_stride.global.b1024.b64 [%0], 0, %1", "global_stride.global.b1024.b64 "
+                                                                                     "[%0], 1, %1")
+_RUN_4_11: dict = {}      # where the last run's maps lay, so that a symptom can tell which map a copy failed on
 
 
-def _solution_4_11() -> str:
-    from h100lab.nvrtc import kernel_source
-
-    return kernel_source("l04_tensormap_replace")
+def _batch_4_11():
+    """Tensor j: 16 rows of pitch_j bytes, element (r, c) = 1000 j + r * pitch_j / 4 + c."""
+    return [(1000 * j + np.arange(16 * p // 4)).astype(np.float32).reshape(16, p // 4)
+            for j, p in enumerate(E11_PITCHES)]
 
 
 def _run_4_11(program):
     from h100lab import emu
 
-    rows = np.array([8, 2, 6], np.int32)
-    hosts = [(1000 * b + np.arange(16 * 32)).astype(np.float32).reshape(16, 32) for b in range(3)]
+    hosts = _batch_4_11()
     mats = [emu.to_device(h) for h in hosts]
-    m = emu.encode_tiled("FLOAT32", 2, mats[0], [32, 16], [128], [32, 8], [1, 1])
-    slots, tiles = emu.zeros((3, 128), np.uint8), emu.zeros((3, 8, 32), np.float32)
-    stats = emu.launch(program.function("tma_batched_rows"), 3, 64, m, slots,
-                       emu.to_device(np.array([a.ptr for a in mats], np.uint64)), emu.to_device(rows), tiles)
+    m = emu.encode_tiled("FLOAT32", 2, mats[0], [32, 16], [E11_PITCHES[0]], [32, 8], [1, 1])   # tensor 0 only
+    n = len(hosts)
+    maps, tiles = emu.zeros((n, 128), np.uint8), emu.zeros((n, 8, 32), np.float32)
+    _RUN_4_11["maps"] = maps.ptr
+    stats = emu.launch(program.function("ragged_batch"), 1, 64, m, np.int32(n), maps,
+                       emu.to_device(np.array([a.ptr for a in mats], np.uint64)),
+                       emu.to_device(np.array(E11_ROWS, np.int32)), emu.to_device(np.array(E11_PITCHES, np.uint64)),
+                       tiles)
     return KernelRun({"tiles": tiles.to_host()}, stats)
 
 
-def _fenced(src, kind: str) -> bool:
-    """Whether the kernel issues fence.proxy.tensormap::generic.<kind> (in an asm statement, not a comment)."""
+def _images_4_11(pitches) -> np.ndarray:
+    """The model's image of every tensor's box (0, 0) through a map with the tensor's rows and the given pitches."""
+    from h100lab import tma
+
+    return np.stack([tma.load(tma.encode_tiled("FLOAT32", 2, 0, [32, r], [p], [32, 8], [1, 1]), h, [0, 0])
+                     .view(np.float32).reshape(8, 32) for h, r, p in zip(_batch_4_11(), E11_ROWS, pitches)])
+
+
+def _expect_4_11():
+    return {"tiles": _images_4_11(E11_PITCHES)}
+
+
+def _fence_report(err, words: str) -> bool:
+    return type(err).__name__ == "ProxyFenceError" and words in str(getattr(err, "rule", err))
+
+
+def _failed_map(err) -> int | None:
+    """Which of the maps the copy that stopped the kernel read (from the address in the emulator's report)."""
     import re
 
-    return isinstance(src, str) and re.search(r'asm\s+volatile\s*\(\s*"fence\.proxy\.tensormap::generic\.'
-                                             + kind, src) is not None
+    m = re.search(r"tensor map at 0x([0-9a-f]+)", str(getattr(err, "rule", err)))
+    base = _RUN_4_11.get("maps")
+    return None if m is None or base is None else (int(m.group(1), 16) - base) // 128
 
 
-SOLUTION_4_11 = _solution_4_11()
-PROMPT_4_11 = SOLUTION_4_11.replace(_FENCES, "        // TODO: make the edit visible to the TMA before the copy\n")
-PLANTED_4_11 = SOLUTION_4_11.replace(_FENCES.splitlines(True)[1], "")
-_ACQ = ("The edit is released but never acquired: the thread whose copy reads the map must acquire it through the "
-        "tensormap proxy (naming the map's address and size) before the copy.")
-_BOTH = ("The TMA reads the map through its own proxy, which does not see the edit until it is released after the "
-         "edit and acquired before the copy.")
-kernel_exercise("4.11", run=_run_4_11, reference=SOLUTION_4_11, points=3, budget=60,
-                must_contain=[(r"tensormap\.replace", "keep the two tensormap.replace edits: the exercise is about "
-                                                      "publishing them")],
-                mistakes=[Mistake(_ACQ, answer=PLANTED_4_11,
-                                  when=lambda v, ref: _fenced(v, "release") and not _fenced(v, "acquire")),
-                          Mistake(_BOTH, answer=PROMPT_4_11,
-                                  when=lambda v, ref: not _fenced(v, "release") and not _fenced(v, "acquire"))])
+_UNRELEASED = ("The TMA read a map whose edits no release followed: a release publishes only the generic writes its "
+               "thread made before it, so a release placed before the tensormap.replace edits publishes none of them.")
+_EACH = ("The first copies worked, a later one read a map that was never acquired: an acquire covers only the 128-byte "
+         "map whose address it names, so every map needs its own acquire, after the release and before its copy.")
+_ORDER = ("The release is there, but the map was acquired before it: an acquire takes in what a release has already "
+          "published, so it must come after the release (and before the copy that reads the map).")
+_ORD = ("The edited map has two strides for a 2-D tensor: the ord of global_stride names the stride between indices "
+        "of dimension ord + 1 — which dimension does the row index?")
+_PITCH_HINT = ("Every box was read as if its tensor's rows were 128 bytes apart, the pitch of the host's map: the row "
+               "pitch is a field of the map too, and each tensor has its own.")
+kernel_exercise("4.11", run=_run_4_11, expect=_expect_4_11, points=3, budget=60,
+                must_contain=[(r"tensormap\.replace", "keep the tensormap.replace edits: the exercise is about editing "
+                                                      "and publishing them")],
+                symptoms=[Symptom(lambda out, ref, err: out is None and _fence_report(err, "after the edit and"),
+                                  _UNRELEASED),
+                          Symptom(lambda out, ref, err: out is None and _fence_report(err, "the release is there")
+                                  and (_failed_map(err) or 0) > 0, _EACH),
+                          Symptom(lambda out, ref, err: out is None and _fence_report(err, "the release is there"),
+                                  _ORDER),
+                          Symptom(lambda out, ref, err: out is None and "globalStrides must have" in
+                                  str(getattr(err, "rule", err)), _ORD),
+                          Symptom(lambda out, ref, st: np.array_equal(out["tiles"],
+                                                                      _images_4_11([E11_PITCHES[0]] * len(E11_ROWS))),
+                                  _PITCH_HINT)],
+                properties=[Property(lambda out, st: None if st.tma_bytes == len(E11_ROWS) * 1024 else
+                                     f"the copies delivered {st.tma_bytes} bytes, not one box per tensor")],
+                mistakes=[Mistake(_UNRELEASED, answer=PROMPT_4_11), Mistake(_EACH, answer=PLANTED_4_11_ONE),
+                          Mistake(_ORDER, answer=PLANTED_4_11_EARLY), Mistake(_PITCH_HINT, answer=PLANTED_4_11_PITCH),
+                          Mistake(_ORD, answer=PLANTED_4_11_ORD)])

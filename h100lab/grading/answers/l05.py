@@ -1,8 +1,9 @@
 """Exercise set 5 (chapter 5, "The cp.async.bulk family").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.tma, h100lab.sync,
-h100lab.cluster) or, for a kernel exercise (5.9-5.11), by running the solution kernel on the emulator in the
-grader's process — never typed in. The notebook states each exercise's parameters in its text; the same
+h100lab.cluster) or, for a kernel exercise, by running the solution kernel on the emulator in the grader's
+process (5.9, 5.11) or from what the kernel must compute (5.10: each CTA's sum of its column's tiles) — never
+typed in. The notebook states each exercise's parameters in its text; the same
 values are defined here for the reference. The student edition imports nothing from this module.
 """
 from __future__ import annotations
@@ -217,45 +218,200 @@ kernel_exercise("5.9", run=_run_5_9, reference=SOLUTION_5_9, points=3, budget=60
                                   answer=PROMPT_5_9)])
 
 
-def _mc_source() -> str:
-    from h100lab.nvrtc import kernel_source
+#: 5.10: a cluster of n CTAs in rows of `cols`; the first row's CTAs multicast one stream each to their column
+SOLUTION_5_10 = r"""
+// Lesson 5 exercise: a cluster of n CTAs seen as rows of `cols` CTAs. CTA rank r belongs to column r % cols and
+// sums that column's stream of K tiles (tile k of stream c is the box at row (c * K + k) * 8 of the tensor).
+// The CTAs of the first row are the issuers: rank c multicasts every tile of stream c, once, to every CTA of
+// column c, through two shared-memory stages. Every CTA expects the bytes it receives on its own `full`
+// barrier; issuer c's `empty` barrier counts the CTAs of its column releasing a stage (remote arrives, mapa).
+// out[CTA] = the CTA's element-wise sum of its K tiles; masks[CTA] = the ctaMask it computed.
+#include <h100lab/tensormap.cuh>
 
-    return kernel_source("l05_multicast_pipeline")
+#define BOX_X 32                        // one tile: 32 fp32 x 8 rows = 1024 bytes
+#define BOX_Y 8
+#define TILE_ELEMS (BOX_X * BOX_Y)
+#define TILE_BYTES (TILE_ELEMS * 4)
+#define STAGES 2
+
+namespace {
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ unsigned cluster_size() {
+    unsigned n;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void wait_parity(unsigned bar, unsigned parity) {
+    asm volatile("{\n\t.reg .pred p;\n"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n\t"
+                 "@!p bra WAIT_%=;\n\t}"
+                 :: "r"(bar), "r"(parity) : "memory");
+}
+
+}  // namespace
+
+extern "C" __global__ void column_multicast(const __grid_constant__ CUtensorMap map, int k_tiles, int cols,
+                                            float* __restrict__ out, unsigned* __restrict__ masks) {
+    __shared__ alignas(1024) float buf[STAGES][TILE_ELEMS];
+    __shared__ alignas(8) unsigned long long full[STAGES], empty[STAGES];
+    const unsigned rank = cluster_rank(), n = cluster_size();
+    const unsigned col = rank % cols;                   // this CTA's column; its issuer is the CTA of rank `col`
+    // the ctaMask of the multicasts this CTA issues (when it is an issuer): which ranks receive stream `col`
+    unsigned short mask = 0;
+    for (unsigned r = col; r < n; r += cols) mask |= 1u << r;        // bit r: %cluster_ctarank r receives
+    if (threadIdx.x == 0) masks[blockIdx.x] = mask;                   // (the grader reads the masks)
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(&full[s])) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_u32(&empty[s])), "r"(n / cols) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    cluster_sync();                     // every barrier of the cluster exists before any byte arrives
+    float acc = 0.0f;
+    for (int k = 0; k < k_tiles; ++k) {
+        const int s = k % STAGES;
+        const unsigned phase = (k / STAGES) & 1;
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                         :: "r"(smem_u32(&full[s])), "r"(TILE_BYTES) : "memory");
+            if (rank == col) {          // an issuer: wait until its column released stage s, then multicast tile k
+                if (k >= STAGES) wait_parity(smem_u32(&empty[s]), phase ^ 1);
+                asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                             ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+                             :: "r"(smem_u32(buf[s])), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(0),
+                                "r"((static_cast<int>(col) * k_tiles + k) * BOX_Y), "r"(smem_u32(&full[s])), "h"(mask)
+                             : "memory");
+            }
+        }
+        wait_parity(smem_u32(&full[s]), phase);
+        acc += buf[s][threadIdx.x];
+        __syncthreads();                                 // every thread of this CTA is done with stage s
+        if (threadIdx.x == 0) {                          // release stage s on the issuer's empty barrier
+            unsigned remote;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(&empty[s])), "r"(col));
+            asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+        }
+    }
+    out[blockIdx.x * TILE_ELEMS + threadIdx.x] = acc;
+    cluster_sync();                     // nobody exits while a multicast or a remote arrive may target it
+}
+"""
+_MASK_LOOP = "    for (unsigned r = col; r < n; r += cols) mask |= 1u << r;        // bit r: %cluster_ctarank r receives\n"
+_MASK_DECL = "    unsigned short mask = 0;\n"
+assert _MASK_LOOP in SOLUTION_5_10 and _MASK_DECL in SOLUTION_5_10
+PROMPT_5_10 = SOLUTION_5_10.replace(_MASK_DECL + _MASK_LOOP, "    unsigned short mask = 0;   // TODO: which ranks receive "
+                                                             "stream `col`?\n")
+PLANTED_5_10_ALL = SOLUTION_5_10.replace(_MASK_LOOP, "    mask = static_cast<unsigned short>((1u << n) - 1);\n")
+PLANTED_5_10_CONTIG = SOLUTION_5_10.replace(_MASK_LOOP, "    mask = static_cast<unsigned short>(((1u << (n / cols)) - 1) << "
+                                                        "(col * (n / cols)));\n")
+PLANTED_5_10_NOSELF = SOLUTION_5_10.replace(_MASK_LOOP, "    for (unsigned r = col + cols; r < n; r += cols) mask |= 1u << r;\n")
+PLANTED_5_10_SELF = SOLUTION_5_10.replace(_MASK_LOOP, "    mask = static_cast<unsigned short>(1u << rank);\n")
+PLANTED_5_10_GRID = SOLUTION_5_10.replace(_MASK_LOOP, "    for (unsigned r = blockIdx.x; r < gridDim.x; r += cols) mask |= 1u << r;\n")
+#: (cluster size, cols, clusters, tiles per stream) of the grader's launches
+E10_CASES = ((4, 2, 2, 5), (8, 4, 1, 3))
+_UNSET = 0xFFFFFFFF
 
 
-_MASK_LINE = "    const unsigned short mask = static_cast<unsigned short>((1u << n) - 1);   // every CTA of the cluster\n"
-SOLUTION_5_10 = _mc_source()
-PROMPT_5_10 = SOLUTION_5_10.replace(_MASK_LINE, "    const unsigned short mask = 0;   // TODO: which CTAs receive each tile?\n")
-PLANTED_5_10 = SOLUTION_5_10.replace(_MASK_LINE, "    const unsigned short mask = static_cast<unsigned short>((1u << n) - 2);\n")
+def _tensor_5_10(i: int) -> np.ndarray:
+    n, cols, _, k = E10_CASES[i]
+    return np.random.default_rng(510 + i).integers(-8, 8, (cols * k * 8, 32)).astype(np.float32)
 
 
 def _run_5_10(program):
     from h100lab import emu
+    from h100lab.emu.errors import EmuError
 
-    x = np.random.default_rng(510).integers(-8, 8, (6 * 8, 32)).astype(np.float32)
-    g = emu.to_device(x)
-    m = emu.encode_tiled("FLOAT32", 2, g, [32, 48], [128], [32, 8], [1, 1])
-    out, by = emu.zeros((4, 256), np.float32), emu.zeros(4, np.uint32)
-    stats = emu.launch(program.function("multicast_sum"), 4, 256, m, np.int32(6), out, by, cluster=(2, 1, 1),
-                       max_idle_rounds=50)
-    return KernelRun({"sums": out.to_host()}, stats)
+    out, stats, seen = {}, [], {}
+    for i, (n, cols, clusters, k) in enumerate(E10_CASES):
+        x = _tensor_5_10(i)
+        g = emu.to_device(x)
+        m = emu.encode_tiled("FLOAT32", 2, g, [32, x.shape[0]], [128], [32, 8], [1, 1])
+        sums = emu.zeros((n * clusters, 256), np.float32)
+        masks = emu.to_device(np.full(n * clusters, _UNSET, np.uint32))      # a ctaMask is 16 bits
+        try:
+            stats.append(emu.launch(program.function("column_multicast"), n * clusters, 256, m, np.int32(k),
+                                    np.int32(cols), sums, masks, cluster=(n, 1, 1), max_idle_rounds=50))
+        except EmuError as exc:      # the masks the CTAs computed before the run stopped tell the symptoms why
+            seen[i] = masks.to_host()
+            exc.masks = seen
+            raise
+        seen[i] = masks.to_host()
+        out[f"sums{i}"], out[f"masks{i}"] = sums.to_host(), seen[i]
+    return KernelRun(out, stats)
 
 
-def _mask_expr(src):
-    import re
+def _expect_5_10():
+    """CTA b of a cluster sums, element by element, the tiles of stream (rank % cols) in order."""
+    out = {}
+    for i, (n, cols, clusters, k) in enumerate(E10_CASES):
+        tiles = _tensor_5_10(i).reshape(cols, k, 256)
+        acc = np.zeros((cols, 256), np.float32)
+        for j in range(k):
+            acc = acc + tiles[:, j]
+        out[f"sums{i}"] = np.stack([acc[b % n % cols] for b in range(n * clusters)])
+    return out
 
-    m = re.search(r"const unsigned short mask\s*=\s*([^;]*);", src) if isinstance(src, str) else None
-    return m.group(1).replace(" ", "") if m else None
+
+def _issuer_masks(out, err):
+    """(cluster size, cols, issuer rank, its mask) of every issuer the run computed a mask for."""
+    seen = ({i: out[f"masks{i}"] for i in range(len(E10_CASES)) if f"masks{i}" in out} if out is not None
+            else getattr(err, "masks", {}))
+    for i, masks in seen.items():
+        n, cols, clusters, _ = E10_CASES[i]
+        for c in range(clusters):
+            for r in range(cols):
+                if int(masks[c * n + r]) != _UNSET:      # a CTA the run stopped before it computed its mask
+                    yield n, cols, r, int(masks[c * n + r])
 
 
-_ISSUER = ("The issuer's own CTA expects the tile on its full barrier but its bit is not in the mask: bit i of "
-           "ctaMask selects %cluster_ctarank i, and the issuer receives only if its own bit is set.")
-_NOBODY = "With an empty mask no CTA receives anything, yet every CTA expects the tile's bytes."
-kernel_exercise("5.10", run=_run_5_10, reference=SOLUTION_5_10, points=3, budget=60,
-                properties=[Property(lambda out, st: None if st.copies == 2 * 6 else
-                                     f"{st.copies} copies were issued: with multicast each cluster reads each tile once")],
-                mistakes=[Mistake(_ISSUER, answer=PLANTED_5_10, when=lambda v, ref: (_mask_expr(v) or "").endswith("-2)")),
-                          Mistake(_NOBODY, answer=PROMPT_5_10, when=lambda v, ref: _mask_expr(v) == "0")])
+def _column(n, cols, r):
+    return sum(1 << q for q in range(r, n, cols))
+
+
+def _masks_where(test):
+    return lambda out, ref, err: any(test(n, cols, r, m) for n, cols, r, m in _issuer_masks(out, err))
+
+
+_NOBODY = "With an empty ctaMask no CTA receives the tile, yet every CTA of the issuer's column expects its bytes."
+_RANK = ("ctaMask selects CTAs of the issuer's own cluster: bit r names %cluster_ctarank r, not the CTA's index in the "
+         "grid.")
+_EXTRA = ("The mask selects a CTA outside the issuer's column: that CTA receives a stream it does not expect, on top of "
+          "its own, into the same stage. A column is the CTAs whose rank leaves the same remainder modulo cols — "
+          "they are not neighbours.")
+_ISSUER = ("The issuer waits for the tile on its own full barrier, but its own bit is not in the mask: the issuer "
+           "receives its multicast only if it selects itself.")
+_MISSING = ("CTAs of the issuer's column wait for tiles that never come: every CTA that reads the stream needs its bit "
+            "in the issuer's mask, not only the issuer.")
+kernel_exercise("5.10", run=_run_5_10, expect=_expect_5_10, points=3, budget=60,
+                symptoms=[Symptom(_masks_where(lambda n, cols, r, m: m >> n != 0), _RANK),
+                          Symptom(_masks_where(lambda n, cols, r, m: m == 0), _NOBODY),
+                          Symptom(_masks_where(lambda n, cols, r, m: m & ~_column(n, cols, r) != 0), _EXTRA),
+                          Symptom(_masks_where(lambda n, cols, r, m: not m >> r & 1), _ISSUER),
+                          Symptom(_masks_where(lambda n, cols, r, m: m != _column(n, cols, r)), _MISSING)],
+                properties=[Property(lambda out, st: None if sum(s.copies for s in st) == sum(
+                    cols * clusters * k for _, cols, clusters, k in E10_CASES) else
+                    f"{sum(s.copies for s in st)} copies were issued: with multicast each cluster reads each tile once")],
+                mistakes=[Mistake(_NOBODY, answer=PROMPT_5_10), Mistake(_EXTRA, answer=PLANTED_5_10_ALL),
+                          Mistake(_EXTRA, answer=PLANTED_5_10_CONTIG), Mistake(_ISSUER, answer=PLANTED_5_10_NOSELF),
+                          Mistake(_MISSING, answer=PLANTED_5_10_SELF), Mistake(_RANK, answer=PLANTED_5_10_GRID)])
 
 #: 5.11: results written to shared memory by every warp, then stored with one TMA store
 SOLUTION_5_11 = r"""

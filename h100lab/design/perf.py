@@ -118,7 +118,8 @@ class Form:
     the TMA; else a consumer thread does); ``epilogue`` ``"direct"`` or ``"tma"``; ``cluster`` 1 or 2 (B multicast
     to a CTA pair); ``schedule`` ``"persistent"`` (min(SMs, tiles) CTAs walk the grouped order), ``"tiles"`` (one
     tile per CTA) or ``"pairs"`` (two tiles per CTA, one per ping-pong consumer); ``promote`` (FP8 two-level
-    accumulation once per k-block); ``out_bytes`` per element of C."""
+    accumulation once per k-block); ``out_bytes`` per element of C; ``cta_sync`` (every k-block ends in a
+    ``__syncthreads`` of all warpgroups before its stage is refilled: the ring kernels without a producer)."""
 
     name: str
     bm: int
@@ -135,6 +136,7 @@ class Form:
     schedule: str = "persistent"
     promote: bool = False
     out_bytes: int = 2
+    cta_sync: bool = False
 
     def __post_init__(self):
         if self.atype not in _K_INSTR:
@@ -219,8 +221,10 @@ def form(v, schedule: str = "persistent") -> Form:
 
 def step_form(s) -> Form:
     """The :class:`Form` of a step of :mod:`h100lab.design.steps` (its number, name or Step): steps 2–3 are the
-    ring kernels without a producer warpgroup (two computing warpgroups, 1 or 4 stages, one tile per CTA, direct
-    stores); steps 4–7 capstone variants with the step's schedule. Step 1 (CUDA cores) raises :class:`NotModelled`."""
+    ring kernels without a producer warpgroup (``l08_steps.cu``: two computing warpgroups, 1 or 4 stages, an elected
+    thread issuing the loads, a ``__syncthreads`` after every k-block, one tile per CTA — one CTA per SM: 256
+    threads × the 128 accumulator registers and more each fill over half the register file — direct stores);
+    steps 4–7 capstone variants with the step's schedule. Step 1 (CUDA cores) raises :class:`NotModelled`."""
     from . import steps
 
     s = steps.step(s)
@@ -231,7 +235,7 @@ def step_form(s) -> Form:
         return replace(form(s.capstone, schedule=s.schedule), name=s.name)
     t = steps.RING_TILE
     return Form(s.name, t.bm, t.bn, t.bk, s.stages, consumers=2, pingpong=False, inflight=False, specialized=False,
-                epilogue="direct", schedule="tiles")
+                epilogue="direct", schedule="tiles", cta_sync=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -279,7 +283,7 @@ class IssueTiming:
 
 
 @lru_cache(maxsize=256)
-def issue_timing(f: Form, w, extra_cycles: float = 0.0, groups: int = 32) -> IssueTiming:
+def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0, groups: int = 32) -> IssueTiming:
     """Run ``f.issuers`` warpgroups' k-block loops for ``groups`` k-blocks on lesson 7's wgmma model ``w``
     (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup issues
     ``f.wgmmas_per_group`` wgmmas (``issue`` cycles each; the tensor cores take them in order, ``exec_cycles``
@@ -287,7 +291,9 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, groups: int = 32) -> Iss
     ``latency_tail`` after the last one leaves the tensor cores, or ``latency_start`` after it started, whichever
     is later), pays ``wait``, and with promotion ``f.promote_cycles``; ``extra_cycles`` per k-block on the first
     warpgroup (a consumer that issues the TMA itself). The next warpgroup to issue is the one whose loop is earliest
-    (ties: the lower one). The period is the slope of the last completion over the second half of the run."""
+    (ties: the lower one); with ``f.cta_sync`` every warpgroup then waits for all at a barrier that releases
+    ``sync_cycles`` after the last arrives. The period is the slope of the last completion over the second half of
+    the run."""
     from ..tensorcore.timing import RATE, exec_cycles
 
     e = exec_cycles(f.atype, f.bn, w)
@@ -317,11 +323,15 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, groups: int = 32) -> Iss
         t[i] += w.wait + f.promote_cycles
         finish[i][done[i]] = max(t[i], vis)
         done[i] += 1
+        if f.cta_sync and len(set(done)) == 1:          # every warpgroup finished this k-block: __syncthreads
+            t = [max(t) + sync_cycles] * n
+            for k in range(n):
+                finish[k][done[k] - 1] = t[k]
     half = groups // 2
     ends = [max(finish[k][j] for k in range(n)) for j in range(groups)]
     period = max((ends[-1] - ends[half - 1]) / (groups - half), n * g * e)
     own = n * g * (e + w.issue) + w.latency_tail
-    hold = (max(own, period) if depth else own) + w.wait
+    hold = (max(own, period) if depth else own) + w.wait + (extra_cycles + sync_cycles if f.cta_sync else 0.0)
     return IssueTiming(period, n * g * e, f.macs_per_kblock / RATE[f.atype], hold)
 
 
@@ -476,7 +486,9 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     w = p.wgmma
     lay = _layout(f, int(M), int(N), int(K), sms, int(group), int(raster))
     extra = 0.0 if f.specialized else (t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns) * ghz
-    it = issue_timing(f, w, round(extra, 6))
+    warps = f.consumers * 4 + (0 if not f.specialized else 4)
+    sync = (t.bar_sync_ns + t.bar_sync_per_warp_ns * warps) * ghz if f.cta_sync else 0.0
+    it = issue_timing(f, w, round(extra, 6), round(sync, 6))
     hbm = read_ceiling(t)
     t_tc = it.cycles / ghz
     t_x = f.tma_bytes / t.tma_bytes_per_ns

@@ -99,7 +99,7 @@ class PerfReport:
         p = self.params
         lines = [f"constants: tensor clock {p.tensor_ghz:.3f} GHz sustained, {p.throttled_ghz:.3f} GHz throttled "
                  f"(runs of ≥ {p.long_run_ms:.0f} ms), direct-store epilogue {p.direct_store_bytes_per_ns:.1f} B/ns "
-                 "per SM", f"calibration: {self.calibration}", f"held out:    {self.held_out}"]
+                 "per SM", str(self.calibration), str(self.held_out)]
         lines += [f"  {k}: {a.within}/{a.n} within ±{a.tol:.0%}, median {a.median_error:.1%}"
                   for k, a in self.by_shape.items()]
         lines += [f"  miss: {r.label}: {100 * r.error:+.1f} %" for r in self.misses()]

@@ -1,0 +1,71 @@
+"""Figures of the capstone's time model against the H200 (lesson 8): predicted vs measured time per record, and the
+gap to the datasheet peak in named parts. Every figure draws what :mod:`h100lab.design.perf` and
+:mod:`h100lab.validation.l08` computed; nothing here computes."""
+from __future__ import annotations
+
+import numpy as np
+
+from .style import PALETTE, figure, label
+
+__all__ = ["draw_agreement", "draw_gap"]
+
+
+def draw_agreement(rows, tol: float = 0.10):
+    """Model error (predicted / measured − 1, %) per record against the measured time (log scale): calibration
+    records filled, held-out records open, the ±``tol`` band shaded. ``rows``: :class:`h100lab.validation.l08.Row`."""
+    fig, ax = figure(1, 1, figsize=(8.0, 3.6))
+    ax.axhspan(-100 * tol, 100 * tol, color=PALETTE[2], alpha=0.12, lw=0)
+    ax.axhline(0, color="0.4", lw=0.8)
+    shapes = list(dict.fromkeys(r.shape for r in rows))
+    for i, s in enumerate(shapes):
+        c = PALETTE[i % len(PALETTE)]
+        name = "×".join(map(str, s))
+        for part, filled in (("calibration", True), ("held-out", False)):
+            rs = [r for r in rows if r.shape == s and r.part == part]
+            if not rs:
+                continue
+            ax.scatter([r.measured_ms for r in rs], [100 * r.error for r in rs], s=30, marker="o",
+                       facecolors=c if filled else "none", edgecolors=c, linewidths=1.2,
+                       label=f"{name} ({part})")
+    ax.set_xscale("log")
+    lim = max(100 * tol * 1.6, 100 * max(abs(r.error) for r in rows) * 1.1)
+    ax.set_ylim(-lim, lim)
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    label(ax, "H200 median time (ms)", "model error (%)",
+          f"The model vs the H200: filled = calibration, open = held out; band ±{100 * tol:.0f} %")
+    return fig
+
+
+def draw_gap(gaps: dict, parts: dict):
+    """Horizontal stacked bars, one per case: the datasheet peak time, then each part of the gap (µs) in the order
+    of ``parts`` (name → meaning, :data:`h100lab.design.perf.GAP_PARTS`); a negative part (a clock above the
+    datasheet's) is drawn left of the peak. ``gaps``: case label → :class:`h100lab.design.perf.Gap`."""
+    names = list(gaps)
+    fig, ax = figure(1, 1, figsize=(8.0, 0.9 + 0.55 * len(names)))
+    y = np.arange(len(names))[::-1]
+    colours = {"peak": "0.75", **{p: PALETTE[i % len(PALETTE)] for i, p in enumerate(parts)}}
+    for yi, n in zip(y, names):
+        g = gaps[n]
+        scale = 100.0 / g.total_us
+        left = 0.0
+        ax.barh(yi, g.peak_us * scale, left=left, color=colours["peak"], edgecolor="white",
+                label="datasheet peak" if yi == y[0] else None)
+        left += g.peak_us * scale
+        neg = 0.0
+        for p in parts:
+            v = g.parts[p] * scale
+            if v >= 0:
+                ax.barh(yi, v, left=left, color=colours[p], edgecolor="white", label=p if yi == y[0] else None)
+                left += v
+            else:
+                neg += v
+                ax.barh(yi, v, left=g.peak_us * scale, color=colours[p], edgecolor="white", hatch="//",
+                        label=p if yi == y[0] else None)
+        ax.text(101, yi, f"{g.total_us:.0f} µs", va="center", fontsize=8)
+    ax.set_yticks(y, names, fontsize=8)
+    ax.set_xlim(min(0.0, ax.get_xlim()[0]), 118)
+    ax.grid(axis="y", visible=False)
+    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
+    label(ax, "share of the predicted time (%)", "case (—)",
+          "Where the time goes (model): the datasheet peak, then each loss")
+    return fig

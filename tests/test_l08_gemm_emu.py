@@ -23,14 +23,15 @@ def _inputs(M, N, K, seed=1):
     return A, B, C
 
 
-def _run(variant, M, N, K, ctas, *, alpha=1.0, beta=0.0, group=8, raster=0, **options):
+def _run(variant, M, N, K, ctas, *, alpha=1.0, beta=0.0, group=8, raster=0, bias=False, relu=False, **options):
     v = cap.VARIANTS[variant]
     A, B, C0 = _inputs(M, N, K)
+    b = cap.bf16_round(np.random.default_rng(7).standard_normal(N).astype(np.float32)) if bias else None
     k = emu.compile_kernel("l08_gemm", options=v.options).function("gemm_bf16")
     dC = emu.to_device(C0)
     st = cap.launch(emu, k, v, emu.to_device(A), emu.to_device(B), dC, M, N, K, alpha=alpha, beta=beta, sms=ctas,
-                    group=group, raster=raster, **options)
-    return dC.to_host(), cap.reference(A, B, C0, alpha=alpha, beta=beta), st, v
+                    group=group, raster=raster, bias=None if b is None else emu.to_device(b), relu=relu, **options)
+    return dC.to_host(), cap.reference(A, B, C0, alpha=alpha, beta=beta, bias=b, relu=relu), st, v
 
 
 ALL = sorted(cap.VARIANTS)
@@ -190,3 +191,59 @@ def test_racecheck_with_shuffled_warps(variant):
     shuffled (seed), and the answer is still the model's."""
     got, want, _, _ = _run(variant, 128, 256, 128, 1, racecheck=True, seed=3)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("variant, M, N, K, beta", [("cooperative", 200, 136, 72, 0.5),
+                                                     ("cooperative_inflight_tmastore", 200, 136, 72, 0.0),
+                                                     ("cooperative_n128_inflight_tmastore", 130, 264, 64, 0.0),
+                                                     ("pingpong_n128_inflight", 72, 135, 64, -1.0)])
+def test_bias_relu_epilogue(variant, M, N, K, beta):
+    """alpha -> beta*C -> + bias[col] -> ReLU -> bf16 (h100lab.design.epilogue.ORDER) in the direct stores (odd N
+    too) and the TMA-store epilogue (ragged N: bias columns past N are not read, the TMA clips): bit for bit the
+    reference, and about half the outputs clipped to +0 by the ReLU."""
+    got, want, _, _ = _run(variant, M, N, K, 1, alpha=-0.75, beta=beta, bias=True, relu=True)
+    assert np.array_equal(got, want)
+    assert 0.3 < np.mean(got == 0) < 0.7 and not np.any(got == 0x8000)      # ReLU: +0, never -0
+
+
+def test_bias_without_relu_and_relu_without_bias():
+    got, want, _, _ = _run("cooperative_inflight_tmastore", 128, 256, 64, 1, alpha=1.5, bias=True)
+    assert np.array_equal(got, want)
+    plain = cap.reference(*_inputs(128, 256, 64)[:2], alpha=1.5)
+    assert not np.array_equal(got, plain)                                   # the bias was added
+    got, want, _, _ = _run("cooperative", 128, 256, 64, 1, alpha=1.5, relu=True)
+    assert np.array_equal(got, want) and np.all(cap._epilogue(np.float32([[-1.0, 2.0]]), None, 1.0, 0.0, None,
+                                                               True) == cap.bf16_round(np.float32([[0.0, 2.0]])))
+
+
+def test_epilogue_steps_follow_the_fixed_order():
+    """The kernel's epilogue steps, marked ``// epilogue: <op>`` in the source, appear in the order of
+    h100lab.design.epilogue.ORDER (the single list of that order; the reference composes its steps from it too),
+    in the FP8 promotion, the direct-store epilogue and the TMA-store epilogue's pair helper alike."""
+    import re
+    from pathlib import Path
+
+    from h100lab.design import epilogue
+    src = (Path(cap.__file__).parent.parent / "cuda" / "kernels" / "l08_gemm.cu").read_text()
+    marks = re.findall(r"// epilogue: (\w+)", src)
+    assert set(marks) == {"scale_ab", "alpha", "beta_c", "bias", "activation"}
+
+    def steps(fn):                         # a function's steps in the order they first appear (bias_act: two)
+        body = src[src.index(fn):]
+        body = body[:body.index("\n}\n")]
+        seq = []
+        for name, call in re.findall(r"// epilogue: (\w+)|(bias_act\(v0)", body):
+            for op in (["bias", "activation"] if call else [name]):
+                if op not in seq:
+                    seq.append(op)
+        return seq
+    assert steps("void bias_act(") == ["bias", "activation"]
+    assert steps("void epilogue(") == ["alpha", "beta_c", "bias", "activation"]
+    assert steps("unsigned epi_pair(") == ["alpha", "bias", "activation"]
+    for fn in ("void epilogue(", "unsigned epi_pair("):
+        idx = [epilogue.ORDER.index(op) for op in steps(fn)]
+        assert idx == sorted(idx)
+    # the FP8 promotion (scale_ab) happens in the mainloop, before any epilogue function runs
+    assert src.index("// epilogue: scale_ab") < src.rindex("epilogue_tma(d[m]") < src.rindex("epilogue(d[m]")
+    assert cap.epilogue_ops(0.5, [0], True) == ("alpha", "beta_c", "bias", "activation")
+    assert cap.epilogue_ops(fp8=True) == ("scale_ab", "alpha")

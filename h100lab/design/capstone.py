@@ -9,9 +9,22 @@ PyTorch), f32 accumulation, C (M × N) row-major bf16. One launch on either back
     k = backend.compile_kernel("l08_gemm", options=v.options).function("gemm_bf16")
     launch(backend, k, v, A, B, C, M, N, K, alpha=1.0, beta=0.0, sms=132)
 
-Rules it checks (each raises :class:`GemmShapeError` naming the rule): M, N, K ≥ 1; K a multiple of 8 (a TMA
-global stride is a multiple of 16 bytes, CUDA Driver API ``cuTensorMapEncodeTiled``); the grid at most the number
-of tiles (a persistent CTA with no tile would only wait).
+The epilogue fuses, in :data:`h100lab.design.epilogue.ORDER`, ``alpha`` → ``beta_c`` → ``bias`` (a bf16 vector of
+N, per column: ``launch(..., bias=dev_bias)``) → ``activation`` (ReLU: ``relu=True``) → bf16.
+
+The FP8 form (:data:`FP8_VARIANTS`, ``-DFP8=1``, entry ``gemm_e4m3``): A (M × K) and B (N × K) e4m3 bytes with
+per-block dequantisation scales as DeepSeek-V3 / DeepGEMM — ``sa`` (M × ⌈K/128⌉, one f32 per row of A per 128-K
+block) and ``sb`` (⌈N/128⌉ × ⌈K/128⌉, one per 128 × 128 block of B) — two-level accumulation per 128-K block
+(:func:`h100lab.tensorcore.accumulate.fp8_gemm`, interval 4), bf16 out::
+
+    v = FP8_VARIANTS["fp8_cooperative_tmastore"]
+    k = backend.compile_kernel("l08_gemm", options=v.options).function(v.entry)
+    dsa, dsb = (backend.to_device(x) for x in fp8_scales(sa, sb))
+    launch(backend, k, v, A8, B8, C, M, N, K, scales=(dsa, dsb))
+
+Rules it checks (each raises :class:`GemmShapeError` naming the rule): M, N, K ≥ 1; K a multiple of 8 (16 for
+e4m3: a TMA global stride is a multiple of 16 bytes, CUDA Driver API ``cuTensorMapEncodeTiled``); the grid at most
+the number of tiles (a persistent CTA with no tile would only wait); scales given exactly for an FP8 variant.
 """
 from __future__ import annotations
 
@@ -19,8 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Variant", "VARIANTS", "DEFAULT", "TILE_CANDIDATES", "GemmShapeError", "THREADS", "check_shape", "tile_counts", "grid_size",
-           "tile_choice", "tensor_maps", "c_map", "launch", "reference", "bf16_round", "fma_f32", "flops"]
+__all__ = ["Variant", "VARIANTS", "FP8_VARIANTS", "DEFAULT", "TILE_CANDIDATES", "GemmShapeError", "THREADS",
+           "variant", "check_shape", "tile_counts", "grid_size", "tile_choice", "tensor_maps", "c_map", "launch",
+           "reference", "reference_fp8", "quantize_fp8", "fp8_scales", "epilogue_ops", "bf16_round", "fma_f32",
+           "flops"]
 
 THREADS = 384                  #: one producer + two consumer warpgroups
 
@@ -36,7 +51,9 @@ class Variant:
     wgmma group kept in flight in the mainloop, the previous stage released after ``wgmma.wait_group 1``) and
     ``tma_store`` (``-DTMA_STORE=1``: stmatrix + TMA-store epilogue through two 64 × 64 staging tiles per consumer
     when beta = 0 and N % 8 = 0) and ``cluster`` (``-DCLUSTER=2``: CTA pairs on vertically adjacent tiles, each
-    loading half of the shared B tile and multicasting it to both)."""
+    loading half of the shared B tile and multicasting it to both) and ``dtype`` of A and B (``"bf16"``, or
+    ``"e4m3"``: ``-DFP8=1``, per-block scales and two-level accumulation, entry ``gemm_e4m3``; ``bk`` counts
+    elements, 128 bytes of K per stage either way)."""
 
     name: str
     pingpong: bool
@@ -47,11 +64,24 @@ class Variant:
     inflight: bool = False
     tma_store: bool = False
     cluster: int = 1
+    dtype: str = "bf16"
 
     @property
     def options(self) -> tuple[str, ...]:
+        fp8 = ("-DFP8=1",) if self.dtype == "e4m3" else ()     # the bf16 forms keep their options (and PTX)
         return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}", f"-DBN_TILE={self.bn}",
-                f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}", f"-DCLUSTER={self.cluster}")
+                f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}",
+                f"-DCLUSTER={self.cluster}") + fp8
+
+    @property
+    def entry(self) -> str:
+        """The kernel's entry point: ``gemm_bf16``, or ``gemm_e4m3`` for the FP8 form."""
+        return "gemm_e4m3" if self.dtype == "e4m3" else "gemm_bf16"
+
+    @property
+    def elem_bytes(self) -> int:
+        """Bytes per element of A and B: 2 (bf16) or 1 (e4m3)."""
+        return 1 if self.dtype == "e4m3" else 2
 
     @property
     def epi_bytes(self) -> int:
@@ -60,11 +90,11 @@ class Variant:
 
     @property
     def a_bytes(self) -> int:
-        return self.bm * self.bk * 2
+        return self.bm * self.bk * self.elem_bytes
 
     @property
     def b_bytes(self) -> int:
-        return self.bn * self.bk * 2
+        return self.bn * self.bk * self.elem_bytes
 
     @property
     def stage_bytes(self) -> int:
@@ -104,17 +134,41 @@ VARIANTS = {
 #: 1408 × 3072 × 8192 in its run, its 128 × 128 form at the two-wave 1280 × 3840 × 8192, which is what the wave model
 #: picks (tests/test_l08_bench.py replays this from the data). The cluster-of-2 variants are not measured on silicon.
 DEFAULT = "cooperative_inflight_tmastore"
+
+#: the FP8 (e4m3) forms, kept apart from :data:`VARIANTS` (whose entries the bf16 tile calculator of
+#: h100lab.design.tiles checks): cooperative 128 × 128 tiles of 128 K-bytes (a 64 × 128 accumulator and a 64 × 128
+#: partial sum per consumer thread: 128 of its 232 registers), direct or TMA-store epilogue, and B multicast across
+#: CTA pairs. Stages: 7 fill 227 KiB of shared memory, 6 with the TMA-store staging tiles.
+FP8_VARIANTS = {
+    "fp8_cooperative": Variant("fp8_cooperative", False, 128, 128, 128, 7, dtype="e4m3"),
+    "fp8_cooperative_tmastore": Variant("fp8_cooperative_tmastore", False, 128, 128, 128, 6, tma_store=True,
+                                        dtype="e4m3"),
+    "fp8_cooperative_tmastore_cluster2": Variant("fp8_cooperative_tmastore_cluster2", False, 128, 128, 128, 6,
+                                                 tma_store=True, cluster=2, dtype="e4m3"),
+}
 TILE_CANDIDATES = ("cooperative_inflight_tmastore", "cooperative_n128_inflight_tmastore")
 
 
-def check_shape(M: int, N: int, K: int) -> None:
-    """Raise :class:`GemmShapeError` unless the kernel takes (M, N, K)."""
+def variant(name: str) -> Variant:
+    """The variant called ``name``, bf16 (:data:`VARIANTS`) or FP8 (:data:`FP8_VARIANTS`)."""
+    if name in VARIANTS:
+        return VARIANTS[name]
+    if name in FP8_VARIANTS:
+        return FP8_VARIANTS[name]
+    raise KeyError(f"no capstone variant {name!r}; known: {sorted(VARIANTS) + sorted(FP8_VARIANTS)}")
+
+
+def check_shape(M: int, N: int, K: int, dtype: str = "bf16") -> None:
+    """Raise :class:`GemmShapeError` unless the kernel takes (M, N, K) with A and B of ``dtype``."""
     for name, v in (("M", M), ("N", N), ("K", K)):
         if int(v) != v or v < 1:
             raise GemmShapeError(f"{name} = {v}: GEMM extents are positive integers")
-    if K % 8:
-        raise GemmShapeError(f"K = {K}: A and B rows are K bf16 elements and a TMA global stride must be a multiple "
-                             "of 16 bytes (cuTensorMapEncodeTiled), so K must be a multiple of 8")
+    if dtype not in ("bf16", "e4m3"):
+        raise GemmShapeError(f"dtype {dtype!r}: the capstone takes bf16 or e4m3 inputs")
+    per16 = 16 if dtype == "e4m3" else 8
+    if K % per16:
+        raise GemmShapeError(f"K = {K}: A and B rows are K {dtype} elements and a TMA global stride must be a "
+                             f"multiple of 16 bytes (cuTensorMapEncodeTiled), so K must be a multiple of {per16}")
     if max(M, N, K) >= 2 ** 31:
         raise GemmShapeError("extents are passed as int: each must be below 2^31")
 
@@ -156,15 +210,16 @@ def _addr(x) -> int:
 
 
 def tensor_maps(backend, v: Variant, A, B, M: int, N: int, K: int):
-    """The two tensor maps (A: dims {K, M}, box {64, bm}; B: dims {K, N}, box {64, bn / cluster}; bf16, SWIZZLE_128B, zero
-    OOB fill) on ``backend`` (h100lab.emu or h100lab.cuda); ``A``/``B`` are device arrays or addresses."""
-    check_shape(M, N, K)
+    """The two tensor maps (A: dims {K, M}, box {bk, bm}; B: dims {K, N}, box {bk, bn / cluster}; bf16, or uint8
+    for e4m3 bytes; SWIZZLE_128B, zero OOB fill) on ``backend`` (h100lab.emu or h100lab.cuda); ``A``/``B`` are
+    device arrays or addresses."""
+    check_shape(M, N, K, v.dtype)
     common = dict(element_strides=[1, 1], swizzle="CU_TENSOR_MAP_SWIZZLE_128B",
                   oob_fill="CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", l2_promotion="CU_TENSOR_MAP_L2_PROMOTION_L2_256B")
-    ma = backend.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, _addr(A), [K, M], [2 * K], [v.bk, v.bm],
-                              **common)
-    mb = backend.encode_tiled("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, _addr(B), [K, N], [2 * K], [v.bk, v.bn // v.cluster],
-                              **common)
+    dt = "CU_TENSOR_MAP_DATA_TYPE_UINT8" if v.dtype == "e4m3" else "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
+    row = v.elem_bytes * K
+    ma = backend.encode_tiled(dt, 2, _addr(A), [K, M], [row], [v.bk, v.bm], **common)
+    mb = backend.encode_tiled(dt, 2, _addr(B), [K, N], [row], [v.bk, v.bn // v.cluster], **common)
     return ma, mb
 
 
@@ -181,24 +236,38 @@ def c_map(backend, v: Variant, C, M: int, N: int, beta: float):
                                 oob_fill="CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"), 0
 
 
+def _ptr(x):
+    """A pointer argument: a device array as is, an address (int / np.uint64) as np.uint64, None as nullptr."""
+    if x is None:
+        return np.uint64(0)
+    return np.uint64(_addr(x)) if isinstance(x, (int, np.integer)) else x
+
+
 def launch(backend, kernel, v: Variant, A, B, C, M: int, N: int, K: int, *, alpha: float = 1.0, beta: float = 0.0,
-           sms: int = 132, group: int = 8, raster: int = 0, maps=None, **options):
+           sms: int = 132, group: int = 8, raster: int = 0, maps=None, bias=None, relu: bool = False, scales=None,
+           **options):
     """Launch the capstone on ``backend``: ``C`` is a device array or an address (np.uint64 / int). ``group``:
-    tiles per raster group (≥ 1); ``raster`` 0 walks M inside a group, 1 walks N. ``options`` go to the
-    emulator's launch (seed, racecheck, ...). ``maps``: (map_a, map_b) from :func:`tensor_maps`, plus
-    :func:`c_map`'s pair for a ``tma_store`` variant (made here when absent). Returns what ``backend.launch``
-    returns."""
-    check_shape(M, N, K)
+    tiles per raster group (≥ 1); ``raster`` 0 walks M inside a group, 1 walks N. ``bias``: N bf16 values (device
+    array or address) added per column, None for none; ``relu``: ReLU after the bias. ``scales``: (sa, sb) in the
+    kernel's layouts (:func:`fp8_scales`), for an FP8 variant only. ``options`` go to the emulator's launch (seed,
+    racecheck, ...). ``maps``: (map_a, map_b) from :func:`tensor_maps`, plus :func:`c_map`'s pair for a
+    ``tma_store`` variant (made here when absent). Returns what ``backend.launch`` returns."""
+    check_shape(M, N, K, v.dtype)
     if group < 1 or raster not in (0, 1):
         raise GemmShapeError(f"group = {group}, raster = {raster}: a raster group holds >= 1 tiles and the raster "
                              "direction is 0 (along M) or 1 (along N)")
+    if (scales is None) != (v.dtype != "e4m3") or (scales is not None and len(scales) != 2):
+        raise GemmShapeError(f"{v.name}: an FP8 variant takes scales=(sa, sb) (per-block dequantisation scales), "
+                             "a bf16 variant none")
     maps = tuple(maps) if maps is not None else tensor_maps(backend, v, A, B, M, N, K)
     ma, mb = maps[:2]
-    c_arg = np.uint64(_addr(C)) if isinstance(C, (int, np.integer)) else C
-    extra = ()
+    c_arg = _ptr(C)
+    extra = (_ptr(bias), np.int32(1 if relu else 0))
+    if scales is not None:
+        extra += (_ptr(scales[0]), _ptr(scales[1]))
     if v.tma_store:
         mc, flag = maps[2] if len(maps) > 2 else c_map(backend, v, C, M, N, beta)
-        extra = (mc, np.int32(flag))
+        extra += (mc, np.int32(flag))
     grid = grid_size(v, M, N, sms)
     kernel.set_max_dynamic_shared_memory(v.smem_bytes)    # above 48 KiB a kernel opts in (CUDA C++ Guide)
     if v.cluster > 1:
@@ -242,11 +311,48 @@ def fma_f32(a, b, c) -> np.ndarray:
         return np.where(tie, np.nextafter(s, s + err), s).astype(np.float32)
 
 
-def reference(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, bk: int = 64) -> np.ndarray:
+def epilogue_ops(beta: float = 0.0, bias=None, relu: bool = False, fp8: bool = False) -> tuple[str, ...]:
+    """The kernel's epilogue as an operation list of :mod:`h100lab.design.epilogue`, checked against its fixed
+    order (:func:`h100lab.design.epilogue.plan`): [scale_ab (FP8: the promotion)], alpha, [beta_c], [bias],
+    [activation]."""
+    from . import epilogue
+    ops = (("scale_ab",) if fp8 else ()) + ("alpha",) + (("beta_c",) if beta != 0 else ()) + \
+        (("bias",) if bias is not None else ()) + (("activation",) if relu else ())
+    return epilogue.plan(ops, 1, 1).ops
+
+
+def _epilogue(acc, C, alpha, beta, bias, relu, fp8=False) -> np.ndarray:
+    """f32 accumulators (M, N) → bf16 bits through :func:`epilogue_ops` in :data:`h100lab.design.epilogue.ORDER`:
+    alpha (``mul.rn.f32``), beta_c (``fma.rn.f32`` with the old C), bias (bf16 → f32, ``add.rn.f32``),
+    activation (ReLU as ``max.f32`` with 0: NaN and −0 give +0), then ``cvt.rn.bf16``."""
+    def f32(bits):
+        return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+    def bias_add(v):
+        b = f32(bias).reshape(-1)
+        if b.shape[0] != v.shape[1]:
+            raise GemmShapeError(f"bias has {b.shape[0]} values: one per column of C ({v.shape[1]})")
+        return (v + b[None, :]).astype(np.float32)
+
+    steps = {"scale_ab": lambda v: v,                      # done by the caller's model (the promotion)
+             "alpha": lambda v: (np.float32(alpha) * v).astype(np.float32),
+             "beta_c": lambda v: fma_f32(np.float32(beta), f32(C), v),
+             "bias": bias_add,
+             "activation": lambda v: np.where(v > 0, v, np.float32(0)).astype(np.float32)}
+    v = np.asarray(acc, np.float32)
+    for op in epilogue_ops(beta, bias, relu, fp8):          # already in the fixed order
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = steps[op](v)
+    return bf16_round(v)
+
+
+def reference(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, bk: int = 64, bias=None,
+              relu: bool = False) -> np.ndarray:
     """What the kernel writes, as raw bf16 bits: per output, ``wgmma`` k16 steps chained on
     :func:`h100lab.tensorcore.mma` (scale-d = 0 on the first; K zero-padded to a multiple of ``bk`` like the TMA's OOB
-    fill), then ``alpha·acc`` (``mul.rn.f32``), ``+ beta·C`` by ``fma.rn.f32`` when beta ≠ 0, ``cvt.rn.bf16``.
-    ``A``: (M, K) raw bf16 bits, ``B``: (N, K), ``C``: (M, N) raw bf16 bits (read only when beta ≠ 0)."""
+    fill), then the epilogue (:func:`epilogue_ops`): ``alpha·acc`` (``mul.rn.f32``), ``+ beta·C`` by ``fma.rn.f32``
+    when beta ≠ 0, ``+ bias`` per column, ReLU, ``cvt.rn.bf16``. ``A``: (M, K) raw bf16 bits, ``B``: (N, K), ``C``:
+    (M, N) raw bf16 bits (read only when beta ≠ 0), ``bias``: N raw bf16 bits or None."""
     from ..tensorcore import mma
 
     A = np.asarray(A, np.uint16)
@@ -261,8 +367,59 @@ def reference(A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, bk: int = 
     acc = None
     for k in range(0, Kp, 16):
         acc = mma(Ap[:, k:k + 16], Bp[k:k + 16], acc, atype="bf16", dtype="f32", scale_d=k > 0)
-    v = (np.float32(alpha) * acc.view(np.float32)).astype(np.float32)
-    if beta != 0:
-        cold = (np.asarray(C, np.uint16).astype(np.uint32) << 16).view(np.float32)
-        v = fma_f32(np.float32(beta), cold, v)
-    return bf16_round(v)
+    return _epilogue(acc.view(np.float32), C, alpha, beta, bias, relu)
+
+
+SCALE_BLOCK = 128              #: K-elements per scale block (A: 1 × 128, B: 128 × 128), one ring stage of FP8
+
+
+def quantize_fp8(x, w):
+    """(qa, sa, qb, sb): ``x`` (M × K) and ``w`` (N × K) float32 quantised to e4m3 as DeepSeek-V3 / DeepGEMM
+    scale them (:func:`h100lab.tensorcore.quant.quantize`): A per 1 × 128 block (sa: M × ⌈K/128⌉), B per 128 × 128
+    block (sb: ⌈N/128⌉ × ⌈K/128⌉); dequantised value = decode(q) · s."""
+    from ..tensorcore.quant import quantize
+    qa, sa = quantize(x, "e4m3", "block_1x128")
+    qb, sb = quantize(w, "e4m3", "block_128x128")
+    return qa, sa, qb, sb
+
+
+def _check_scales(sa, sb, M: int, N: int, K: int):
+    W = -(-K // SCALE_BLOCK)
+    sa, sb = np.asarray(sa, np.float32), np.asarray(sb, np.float32)
+    if sa.shape != (M, W) or sb.shape != (-(-N // SCALE_BLOCK), W):
+        raise GemmShapeError(f"scales {sa.shape}, {sb.shape}: sa is M × ceil(K/128) = {(M, W)} (1 × 128 blocks of "
+                             f"A), sb ceil(N/128) × ceil(K/128) = {(-(-N // SCALE_BLOCK), W)} (128 × 128 blocks of B)")
+    return sa, sb
+
+
+def fp8_scales(sa, sb):
+    """The scales in the kernel's layouts: sa block-major (⌈K/128⌉ × M, so a warp's rows of one block are
+    contiguous), sb as is (⌈N/128⌉ × ⌈K/128⌉), both contiguous float32."""
+    sa, sb = np.asarray(sa, np.float32), np.asarray(sb, np.float32)
+    if sa.ndim != 2 or sb.ndim != 2 or sa.shape[1] != sb.shape[1]:
+        raise GemmShapeError(f"scales {sa.shape}, {sb.shape}: sa (M, blocks of K), sb (blocks of N, blocks of K)")
+    return np.ascontiguousarray(sa.T), np.ascontiguousarray(sb)
+
+
+def reference_fp8(A, B, sa, sb, C=None, *, alpha: float = 1.0, beta: float = 0.0, bias=None,
+                  relu: bool = False) -> np.ndarray:
+    """What the FP8 form writes, as raw bf16 bits: K zero-padded to whole 128-blocks (the TMA's OOB fill), per block
+    four k32 e4m3 wgmmas chained into a partial sum and promoted, ``acc = fma(P, sa·sb, acc)``
+    (:func:`h100lab.tensorcore.accumulate.fp8_gemm`, interval 4: the tensor core's FP8 accumulation as the H200
+    does it), then the epilogue (:func:`epilogue_ops`). ``A``: (M, K) e4m3 bytes, ``B``: (N, K); ``sa``: (M, ⌈K/128⌉),
+    ``sb``: (⌈N/128⌉, ⌈K/128⌉) f32 (:func:`quantize_fp8`)."""
+    from ..tensorcore.accumulate import fp8_gemm
+
+    A = np.asarray(A, np.uint8)
+    B = np.asarray(B, np.uint8)
+    M, K = A.shape
+    N = B.shape[0]
+    sa, sb = _check_scales(sa, sb, M, N, K)
+    Kp = -(-K // SCALE_BLOCK) * SCALE_BLOCK
+    Ap = np.zeros((M, Kp), np.uint8)
+    Ap[:, :K] = A
+    Bp = np.zeros((N, Kp), np.uint8)
+    Bp[:, :K] = B
+    sb_rows = np.repeat(sb, SCALE_BLOCK, axis=0)[:N]         # B's scale for each of its rows
+    acc = fp8_gemm(Ap, Bp, sa, sb_rows, atype="e4m3", btype="e4m3", interval=SCALE_BLOCK // 32)
+    return _epilogue(acc, C, alpha, beta, bias, relu, fp8=True)

@@ -35,10 +35,29 @@
 //    through mapa), and a producer leaves only after every stage was released;
 //    -DTMA_STORE=1 adds two 64 x 64 staging tiles per consumer and, when beta == 0, sends C out through stmatrix
 //    + TMA stores (kernel arguments map_c, tma_epi);
-//  * epilogue: alpha * acc (+ beta * C when beta != 0, BLAS rule: C is not read when beta == 0) in f32
-//    (__fmul_rn / __fmaf_rn), cvt.rn.bf16x2.f32, direct global stores with bounds checks for ragged M and N.
-// Host rules: K a multiple of 8 (TMA global strides are multiples of 16 B, CUDA Driver API cuTensorMapEncodeTiled);
-// dynamic shared memory = h100lab.design.capstone.smem_bytes(); 384 threads per CTA.
+//  * epilogue, in the fixed order of h100lab.design.epilogue.ORDER (each step marked `// epilogue: <op>` below):
+//    alpha * acc (__fmul_rn), + beta * C when beta != 0 (__fmaf_rn; BLAS rule: C is not read when beta == 0),
+//    + bias[col] when a bias is given (a bf16 vector of N, per column; add.rn.f32), ReLU when relu != 0
+//    (max.f32 with 0: exact, so emulator and H200 agree bit for bit; -0 and NaN give +0), cvt.rn.bf16x2.f32; direct
+//    global stores with bounds checks for ragged M and N, or the stmatrix + TMA store (-DTMA_STORE=1, beta == 0).
+//  * -DFP8=1 (cooperative, BN_TILE 128): entry gemm_e4m3, A (M x K) and B (N x K) e4m3 bytes, K-major, with
+//    per-block scales as DeepSeek-V3 / DeepGEMM: sa one f32 per row of A per 128-K block (1 x 128), stored
+//    block-major (sa[kb * M + row]), sb one f32 per 128 x 128 block of B (sb[(col / 128) * nk + kb]). A stage is
+//    one scale block: 128 bytes of K per row (the same 128B-swizzled TMA tiles, now 128 e4m3 elements), consumed by
+//    four m64n128k32 e4m3 wgmmas (the K-advance is again +32 B) into a partial sum P with scale-d = 0 on the first;
+//    then two-level accumulation (DeepSeek-V3 3.3.2, lesson 7's l07_fp8_gemm.cu): acc = fma(P, sa[row] * sb, acc)
+//    in f32 on the CUDA cores (epilogue op scale_ab), bit for bit h100lab.tensorcore.accumulate.fp8_gemm with
+//    interval 4. Registers: acc and P are 64 f32 each for a 64 x 128 fragment, 128 of the 232 a consumer thread
+//    gets (N = 256 would need 128 + 128 = 256 before a single address; two m64 blocks per consumer at N = 128 as
+//    well), leaving about 100 for descriptors, scales and the epilogue. P is written by the next block's first
+//    wgmma, so a group cannot stay in flight across the promotion (no INFLIGHT): each consumer waits for its group
+//    (wait_group 0), gives the stage back at once (P holds what it needed) and promotes while the other consumer
+//    warpgroup's wgmmas keep the tensor cores busy. Scales come by ld.global.nc, prefetched one block ahead (issued
+//    after the block's wgmmas, used a block later): three values per thread per block, block-major so a warp's 16
+//    rows are 64 contiguous bytes; a TMA of the scales into each stage would cost a third box and layout rules
+//    (a 16-byte-multiple stride of M floats) for those three registers.
+// Host rules: K a multiple of 8 (16 for FP8: TMA global strides are multiples of 16 B, CUDA Driver API
+// cuTensorMapEncodeTiled); dynamic shared memory = h100lab.design.capstone.Variant.smem_bytes; 384 threads per CTA.
 #include <h100lab/tensormap.cuh>
 
 #ifndef PINGPONG
@@ -59,11 +78,17 @@
 #if CLUSTER != 1 && (CLUSTER != 2 || PINGPONG)
 #error "CLUSTER is 1, or 2 with the cooperative consumers"
 #endif
+#ifndef FP8
+#define FP8 0                // 1: e4m3 inputs with per-block scales and two-level accumulation (entry gemm_e4m3)
+#endif
+#if FP8 && (PINGPONG || BN_TILE != 128 || INFLIGHT)
+#error "FP8 is the cooperative kernel with 128-column tiles and one partial sum (no group in flight across it)"
+#endif
 #ifndef STAGES
 #if PINGPONG
 #define STAGES 5
 #elif BN_TILE == 128
-#define STAGES 7
+#define STAGES (FP8 ? 6 : 7)
 #else
 #define STAGES 4
 #endif
@@ -74,7 +99,8 @@
 
 namespace {
 
-constexpr int BK = 64;                       // K elements per stage: one 128-byte swizzle row
+constexpr int ELEM = FP8 ? 1 : 2;           // bytes per A / B element (e4m3 or bf16)
+constexpr int BK = 128 / ELEM;               // K elements per stage: one 128-byte swizzle row (64 bf16, 128 e4m3)
 constexpr int BN = BN_TILE;                  // wgmma N
 constexpr int NACC = BN / 2;                 // f32 accumulators per thread: 64 x BN over 128 threads
 #if PINGPONG
@@ -86,8 +112,8 @@ constexpr int BM = 128;                      // two consumer warpgroups per tile
 constexpr int CONSUMERS_PER_STAGE = 2;
 constexpr int MSUB = 1;
 #endif
-constexpr int A_BYTES = BM * BK * 2;
-constexpr int B_BYTES = BN * BK * 2;
+constexpr int A_BYTES = BM * BK * ELEM;
+constexpr int B_BYTES = BN * BK * ELEM;
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int EPI_BYTES = 64 * 64 * 2;        // one 64 x 64 bf16 staging tile (64 rows of 128 B, 128B-swizzled)
 constexpr int EPI_TOTAL = TMA_STORE ? 2 * 2 * EPI_BYTES : 0;   // two staging tiles per consumer warpgroup
@@ -176,9 +202,16 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long d
 }
 
 #else
+#if FP8   // k32 e4m3 x e4m3; FP8 takes no transpose immediates (K-major only, PTX ISA 9.7.15.5.2)
+#define WGMMA_N128 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"
+#define WGMMA_IMM "1, 1"                     // imm-scale-a, imm-scale-b
+#else
+#define WGMMA_N128 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"
+#define WGMMA_IMM "1, 1, 0, 0"               // imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+#endif
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n\t}"
+                 WGMMA_N128 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, " WGMMA_IMM ";\n\t}"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "l"(da), "l"(db), "r"(scale_d) : "memory");
 }
@@ -205,10 +238,26 @@ __device__ __forceinline__ void fence_acc(float (&d)[MSUB][NACC]) {
     for (int m = 0; m < MSUB; ++m) fence_acc(d[m]);
 }
 
+// the epilogue's steps after beta * C for the values of columns col and col + 1 (a column at or past N has none):
+// + bias[col] (bf16 -> f32, add.rn.f32) when a bias is given, then ReLU (max.f32 with 0) when relu != 0
+__device__ __forceinline__ void bias_act(float& v0, float& v1, const unsigned short* __restrict__ bias, int col,
+                                         int N, int relu) {
+    if (bias != nullptr) {                                          // epilogue: bias
+        if (col < N) v0 = __fadd_rn(v0, bf16_to_f32(__ldg(bias + col)));
+        if (col + 1 < N) v1 = __fadd_rn(v1, bf16_to_f32(__ldg(bias + col + 1)));
+    }
+    if (relu) {                                                     // epilogue: activation
+        v0 = fmaxf(v0, 0.f);
+        v1 = fmaxf(v1, 0.f);
+    }
+}
+
 // acc (this warpgroup's 64 x BN fragment: row 16w + g + 8((r >> 1) & 1), column 8(r >> 2) + 2c + (r & 1),
-// PTX ISA 9.7.15.5.1.1.1) -> alpha * acc + beta * C -> bf16, stored straight to global memory within M x N
+// PTX ISA 9.7.15.5.1.1.1) -> alpha * acc + beta * C (+ bias, ReLU) -> bf16, stored straight to global memory
+// within M x N
 __device__ __forceinline__ void epilogue(const float (&d)[NACC], unsigned short* __restrict__ C, int M, int N,
-                                         int row0, int col0, float alpha, float beta, unsigned t) {
+                                         int row0, int col0, float alpha, float beta,
+                                         const unsigned short* __restrict__ bias, int relu, unsigned t) {
     const unsigned w = t / 32, g = (t % 32) / 4, c = t % 4;
     const bool even = (N & 1) == 0;              // then every (row, even column) pair is 4-byte aligned
 #pragma unroll
@@ -217,13 +266,14 @@ __device__ __forceinline__ void epilogue(const float (&d)[NACC], unsigned short*
         const int col = col0 + 8 * (r >> 2) + 2 * c;
         if (row >= M || col >= N) continue;
         unsigned short* p = C + (size_t)row * N + col;
-        float v0 = __fmul_rn(alpha, d[r]), v1 = __fmul_rn(alpha, d[r + 1]);
+        float v0 = __fmul_rn(alpha, d[r]), v1 = __fmul_rn(alpha, d[r + 1]);   // epilogue: alpha
         if (col + 1 < N) {
-            if (beta != 0.f) {
+            if (beta != 0.f) {                                                 // epilogue: beta_c
                 const unsigned short o0 = p[0], o1 = p[1];
                 v0 = __fmaf_rn(beta, bf16_to_f32(o0), v0);
                 v1 = __fmaf_rn(beta, bf16_to_f32(o1), v1);
             }
+            bias_act(v0, v1, bias, col, N, relu);
             const unsigned packed = pack_bf16(v0, v1);
             if (even) {
                 *reinterpret_cast<unsigned*>(p) = packed;
@@ -233,6 +283,7 @@ __device__ __forceinline__ void epilogue(const float (&d)[NACC], unsigned short*
             }
         } else {
             if (beta != 0.f) v0 = __fmaf_rn(beta, bf16_to_f32(p[0]), v0);
+            bias_act(v0, v1, bias, col, N, relu);                              // col + 1 = N: v1 is not stored
             p[0] = (unsigned short)(pack_bf16(v0, 0.f) & 0xFFFFu);
         }
     }
@@ -244,13 +295,22 @@ __device__ __forceinline__ void stmatrix4(unsigned addr, unsigned r0, unsigned r
                  :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
-// the 64 x BN fragment (alpha * acc -> bf16) goes out in 64-column chunks: stmatrix.x4 (PTX ISA 9.7.14.5.16) into one
+// alpha * acc (+ bias, ReLU) of the values of columns col, col + 1 of one row -> bf16x2 (the TMA store: beta == 0)
+__device__ __forceinline__ unsigned epi_pair(float a0, float a1, float alpha, const unsigned short* __restrict__ bias,
+                                             int col, int N, int relu) {
+    float v0 = __fmul_rn(alpha, a0), v1 = __fmul_rn(alpha, a1);       // epilogue: alpha
+    bias_act(v0, v1, bias, col, N, relu);
+    return pack_bf16(v0, v1);
+}
+
+// the 64 x BN fragment (alpha * acc (+ bias, ReLU) -> bf16) goes out in 64-column chunks: stmatrix.x4 (PTX ISA 9.7.14.5.16) into one
 // of this warpgroup's two 128B-swizzled staging tiles, fence.proxy.async (generic writes -> the TMA), and one thread's
 // cp.async.bulk.tensor store (PTX ISA 9.7.9.27.1.2; rows/columns past M/N are clipped by the TMA). Before a tile is
 // rewritten, wait_group.read 1 lets the store issued from it two chunks ago finish reading it.
 __device__ __forceinline__ void epilogue_tma(const float (&d)[NACC], const CUtensorMap* map_c, unsigned stage0,
-                                             int row0, int col0, float alpha, unsigned t, int named) {
-    const unsigned w = t / 32, lane = t % 32, q = lane / 8;
+                                             int row0, int col0, float alpha, const unsigned short* __restrict__ bias,
+                                             int relu, int N, unsigned t, int named) {
+    const unsigned w = t / 32, lane = t % 32, q = lane / 8, c = t % 4;
     const unsigned row = 16 * w + (lane % 8) + 8 * (q & 1);             // the staging row this lane addresses
 #pragma unroll
     for (int cb = 0; cb < BN / 64; ++cb) {
@@ -260,10 +320,11 @@ __device__ __forceinline__ void epilogue_tma(const float (&d)[NACC], const CUten
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) {                                // columns 16jj..16jj+15 of the chunk
             const int a = 32 * cb + 8 * jj, b = a + 4;
-            const unsigned r0 = pack_bf16(__fmul_rn(alpha, d[a]), __fmul_rn(alpha, d[a + 1]));
-            const unsigned r1 = pack_bf16(__fmul_rn(alpha, d[a + 2]), __fmul_rn(alpha, d[a + 3]));
-            const unsigned r2 = pack_bf16(__fmul_rn(alpha, d[b]), __fmul_rn(alpha, d[b + 1]));
-            const unsigned r3 = pack_bf16(__fmul_rn(alpha, d[b + 2]), __fmul_rn(alpha, d[b + 3]));
+            const int col = col0 + 64 * cb + 16 * jj + 2 * (int)c;       // d[a], d[a + 1]; d[b].. 8 columns on
+            const unsigned r0 = epi_pair(d[a], d[a + 1], alpha, bias, col, N, relu);
+            const unsigned r1 = epi_pair(d[a + 2], d[a + 3], alpha, bias, col, N, relu);
+            const unsigned r2 = epi_pair(d[b], d[b + 1], alpha, bias, col + 8, N, relu);
+            const unsigned r3 = epi_pair(d[b + 2], d[b + 3], alpha, bias, col + 8, N, relu);
             const unsigned chunk = 2 * jj + (q >> 1);
             stmatrix4(stage + row * 128u + ((chunk ^ (row & 7u)) << 4), r0, r1, r2, r3);
         }
@@ -281,11 +342,22 @@ __device__ __forceinline__ void epilogue_tma(const float (&d)[NACC], const CUten
 
 }  // namespace
 
-// map_a: A (K x M elements, dims {K, M}), box {64, BM}; map_b: B (dims {K, N}), box {64, BN}; both bf16,
-// CU_TENSOR_MAP_SWIZZLE_128B, zero OOB fill. group >= 1 tiles per raster group, raster 0 (along M) or 1 (along N).
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
+#if FP8
+#define GEMM_ENTRY gemm_e4m3
+#else
+#define GEMM_ENTRY gemm_bf16
+#endif
+
+// map_a: A (K x M elements, dims {K, M}), box {BK, BM}; map_b: B (dims {K, N}), box {BK, BN / CLUSTER}; both bf16
+// (FP8: uint8 e4m3 bytes), CU_TENSOR_MAP_SWIZZLE_128B, zero OOB fill. group >= 1 tiles per raster group, raster 0
+// (along M) or 1 (along N). bias: N bf16 values or nullptr (none); relu: 0 or 1. FP8: sa, sb the block scales.
+extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
         const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-        unsigned short* __restrict__ C, int M, int N, int K, float alpha, float beta, int group, int raster
+        unsigned short* __restrict__ C, int M, int N, int K, float alpha, float beta, int group, int raster,
+        const unsigned short* __restrict__ bias, int relu
+#if FP8
+        , const float* __restrict__ sa, const float* __restrict__ sb   // sa[kb * M + row], sb[(n / 128) * nk + kb]
+#endif
 #if TMA_STORE
         , const __grid_constant__ CUtensorMap map_c, int tma_epi   // map_c: C (dims {N, M}), box {64, 64}, SWIZZLE_128B
 #endif
@@ -380,6 +452,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
     for (int m = 0; m < MSUB; ++m)
 #pragma unroll
         for (int r = 0; r < NACC; ++r) d[m][r] = 0.f;
+#if FP8
+    float p[NACC];                                                          // one scale block's partial sum
+#endif
     int j = 0;                                                              // this CTA's tile counter
     for (int tile = first_tile; tile < tiles_iter; tile += tile_step, ++j) {
 #if PINGPONG
@@ -396,9 +471,40 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
         int tm, tn;
         my_tile(tile, tm, tn);
         int it = j * nk;
+#if FP8
+        // this thread's rows (16w + g and 8 below) and the tile's 128-column block of B: their scales for block 0
+        const int rlo = tm * BM + row0_in_tile + 16 * (int)(t / 32) + (int)(t % 32) / 4, rhi = rlo + 8;
+        const float* sbt = sb + (size_t)tn * nk;
+        float sa_lo = rlo < M ? __ldg(sa + rlo) : 0.f, sa_hi = rhi < M ? __ldg(sa + rhi) : 0.f, sb_k = __ldg(sbt);
+#pragma unroll
+        for (int r = 0; r < NACC; ++r) d[0][r] = 0.f;                       // the f32 accumulator starts at 0
+#endif
         for (int kb = 0; kb < nk; ++kb, ++it) {
             const int s = it % STAGES;
             bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
+#if FP8
+            fence_acc(p);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int k = 0; k < 4; ++k)                                     // four k32 steps: one 128-K scale block
+                wgmma_tile(p, desc_sw128(a_base + s * A_BYTES + a_off + 32 * k),
+                           desc_sw128(b_base + s * B_BYTES + 32 * k), k);   // scale-d = 0 first: P restarts
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            // the next block's scales, loaded while the wgmmas run and used one block later
+            const bool more = kb + 1 < nk;
+            const size_t nxt = (size_t)(kb + 1) * M;
+            const float na_lo = more && rlo < M ? __ldg(sa + nxt + rlo) : 0.f;
+            const float na_hi = more && rhi < M ? __ldg(sa + nxt + rhi) : 0.f;
+            const float nb = more ? __ldg(sbt + kb + 1) : 0.f;
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            fence_acc(p);
+            if (t % 32 == 0) release(bars + 8 * (STAGES + s));              // P holds what the stage gave
+            const float s_lo = __fmul_rn(sa_lo, sb_k), s_hi = __fmul_rn(sa_hi, sb_k);
+#pragma unroll
+            for (int r = 0; r < NACC; ++r)                                  // epilogue: scale_ab (promotion)
+                d[0][r] = __fmaf_rn(p[r], (r & 2) ? s_hi : s_lo, d[0][r]);
+            sa_lo = na_lo, sa_hi = na_hi, sb_k = nb;
+#else
             fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
@@ -422,6 +528,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
             fence_acc(d);
             if (t % 32 == 0) release(bars + 8 * (STAGES + s));              // this warp is done with the stage
 #endif
+#endif  // FP8
         }
 #if INFLIGHT
 #if PINGPONG
@@ -438,12 +545,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_bf16(
 #pragma unroll
             for (int m = 0; m < MSUB; ++m)
                 epilogue_tma(d[m], &map_c, epi_base + c * 2 * EPI_BYTES, tm * BM + row0_in_tile + 64 * m, tn * BN,
-                             alpha, t, 1 + c);
+                             alpha, bias, relu, N, t, 1 + c);
             continue;
         }
 #endif
 #pragma unroll
-        for (int m = 0; m < MSUB; ++m) epilogue(d[m], C, M, N, tm * BM + row0_in_tile + 64 * m, tn * BN, alpha, beta, t);
+        for (int m = 0; m < MSUB; ++m)
+            epilogue(d[m], C, M, N, tm * BM + row0_in_tile + 64 * m, tn * BN, alpha, beta, bias, relu, t);
     }
 #if TMA_STORE
     if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // the last stores are done with shared memory

@@ -1,0 +1,129 @@
+"""The capstone's FP8 form (h100lab/cuda/kernels/l08_gemm.cu -DFP8=1, entry gemm_e4m3) on the emulator: e4m3 A and
+B with DeepSeek-V3 / DeepGEMM block scales (A 1 x 128, B 128 x 128), four k32 wgmmas per 128-K block into a partial
+sum promoted by fma(P, sa * sb, acc) — bit for bit h100lab.design.capstone.reference_fp8 (built on
+h100lab.tensorcore.accumulate.fp8_gemm, the FP8 accumulation model measured on the H200 in lesson 7), on square,
+ragged (M, N, K not multiples of the tile; K not a multiple of the 128-K block) and multi-lap shapes, race-clean."""
+import numpy as np
+import pytest
+
+from h100lab import emu
+from h100lab.design import capstone as cap
+
+pytestmark = pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+
+FP8 = sorted(cap.FP8_VARIANTS)
+
+
+def _inputs(M, N, K, seed=1):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    # rows of different magnitudes, so the per-row and per-block scales differ
+    x *= np.exp2(rng.integers(-6, 7, (M, 1))).astype(np.float32)
+    return cap.quantize_fp8(x, w)
+
+
+def _run(variant, M, N, K, ctas=1, *, alpha=1.0, beta=0.0, bias=False, relu=False, **options):
+    v = cap.FP8_VARIANTS[variant]
+    qa, sa, qb, sb = _inputs(M, N, K)
+    rng = np.random.default_rng(5)
+    C0 = cap.bf16_round(rng.standard_normal((M, N)).astype(np.float32))
+    b = cap.bf16_round(rng.standard_normal(N).astype(np.float32)) if bias else None
+    k = emu.compile_kernel("l08_gemm", options=v.options).function(v.entry)
+    dC = emu.to_device(C0)
+    dsa, dsb = (emu.to_device(s) for s in cap.fp8_scales(sa, sb))
+    st = cap.launch(emu, k, v, emu.to_device(qa), emu.to_device(qb), dC, M, N, K, alpha=alpha, beta=beta, sms=ctas,
+                    bias=None if b is None else emu.to_device(b), relu=relu, scales=(dsa, dsb), **options)
+    want = cap.reference_fp8(qa, qb, sa, sb, C0, alpha=alpha, beta=beta, bias=b, relu=relu)
+    return dC.to_host(), want, st, v
+
+
+@pytest.mark.parametrize("variant", FP8)
+def test_square_bit_exact(variant):
+    """128 x 256 x 512 (256 x 256 for a cluster pair): four 128-K blocks, each promoted with its own scales."""
+    M = 128 * cap.FP8_VARIANTS[variant].cluster
+    got, want, st, v = _run(variant, M, 256, 512, alpha=1.5)
+    assert np.array_equal(got, want)
+    tiles = np.prod(cap.tile_counts(v, M, 256))
+    assert st.wgmma == (M // 64) * (256 // 128) * 4 * 4            # 64-row consumers x tiles x blocks x k32 steps
+    assert st.tma_bytes == tiles * 4 * v.stage_bytes + (M * 256 * 2 if v.tma_store else 0)
+    assert v.stage_bytes == 2 * 128 * 128                          # 128 rows of A and of B, 128 bytes of K each
+
+
+@pytest.mark.parametrize("variant, M, N, K, beta", [("fp8_cooperative", 200, 135, 272, 0.5),
+                                                     ("fp8_cooperative_tmastore", 200, 136, 528, 0.0),
+                                                     ("fp8_cooperative_tmastore_cluster2", 200, 136, 400, 0.0)])
+def test_ragged_bit_exact(variant, M, N, K, beta):
+    """Ragged M, N and K (K = 272, 400, 528: the last 128-K block partly TMA zero fill, its scales still applied);
+    odd N takes the direct stores; a second tile row of the cluster pair is half empty."""
+    got, want, _, _ = _run(variant, M, N, K, alpha=-0.75, beta=beta)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("variant", ["fp8_cooperative", "fp8_cooperative_tmastore"])
+def test_bias_relu(variant):
+    got, want, _, _ = _run(variant, 130, 264, 256, alpha=0.5, bias=True, relu=True)
+    assert np.array_equal(got, want)
+    assert 0.3 < np.mean(got == 0) < 0.7
+
+
+def test_many_laps_through_the_ring():
+    """Three 128 x 128 tiles on one CTA, five blocks each: 15 ring slots through 6 stages, the accumulator reset per
+    tile and the scales prefetched one block ahead across tile boundaries."""
+    got, want, st, v = _run("fp8_cooperative_tmastore", 128, 384, 640)
+    assert np.array_equal(got, want)
+    assert st.tma_bytes == 3 * 5 * v.stage_bytes + 128 * 384 * 2
+
+
+def test_model_is_the_two_level_accumulation():
+    """The reference is lesson 7's model: promotion per 128-K block differs from one long tensor-core chain (which
+    loses bits), and both are close to the exact product of the dequantised inputs."""
+    from h100lab.tensorcore.accumulate import fp8_gemm, fp8_gemm_exact
+    qa, sa, qb, sb = _inputs(64, 128, 1024)
+    two = cap.reference_fp8(qa, qb, sa, sb)
+    exact = fp8_gemm_exact(qa, qb, sa, np.repeat(sb, 128, axis=0)[:128], interval=4)
+    got = (two.astype(np.uint32) << 16).view(np.float32)
+    assert np.abs(got - exact).max() <= 2 ** -7 * np.abs(exact).max()
+    one = fp8_gemm(qa, qb, np.ones((64, 1), np.float32), np.ones((128, 1), np.float32), interval=32)
+    assert not np.array_equal(one, fp8_gemm(qa, qb, np.ones((64, 8), np.float32), np.ones((128, 8), np.float32)))
+
+
+@pytest.mark.parametrize("variant", FP8)
+def test_racecheck_with_shuffled_warps(variant):
+    got, want, _, _ = _run(variant, 128 * cap.FP8_VARIANTS[variant].cluster, 128, 256, racecheck=True, seed=3)
+    assert np.array_equal(got, want)
+
+
+def test_shape_and_scale_rules():
+    v = cap.FP8_VARIANTS["fp8_cooperative"]
+    with pytest.raises(cap.GemmShapeError, match="multiple of 16"):
+        cap.check_shape(128, 128, 264, "e4m3")
+    with pytest.raises(cap.GemmShapeError, match="scales"):
+        cap.launch(emu, None, v, 0, 0, 0, 128, 128, 256)
+    with pytest.raises(cap.GemmShapeError, match="scales"):
+        cap.launch(emu, None, cap.VARIANTS["cooperative"], 0, 0, 0, 128, 128, 256, scales=(0, 0))
+    qa, sa, qb, sb = _inputs(64, 128, 256)
+    with pytest.raises(cap.GemmShapeError, match="128 x 128|128 × 128"):
+        cap.reference_fp8(qa, qb, sa, sb[:, :1])
+    assert cap.variant("fp8_cooperative") is v and cap.variant("cooperative") is cap.VARIANTS["cooperative"]
+    with pytest.raises(KeyError):
+        cap.variant("fp16_cooperative")
+
+
+def test_variants_fit_the_h200():
+    for v in cap.FP8_VARIANTS.values():
+        assert v.smem_bytes <= 227 * 1024 and v.dtype == "e4m3" and v.entry == "gemm_e4m3"
+        assert "-DFP8=1" in v.options and v.bn == 128 and not v.pingpong and not v.inflight
+        # one more stage would not fit: the ring is as deep as shared memory allows
+        from dataclasses import replace
+        assert replace(v, stages=v.stages + 1).smem_bytes > 227 * 1024
+    assert all("-DFP8=1" not in v.options for v in cap.VARIANTS.values())
+
+
+def test_ptxas_keeps_wgmma_async():
+    """Every FP8 form compiles for sm_90a with no spills (accumulator + partial sum fit the 232 registers) and
+    without ptxas serializing the wgmmas."""
+    from h100lab import nvrtc
+    for v in cap.FP8_VARIANTS.values():
+        log = nvrtc.compile_kernel("l08_gemm", options=v.options + ("--ptxas-options=-v",)).log
+        assert "0 bytes spill stores" in log and "serialized" not in log, (v.name, log)

@@ -45,11 +45,15 @@ class FakeBackend:
     def copy(self, dst, src):
         dst[...] = src
 
-    def ours(self, variant, A, B, C, M, N, K, alpha=1.0, beta=0.0, group=8, raster=0, sms=132):
+    def bias(self, N, seed):
+        return cap.bf16_round(np.random.default_rng(seed).standard_normal(N).astype(np.float32))
+
+    def ours(self, variant, A, B, C, M, N, K, alpha=1.0, beta=0.0, group=8, raster=0, sms=132, bias=None,
+             relu=False, scales=None):
         if variant in self.fail:
             raise RuntimeError(f"planted failure of {variant}")
-        v = cap.VARIANTS[variant]
-        k = emu.compile_kernel("l08_gemm", options=v.options).function("gemm_bf16")
+        v = cap.variant(variant)
+        k = emu.compile_kernel("l08_gemm", options=v.options).function(v.entry)
 
         def run():
             dC, dA, dB = emu.to_device(C), emu.to_device(A), emu.to_device(B)
@@ -57,18 +61,84 @@ class FakeBackend:
             if v.tma_store:                    # as TorchCuda.ours: C's map made once, passed in
                 maps = (*maps, cap.c_map(emu, v, dC, M, N, beta))
             cap.launch(emu, k, v, dA, dB, dC, M, N, K, alpha=alpha, beta=beta, sms=sms, group=group, raster=raster,
-                       maps=maps)
+                       maps=maps, bias=None if bias is None else emu.to_device(bias), relu=relu,
+                       scales=None if scales is None else tuple(emu.to_device(x) for x in scales))
             C[...] = dC.to_host()
-            self.launches.append((variant, M, N, K, group, raster))
+            self.launches.append((variant, M, N, K, group, raster) + (("bias_relu",) if bias is not None else ()))
         return run
 
-    def cublas(self, A, B, C, alpha=1.0, beta=0.0):
+    def cublas(self, A, B, C, alpha=1.0, beta=0.0, bias=None, relu=False, fused=False):
+        if fused and "fused" in self.fail:
+            raise RuntimeError("planted failure of the fused cuBLASLt epilogue")
+
         def run():
             r = alpha * (_f32(A).astype(np.float64) @ _f32(B).astype(np.float64).T)
             if beta != 0:                      # BLAS: C is not read when beta = 0
                 r = r + beta * _f32(C)
+            if bias is not None:
+                r = r + _f32(bias)[None, :]
+            if relu:
+                r = np.maximum(r, 0)
             C[...] = cap.bf16_round(r.astype(np.float32))
         return run
+
+    # ---- FP8: NumPy inputs, our kernel on the emulator, "cuBLAS FP8" as the f64 product of its dequantised inputs
+    fp8_model_checks = [(128, 128, 256, False), (72, 136, 144, True)]
+    epi_shape = (128, 256, 64)
+
+    def fp8_inputs(self, M, N, K, seed):
+        from h100lab.tensorcore import quant
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal((M, K)).astype(np.float32)
+        w = rng.standard_normal((N, K)).astype(np.float32)
+        Q = {"x": x, "w": w, "xb": cap.bf16_round(x), "wb": cap.bf16_round(w), "M": M, "N": N, "K": K}
+        Q["qa"], Q["sa"], Q["qb"], Q["sb"] = cap.quantize_fp8(x, w)
+        Q["qa_t"], Q["sa_t"] = quant.quantize(x, "e4m3", "tensor")
+        Q["qb_t"], Q["sb_t"] = quant.quantize(w, "e4m3", "tensor")
+        Q["qa_r"], Q["sa_r"] = quant.quantize(x, "e4m3", "row")
+        Q["qb_r"], Q["sb_r"] = quant.quantize(w, "e4m3", "row")
+        return Q
+
+    def fp8_host(self, Q, rows=None, col_block=None):
+        qa, sa, qb, sb = Q["qa"], Q["sa"], Q["qb"], Q["sb"]
+        if rows is not None:
+            qa, sa = qa[rows], sa[rows]
+        if col_block is not None:
+            qb, sb = qb[128 * col_block:128 * (col_block + 1)], sb[col_block:col_block + 1]
+        return qa, sa, qb, sb
+
+    def fp8_out(self, M, N):
+        return np.full((M, N), 0x7FC0, np.uint16)
+
+    def bits(self, C, rows=None, cols=None):
+        c = C if rows is None else C[rows]
+        return c if cols is None else c[:, cols[0]:cols[1]]
+
+    def ours_fp8(self, variant, Q, C, alpha=1.0, bias=None, relu=False, sms=132):
+        return self.ours(variant, Q["qa"], Q["qb"], C, Q["M"], Q["N"], Q["K"], alpha=alpha, sms=sms, bias=bias,
+                         relu=relu, scales=cap.fp8_scales(Q["sa"], Q["sb"]))
+
+    def cublas_fp8(self, Q, C, mode):
+        if mode == "block":
+            raise RuntimeError("planted: this cuBLAS takes no block scales")
+        ref = self.fp8_reference(Q, "tensor" if mode == "tensor_fast_accum" else mode)
+
+        def run():
+            C[...] = cap.bf16_round(ref.astype(np.float32))
+        return run
+
+    def fp8_reference(self, Q, mode="block"):
+        from h100lab.tensorcore import quant
+        if mode == "exact":
+            return Q["x"].astype(np.float64) @ Q["w"].astype(np.float64).T
+        if mode == "block":
+            a = quant.dequantize(Q["qa"], Q["sa"], "e4m3", "block_1x128")
+            b = quant.dequantize(Q["qb"], Q["sb"], "e4m3", "block_128x128")
+        else:
+            g = "row" if mode == "rowwise" else "tensor"
+            a = quant.dequantize(Q[f"qa_{mode[0]}"], Q[f"sa_{mode[0]}"], "e4m3", g)
+            b = quant.dequantize(Q[f"qb_{mode[0]}"], Q[f"sb_{mode[0]}"], "e4m3", g)
+        return a.astype(np.float64) @ b.astype(np.float64).T
 
     def sync(self):
         pass
@@ -77,9 +147,11 @@ class FakeBackend:
         fn()                                   # once: the emulator is slow and the clock is fake
         return [1.0 + 0.01 * i for i in range(repeats)]
 
-    def reference(self, A, B, C, alpha, beta):
+    def reference(self, A, B, C, alpha, beta, bias=None, relu=False):
         r = alpha * (_f32(A).astype(np.float64) @ _f32(B).astype(np.float64).T)
-        return r + beta * _f32(C) if beta != 0 else r
+        r = r + beta * _f32(C) if beta != 0 else r
+        r = r + _f32(bias)[None, :] if bias is not None else r
+        return np.maximum(r, 0) if relu else r
 
     def errors(self, got, want, ref):
         g, w, r = _f32(got), _f32(want), np.asarray(ref, np.float64) if np.asarray(ref).dtype != np.uint16 else _f32(ref)
@@ -128,6 +200,72 @@ def test_bench_on_a_fake_gpu(tmp_path):
     assert ("cooperative", 200, 136, 72, 8, 0) in be.launches
     assert ("cooperative_n128_inflight", 200, 136, 72, 8, 0) in be.launches
     assert any("FAILED" in line for line in logs)
+
+
+def test_bias_relu_run_on_a_fake_gpu(tmp_path):
+    """--bias-relu: checks with a bias and ReLU against "cuBLAS" (addmm + relu) on a ragged shape, then the plain
+    and the fused epilogue timed side by side per variant, cuBLAS's three forms beside them (its fused cuBLASLt form
+    planted to fail here: recorded, the run goes on), into its own dataset."""
+    be = FakeBackend(fail={"fused"})
+    out = bench.main(["--out", str(tmp_path), "--bias-relu", "--variants",
+                      "cooperative_inflight_tmastore,cooperative"], backend=be, checks=[(72, 136, 64, 1.5, 0.0),
+                                                                                     (72, 135, 64, 0.5, -1.0)])
+    p = Path(out["path"])
+    assert p.name.startswith("gemm_bench_epilogue")
+    import json
+    obj = json.loads(p.read_text())
+    assert obj["meta"]["mode"] == "epilogue" and obj["meta"]["complete"]
+    recs = obj["records"]
+    checks = [r for r in recs if r["kind"] == "check"]
+    assert len(checks) == 4 and all(r["ok"] and r["bias"] and r["relu"] for r in checks), checks
+    times = {(r["variant"], r.get("epilogue")): r for r in recs if r["kind"] == "time"}
+    assert set(times) == {("cublas", "plain"), ("cublas_bias_relu", "bias_relu"), ("cublas_fused_bias_relu", "bias_relu"),
+                          ("cooperative_inflight_tmastore", "plain"), ("cooperative_inflight_tmastore", "bias_relu"),
+                          ("cooperative", "plain"), ("cooperative", "bias_relu")}
+    assert not times[("cublas_fused_bias_relu", "bias_relu")]["ok"] and out["failed"] == 1
+    for v in ("cooperative_inflight_tmastore", "cooperative"):
+        assert times[(v, "bias_relu")]["ok"] and times[(v, "plain")]["ok"]
+        assert times[(v, "bias_relu")]["M"] == 128 and times[(v, "bias_relu")]["ratio_cublas"] == pytest.approx(1.0)
+    assert ("cooperative", 128, 256, 64, 8, 0, "bias_relu") in be.launches
+
+
+def test_fp8_run_on_a_fake_gpu(tmp_path):
+    """--fp8: the FP8 form bit for bit against the model (square, ragged + bias + ReLU), accuracy against f32
+    references next to "cuBLAS FP8" (its block-scale mode planted to fail: recorded as not run), timing with the
+    ratios to cuBLAS FP8 and bf16, the model sample of the first timed shape; a planted failure of one variant
+    spoils only its own records."""
+    be = FakeBackend(fail={"fp8_cooperative"})
+    out = bench.main(["--out", str(tmp_path), "--fp8", "--variants", "fp8_cooperative_tmastore,fp8_cooperative"],
+                     backend=be, shapes=[(128, 128, 256)], checks=[(130, 136, 272)])
+    import json
+    obj = json.loads(Path(out["path"]).read_text())
+    assert Path(out["path"]).name.startswith("gemm_bench_fp8") and obj["meta"]["mode"] == "fp8"
+    assert obj["meta"]["complete"] and obj["meta"]["variants"] == ["fp8_cooperative_tmastore", "fp8_cooperative"]
+    recs = obj["records"]
+    model = [r for r in recs if r["kind"] == "fp8_model"]
+    assert [(r["variant"], r["ok"]) for r in model] == [("fp8_cooperative_tmastore", True), ("fp8_cooperative", False)] * 2
+    assert all(r["model_mismatches"] == 0 for r in model if r["ok"]) and model[2]["bias"]
+    checks = {r["variant"]: r for r in recs if r["kind"] == "fp8_check"}
+    assert checks["fp8_cooperative_tmastore"]["ok"] and checks["fp8_cooperative_tmastore"]["rel_fro_vs_deq"] < 2 ** -7
+    assert checks["cublas_fp8_block"]["unsupported"] and checks["cublas_fp8_tensor"]["ok"]
+    times = {r["variant"]: r for r in recs if r["kind"] == "fp8_time"}
+    assert {"cublas_bf16", "cublas_fp8_tensor", "cublas_fp8_rowwise", "cublas_fp8_tensor_fast_accum",
+            "cublas_fp8_block", "fp8_cooperative_tmastore", "fp8_cooperative"} == set(times)
+    ours = times["fp8_cooperative_tmastore"]
+    assert ours["ok"] and ours["model_mismatches"] == 0 and ours["dtype"] == "e4m3" and ours["tiles"] == 1
+    assert ours["ratio_cublas_fp8_mode"] == "tensor" and ours["ratio_cublas_fp8"] == pytest.approx(1.0)
+    assert ours["ratio_cublas_bf16"] == pytest.approx(1.0) and len(ours["samples_ms"]) == 20
+    assert set(ours["cublas_fp8_ms"]) == {"tensor", "tensor_fast_accum", "rowwise"}
+    assert ours["tflops"] == pytest.approx(2 * 128 * 128 * 256 / 1.095 / 1e9)
+    assert not times["fp8_cooperative"]["ok"] and "planted" in times["fp8_cooperative"]["error"]
+
+
+def test_fp8_variants_are_known():
+    assert set(bench.FP8_VARIANTS) <= set(cap.FP8_VARIANTS) and set(bench.EPI_VARIANTS) <= set(cap.VARIANTS)
+    with pytest.raises(SystemExit):       # an FP8 name in a bf16 run, and the two new modes together
+        bench.main(["--variants", "fp8_cooperative"], backend=FakeBackend(), shapes=[], checks=[])
+    with pytest.raises(SystemExit):
+        bench.main(["--fp8", "--bias-relu"], backend=FakeBackend(), shapes=[], checks=[])
 
 
 def test_pass_rule():

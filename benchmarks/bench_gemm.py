@@ -219,14 +219,14 @@ class TorchCuda:
     def fp8_host(self, Q: dict, rows=None, col_block=None):
         """(qa, sa, qb, sb) as NumPy (raw e4m3 bytes, f32 scales) for the model; ``rows`` of A and one 128-row
         block of B (``col_block``) to sample a large output."""
-        qa, sa, qb, sb = Q["qa"], Q["sa"], Q["qb"], Q["sb"]
+        u8 = self.torch.uint8                           # bytes first: indexing need not know float8 types
+        qa, sa, qb, sb = Q["qa"].view(u8), Q["sa"], Q["qb"].view(u8), Q["sb"]
         if rows is not None:
             idx = self.torch.as_tensor(rows, device="cuda")
             qa, sa = qa[idx], sa[idx]
         if col_block is not None:
             qb, sb = qb[128 * col_block:128 * (col_block + 1)], sb[col_block:col_block + 1]
-        return (qa.view(self.torch.uint8).cpu().numpy(), sa.cpu().numpy(), qb.view(self.torch.uint8).cpu().numpy(),
-                sb.cpu().numpy())
+        return qa.cpu().numpy(), sa.cpu().numpy(), qb.cpu().numpy(), sb.cpu().numpy()
 
     def fp8_out(self, M: int, N: int):
         return self.torch.full((M, N), float("nan"), device="cuda", dtype=self.torch.bfloat16)

@@ -1,8 +1,12 @@
 """Exercise set 7: the reference answers agree with the model's other views (decode, unpack, decompress,
-metadata_from_registers), and the kernel exercises' planted mistakes differ from the solution only where the
-exercise says."""
+metadata_from_registers), the kernel exercises' planted mistakes differ from the solution only where the exercise
+says, and exercise 7.8 (promotion with per-K-block scales) passes its solution, diagnoses every planted mistake with
+its own hint and takes its reference from the tensor-core model with windows finer than the scale blocks."""
 import numpy as np
+import pytest
 
+from h100lab import emu
+from h100lab.grading import check
 from h100lab.grading.answers import l07 as L
 from h100lab.grading.registry import get
 
@@ -35,6 +39,43 @@ def test_planted_kernels_change_only_the_named_lines():
     import difflib
     for sol, planted, n in [(L.SOLUTION_EPI, L.PROMPT_7_6, 1), (L.SOLUTION_EPI, L.PLANTED_7_6_QUAD, 2),
                             (L.SOLUTION_EPI, L.PROMPT_7_7, 1), (L.SOLUTION_EPI, L.PLANTED_7_7_HALVES, 4),
-                            (L.SOLUTION_GEMM, L.PROMPT_7_8, 1), (L.SOLUTION_GEMM, L.PLANTED_7_8_NOWAIT, 1)]:
+                            (L.SOLUTION_7_8, L.PROMPT_7_8, 2), (L.SOLUTION_7_8, L.PLANTED_7_8_WINDOW, 2),
+                            (L.SOLUTION_7_8, L.PLANTED_7_8_AROWS, 2), (L.SOLUTION_7_8, L.PLANTED_7_8_BBLOCK, 2),
+                            (L.SOLUTION_7_8, L.PLANTED_7_8_BROW, 2), (L.SOLUTION_7_8, L.PLANTED_7_8_ACOL, 2)]:
         changed = [d for d in difflib.ndiff(sol.splitlines(), planted.splitlines()) if d.startswith("- ")]
         assert len(changed) == n, changed
+    fix = [d for d in difflib.ndiff(L.SOLUTION_7_8.splitlines(), L.PROMPT_7_8.splitlines()) if d.startswith("- ")]
+    assert all("promote_scale" not in d for d in fix)            # only the body of promote_scale is the student's
+
+
+def test_7_8_windows_are_finer_than_the_scale_blocks():
+    """Every case promotes more often than once per K-block, so the chapter's one-scale-per-window index is wrong,
+    and the reference's scales are per K-block: windows of one block share them."""
+    from h100lab.tensorcore import accumulate
+    assert all(K % 128 == 0 and interval < 4 and 4 % interval == 0 for K, interval, _ in L.CASES_7_8)
+    K, interval, seed = L.CASES_7_8[0]
+    qa, qb, SA, SB = L._inputs_7_8(K, seed)
+    blk = np.arange(K // (32 * interval)) * interval // 4
+    assert blk.tolist() == [0, 0, 1, 1]
+    sa_w, sb_w = L._SCALINGS["right"](SA, SB, blk)
+    assert np.array_equal(sa_w[:, 1], SA[:, 0]) and np.array_equal(sb_w[40, 2], SB[1, 1])
+    got = np.asarray(L._model_7_8()["acc0"]).view(np.float32)
+    exact = accumulate.fp8_gemm_exact(qa, qb, sa_w, sb_w, interval=interval)
+    from h100lab.tensorcore import fragments
+    D = fragments.accumulator_to_matrix(got.reshape(128, 32), 64).astype(np.float64)
+    assert np.abs(D - exact).max() <= 1e-3 * np.abs(exact).max()
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+@pytest.mark.parametrize("source, hint", [
+    ("PROMPT_7_8", "_UNSCALED"), ("PLANTED_7_8_WINDOW", "_WINDOW"), ("PLANTED_7_8_AROWS", "_AROWS"),
+    ("PLANTED_7_8_BBLOCK", "_BBLOCK"), ("PLANTED_7_8_BROW", "_BROW"), ("PLANTED_7_8_ACOL", "_ACOL")])
+def test_7_8_mistakes_are_diagnosed(source, hint):
+    with pytest.raises(AssertionError) as err:
+        check("7.8", getattr(L, source))
+    assert getattr(L, hint) in str(err.value)
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+def test_7_8_solution_passes():
+    check("7.8", L.SOLUTION_7_8)

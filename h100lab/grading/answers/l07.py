@@ -1,10 +1,11 @@
 """Exercise set 7 (chapter 7, "WGMMA part 2: groups, stmatrix epilogues, FP8 and 2:4 sparsity").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.tensorcore.quant, .sparsity) or, for a
-kernel exercise (7.6-7.8), by running the solution kernel on the emulator in the grader's process — never typed in.
-The kernels are cut from h100lab/cuda/kernels/l07_fp8_gemm.cu (the chapter's FP8 tile and epilogue). Symptoms
-recognise a typical mistake from its effect on the stored tile (a permutation of the model's bytes) or on the
-accumulators (the float64 sum the mistake computes). The student edition imports nothing from this module.
+kernel exercise, by running the solution kernel on the emulator in the grader's process (7.6, 7.7: the epilogue cut
+from h100lab/cuda/kernels/l07_fp8_gemm.cu) or by the tensor-core model (7.8: h100lab.tensorcore.accumulate.fp8_gemm
+on a block-scaled tile the chapter does not show) — never typed in. Symptoms recognise a typical mistake from its
+effect on the stored tile (a permutation of the model's bytes) or on the accumulators (the model's accumulators of
+the mistake, bit for bit). The student edition imports nothing from this module.
 """
 from __future__ import annotations
 
@@ -112,10 +113,8 @@ def _cut(start: str, stop: str | None = None) -> str:
 _HEAD = ("// Lesson 7 exercise: the FP8 GEMM tile and its stmatrix + TMA-store epilogue (one warpgroup, 64 x 64).\n"
          "#include <h100lab/tensormap.cuh>\n\n")
 _HELPERS = _cut("namespace {", "// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3")
-_GEMM = _cut("// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", "// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2")
 _EPI = _cut("// the epilogue alone: kind 0 (bf16)")
 SOLUTION_EPI = _HEAD + _HELPERS + _EPI
-SOLUTION_GEMM = _HEAD + _HELPERS + _GEMM
 
 
 def _tile_of(out) -> np.ndarray:
@@ -236,53 +235,239 @@ kernel_exercise("7.7", run=_epi_runner("e4m3", _SEED7), reference=SOLUTION_EPI, 
                 properties=[Property(_wavefronts("e4m3"))],
                 mistakes=[Mistake(_BYTES, answer=PROMPT_7_7), Mistake(_HALVES, answer=PLANTED_7_7_HALVES)])
 
-# 7.8: two-level accumulation — the partial sum must restart at every promotion window
-_SD_OK = "            const int sd = (n % interval) != 0;       // a fresh partial sum at the start of each window"
-_WAIT_OK = ('                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");\n'
-            '                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");\n')
-assert _SD_OK in SOLUTION_GEMM and _WAIT_OK in SOLUTION_GEMM
-PROMPT_7_8 = SOLUTION_GEMM.replace(_SD_OK, "            const int sd = n != 0;   // TODO: when must the partial sum start over?")
-PLANTED_7_8_NOWAIT = SOLUTION_GEMM.replace(_WAIT_OK, '                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");\n')
-CASE_7_8 = dict(id="ex7_8", kind="fp8_gemm", atype="e4m3", btype="e4m3", K=256, interval=2, grid=1, seed=708)
+# 7.8: two-level accumulation with DeepSeek-style block scales: one scale per 128-element K-block whatever the
+# promotion interval, A's stored K-block by K-block, B's per 32 columns of D — the student writes the promotion factor
+SOLUTION_7_8 = r"""
+// Lesson 7 exercise: a 64 x 64 x K FP8 GEMM tile (e4m3 x e4m3, one warpgroup, K a multiple of 128) with two-level
+// accumulation and block scales. A (64 x K) and B (stored N x K) are K-major bytes; each K-block of 128 bytes
+// per row is staged into 128B-swizzled tiles and consumed by four m64n64k32 wgmmas. The tensor core sums
+// `interval` wgmmas (1, 2 or 4: a window never crosses a K-block) into the partial sum p, restarted by scale-d = 0;
+// then the CUDA cores promote it: acc = fma(p, scale, acc), with scale = (A's scale) x (B's scale) rounded to f32.
+// The scales are per 128-element K-block, whatever the promotion interval (DeepSeek-V3 / DeepGEMM quantisation):
+// A has one per row of A and K-block, stored K-block by K-block (the 64 rows' scales of K-block 0, then those of
+// K-block 1, ...); B has one per 32 rows of B (= 32 columns of D) and K-block, stored K-block by K-block (for each
+// K-block, the scale of D's columns 0-31, then that of columns 32-63).
+// acc_out[thread * 32 + register] = the raw f32 accumulators.
+
+namespace {
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ unsigned sw128(unsigned row, unsigned chunk) {
+    return row * 128u + ((chunk ^ (row & 7u)) << 4);
+}
+
+// K-block `blk` (128 bytes of each of 64 rows, row pitch K bytes) into a 128B-swizzled tile
+__device__ __forceinline__ void load_block(unsigned char* tile, const unsigned char* g, int K, int blk) {
+    for (int i = threadIdx.x; i < 64 * 8; i += blockDim.x) {
+        const unsigned row = i / 8, chunk = i % 8;
+        *reinterpret_cast<uint4*>(tile + sw128(row, chunk)) =
+            *reinterpret_cast<const uint4*>(g + (size_t)row * K + blk * 128 + chunk * 16);
+    }
+}
+
+__device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_e4m3(float (&p)[32], unsigned long long da, unsigned long long db, int sd) {
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %34, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, q, 1, 1;\n\t}"
+                 : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]),
+                   "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]),
+                   "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]),
+                   "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31])
+                 : "l"(da), "l"(db), "r"(sd) : "memory");
+}
+
+__device__ __forceinline__ void keep(float (&p)[32]) {       // p stays in registers across the wgmma fences
+#pragma unroll
+    for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
+}
+
+}  // namespace
+
+// The factor that promotes element (row, col) of the partial sum of the window closed by wgmma number n (n counts
+// from 1: wgmma k of K-block blk is number 4 * blk + k + 1; a window is `interval` wgmmas), K being k_blocks
+// K-blocks of 128 elements.
+__device__ __forceinline__ float promote_scale(const float* __restrict__ sa, const float* __restrict__ sb, int n,
+                                               int interval, int k_blocks, unsigned row, unsigned col) {
+    const int blk = (n - 1) / 4;                       // the K-block every wgmma of the window belongs to
+    return __fmul_rn(sa[blk * 64 + row], sb[blk * 2 + col / 32]);
+}
+
+extern __shared__ __align__(16) unsigned char dyn[];
+
+extern "C" __global__ void __launch_bounds__(128) fp8_block_scaled(
+        const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa,
+        const float* __restrict__ sb, int K, int interval, unsigned* __restrict__ acc_out) {
+    const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;
+    unsigned char* ta = dyn + (base - raw);
+    unsigned char* tb = ta + 8192;
+    const unsigned t = threadIdx.x, w = t / 32, g = (t % 32) / 4;
+    float acc[32], p[32];
+#pragma unroll
+    for (int r = 0; r < 32; ++r) acc[r] = 0.f, p[r] = 0.f;
+    int n = 0;                                        // wgmmas issued so far
+    for (int blk = 0; blk < K / 128; ++blk) {
+        __syncthreads();                              // every warp is done with the previous block
+        load_block(ta, A, K, blk);
+        load_block(tb, B, K, blk);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            keep(p);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            wgmma_e4m3(p, desc_sw128(base + 32 * k), desc_sw128(base + 8192 + 32 * k), (n % interval) != 0);
+            ++n;
+            if (n % interval == 0) {                  // close the window, wait for it, promote p
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                keep(p);
+#pragma unroll
+                for (int r = 0; r < 32; ++r) {        // register r of the m64n64 fragment: element (row, col)
+                    const unsigned row = 16 * w + g + 8 * ((r >> 1) & 1), col = 8 * (r >> 2) + 2 * (t % 4) + (r & 1);
+                    acc[r] = __fmaf_rn(p[r], promote_scale(sa, sb, n, interval, K / 128, row, col), acc[r]);
+                }
+            }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");   // the tiles are overwritten next block
+        keep(p);
+    }
+#pragma unroll
+    for (int r = 0; r < 32; ++r) acc_out[t * 32 + r] = __float_as_uint(acc[r]);
+}
+"""
+_SCALE_OK = ("    const int blk = (n - 1) / 4;                       // the K-block every wgmma of the window belongs to\n"
+             "    return __fmul_rn(sa[blk * 64 + row], sb[blk * 2 + col / 32]);\n")
+assert _SCALE_OK in SOLUTION_7_8
 
 
-def _gemm_run(program):
+def _scale_body(body: str) -> str:
+    return SOLUTION_7_8.replace(_SCALE_OK, body)
+
+
+PROMPT_7_8 = _scale_body("    return 1.0f;   // TODO: A's scale of this row times B's scale of this column, for this window\n")
+#: the chapter's habit: one scale per promotion window
+PLANTED_7_8_WINDOW = _scale_body("    const int w = n / interval - 1;\n"
+                                 "    return __fmul_rn(sa[w * 64 + row], sb[w * 2 + col / 32]);\n")
+#: A's scales read row by row (the chapter's layout)
+PLANTED_7_8_AROWS = _scale_body("    const int blk = (n - 1) / 4;\n"
+                                "    return __fmul_rn(sa[row * k_blocks + blk], sb[blk * 2 + col / 32]);\n")
+#: one B scale per K-block
+PLANTED_7_8_BBLOCK = _scale_body("    const int blk = (n - 1) / 4;\n    return __fmul_rn(sa[blk * 64 + row], sb[blk]);\n")
+#: B's scale chosen by the row of D
+PLANTED_7_8_BROW = _scale_body("    const int blk = (n - 1) / 4;\n"
+                               "    return __fmul_rn(sa[blk * 64 + row], sb[blk * 2 + row / 32]);\n")
+#: A's scale chosen by the column of D
+PLANTED_7_8_ACOL = _scale_body("    const int blk = (n - 1) / 4;\n"
+                               "    return __fmul_rn(sa[blk * 64 + col], sb[blk * 2 + col / 32]);\n")
+#: (K, promotion interval in wgmmas, seed) of the grader's launches: windows finer than the 128-element blocks
+CASES_7_8 = ((256, 2, 781), (384, 1, 782))
+
+
+def _inputs_7_8(K: int, seed: int):
+    """Real-looking activations and weights, A quantised per 1 x 128 block (scales (64, K/128)), B per block of 32
+    rows (= 32 columns of D) x 128 (scales (K/128, 2)) — raw e4m3 bytes and f32 dequantisation scales."""
+    from h100lab.tensorcore import quant
+    rng = np.random.default_rng(seed)
+    x = quant.real_looking(rng, (64, K), "activations")
+    wt = quant.real_looking(rng, (64, K), "weights")
+    qa, sa = quant.quantize(x, "e4m3", "block_1x128")
+    nb = K // 128
+    qb, sb = np.zeros((64, K), np.uint8), np.zeros((nb, 2), np.float32)
+    for b in range(nb):
+        for h in range(2):
+            q, sc = quant.quantize(wt[32 * h:32 * h + 32, 128 * b:128 * b + 128], "e4m3", "tensor")
+            qb[32 * h:32 * h + 32, 128 * b:128 * b + 128] = q
+            sb[b, h] = sc.reshape(-1)[0]
+    return qa, qb, np.asarray(sa, np.float32).reshape(64, nb), sb
+
+
+def _run_7_8(program):
     from h100lab import emu
-    from h100lab.measure import l07 as m07
-    out = m07._run_fp8_gemm(emu, CASE_7_8, lambda mod, name: program.function(name))
-    return KernelRun({"acc": out["acc"]})
+    out, stats = {}, []
+    for i, (K, interval, seed) in enumerate(CASES_7_8):
+        qa, qb, SA, SB = _inputs_7_8(K, seed)
+        acc = emu.zeros(128 * 32, np.uint32)
+        args = [emu.to_device(qa.reshape(-1)), emu.to_device(qb.reshape(-1)),
+                emu.to_device(np.ascontiguousarray(SA.T).reshape(-1)),        # K-block by K-block
+                emu.to_device(SB.reshape(-1))]
+        stats.append(emu.launch(program.function("fp8_block_scaled"), 1, 128, *args, np.int32(K), np.int32(interval),
+                                acc, shared_mem=16384 + 1024))
+        out[f"acc{i}"] = acc.to_host()
+        del args
+    return KernelRun(out, stats)
 
 
-def _cumulative_sum() -> np.ndarray:
-    """float64 accumulators (kernel order) of the mistake: window w's promotion adds the running sum of every
-    window so far, times window w's scales."""
-    from h100lab.measure import l07 as m07
-    from h100lab.tensorcore import fragments, numerics
-    A, B, SA, SB = m07._fp8_inputs(CASE_7_8)
-    a, b = numerics.to_float(A[0], "e4m3"), numerics.to_float(B[0], "e4m3")
-    L = 32 * CASE_7_8["interval"]
-    run = np.zeros((64, 64))
-    acc = np.zeros((64, 64))
-    for w in range(CASE_7_8["K"] // L):
-        run += a[:, w * L:(w + 1) * L] @ b[:, w * L:(w + 1) * L].T
-        acc += run * SA[0][:, w][:, None] * SB[0][w]
-    return fragments.matrix_to_accumulator(acc, 64).reshape(-1)
+def _ones(SA, SB, blk):
+    return np.ones((64, len(blk)), np.float32)
 
 
-def _not_restarted(out, ref, st) -> bool:
-    if out is None:
-        return False
-    got = np.asarray(out["acc"]).view(np.float32).astype(np.float64)
-    want = _cumulative_sum()
-    return bool(np.abs(got - want).max() <= 1e-2 * np.abs(want).max())
+#: effective (A scale per row, B scale per column) of each window, as a promotion factor reads them: the right one
+#: and those of the typical mistakes (a mistake that mixes A and B goes entirely into one side; the f32 product of
+#: the two scales is rounded once, as the kernel's __fmul_rn does)
+_SCALINGS = {
+    "right": lambda SA, SB, blk: (SA[:, blk], SB[blk][:, np.arange(64) // 32].T),
+    "unscaled": lambda SA, SB, blk: (_ones(SA, SB, blk), _ones(SA, SB, blk)),
+    "a_rows": lambda SA, SB, blk: (np.ascontiguousarray(SA.T).reshape(-1)[np.arange(64)[:, None] * SA.shape[1] + blk],
+                                   SB[blk][:, np.arange(64) // 32].T),
+    "b_block": lambda SA, SB, blk: (SA[:, blk], np.broadcast_to(SB.reshape(-1)[blk], (64, len(blk)))),
+    "b_row": lambda SA, SB, blk: (SA[:, blk] * SB[blk][:, np.arange(64) // 32].T, _ones(SA, SB, blk)),
+    "a_col": lambda SA, SB, blk: (_ones(SA, SB, blk), SA[:, blk] * SB[blk][:, np.arange(64) // 32].T),
+}
 
 
-_RESTART = ("Each promotion adds the sum of every window so far, not just the last one: the partial sum must start "
-            "over (scale-d = 0) at the first wgmma of each promotion window.")
-_NOWAIT = ("The promotion reads the partial sum while its wgmmas may still be running: close the window's group and "
-           "wait for it before the CUDA cores touch those registers.")
+def _model_7_8(scaling: str = "right") -> dict:
+    """The raw f32 accumulators (kernel order) the model computes with ``_SCALINGS[scaling]``: each promotion window
+    of ``interval`` wgmmas takes the scales of the 128-element K-block it lies in."""
+    from h100lab.tensorcore import accumulate, fragments
+    out = {}
+    for i, (K, interval, seed) in enumerate(CASES_7_8):
+        qa, qb, SA, SB = _inputs_7_8(K, seed)
+        blk = np.arange(K // (32 * interval)) * interval // 4            # the K-block of each window
+        sa_w, sb_w = _SCALINGS[scaling](SA, SB, blk)
+        D = accumulate.fp8_gemm(qa, qb, np.asarray(sa_w, np.float32), np.asarray(sb_w, np.float32), atype="e4m3",
+                                btype="e4m3", interval=interval)
+        out[f"acc{i}"] = fragments.matrix_to_accumulator(D.view(np.uint32), 64).reshape(-1).astype(np.uint32)
+    return out
 
-kernel_exercise("7.8", run=_gemm_run, reference=SOLUTION_GEMM, points=3, budget=60,
-                symptoms=[Symptom(_not_restarted, _RESTART),
-                          Symptom(lambda out, ref, st: out is None and "wait" in str(st).lower(), _NOWAIT)],
-                mistakes=[Mistake(_RESTART, answer=PROMPT_7_8), Mistake(_NOWAIT, answer=PLANTED_7_8_NOWAIT)])
+
+_MODELS: dict = {}
+
+
+def _as(scaling: str):
+    """Symptom: the student's accumulators are, bit for bit, those of the mistake ``scaling``."""
+    def test(out, ref, st):
+        if out is None:
+            return False
+        if scaling not in _MODELS:
+            _MODELS[scaling] = _model_7_8(scaling)
+        return all(np.array_equal(out[k], v) for k, v in _MODELS[scaling].items())
+    return test
+
+
+_UNSCALED = ("The partial sums were promoted without their scales: the quantised products must be multiplied back by "
+             "the scale of A's row and that of B's column for the K-block the window covers.")
+_WINDOW = ("The promotion read past the end of the scales: there is one scale per 128-element K-block, not one per "
+           "promotion window — when a window is shorter than a K-block, several windows share that block's scales.")
+_AROWS = ("A's scales are read as if stored row by row (a row's K-blocks next to each other): here they are stored "
+          "K-block by K-block, all 64 rows of one K-block together.")
+_BBLOCK = ("B's scales are read as one per K-block: each K-block has two, one for each group of 32 columns of D "
+           "(32 rows of B).")
+_BROW = "B's scale was picked by the row of D: B's rows are D's columns, so its scale follows the element's column."
+_ACOL = "A's scale was picked by the column of D: A's rows are D's rows, so its scale follows the element's row."
+
+kernel_exercise("7.8", run=_run_7_8, expect=_model_7_8, points=3, budget=90,
+                symptoms=[Symptom(lambda out, ref, err: out is None and type(err).__name__ == "MemoryFault", _WINDOW),
+                          Symptom(_as("unscaled"), _UNSCALED), Symptom(_as("a_rows"), _AROWS),
+                          Symptom(_as("b_block"), _BBLOCK), Symptom(_as("b_row"), _BROW), Symptom(_as("a_col"), _ACOL)],
+                mistakes=[Mistake(_UNSCALED, answer=PROMPT_7_8), Mistake(_WINDOW, answer=PLANTED_7_8_WINDOW),
+                          Mistake(_AROWS, answer=PLANTED_7_8_AROWS), Mistake(_BBLOCK, answer=PLANTED_7_8_BBLOCK),
+                          Mistake(_BROW, answer=PLANTED_7_8_BROW), Mistake(_ACOL, answer=PLANTED_7_8_ACOL)])

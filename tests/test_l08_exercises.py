@@ -52,11 +52,28 @@ def test_value_mistakes_get_their_hints():
     ("8.8", L.PROMPT_8_8, "lap"), ("8.8", L.PLANTED_8_8_STAGE, "lap"), ("8.8", L.PLANTED_8_8_EMPTY, "fresh empty"),
     ("8.9", L.PROMPT_8_9, "give back more"), ("8.9", L.PLANTED_8_9_POOL, "received at launch"),
     ("8.9", L.PLANTED_8_9_PRODUCER, "give back more"),
-    ("8.10", L.PROMPT_8_10, "row-major"), ("8.10", L.PLANTED_8_10_CLIP, "shorter"),
-    ("8.10", L.PLANTED_8_10_RASTER, "roles of M and N")])
+    ("8.10", L.PROMPT_8_10, "row-major"), ("8.10", L.PLANTED_8_10_NOSNAKE, "bottom to top"),
+    ("8.10", L.PLANTED_8_10_PARITY, "must start at the top"), ("8.10", L.PLANTED_8_10_CLIP, "narrower"),
+    ("8.10", L.PLANTED_8_10_ROWWISE, "not the order of the tiles inside a row"),
+    ("8.10", L.PLANTED_8_10_ALONG_M, "roles of M and N")])
 def test_kernel_mistakes_are_diagnosed(ex, source, words):
     with pytest.raises(AssertionError, match=words):
         check(ex, source)
+
+
+def test_8_10_reference_is_the_snake_order():
+    """The grader's reference (the chapter's grouped order along N, odd groups reversed along M) equals the order
+    written out from the statement, visits every tile once, and the cases need a narrower last group."""
+    ref = L._orders()
+    assert any(n % g for _, n, g in L._CASES) and any(g > n for _, n, g in L._CASES)
+    for k, (tiles_m, tiles_n, group) in enumerate(L._CASES):
+        want = []
+        for g, first in enumerate(range(0, tiles_n, group)):
+            cols = list(range(first, min(first + group, tiles_n)))
+            rows = range(tiles_m) if g % 2 == 0 else range(tiles_m - 1, -1, -1)
+            want += [(m, n) for m in rows for n in cols]
+        assert ref[f"order{k}"].tolist() == [list(x) for x in want]
+        assert len(set(want)) == tiles_m * tiles_n
 
 
 @pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")

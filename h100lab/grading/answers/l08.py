@@ -1,8 +1,9 @@
 """Exercise set 8 (chapter 8, "Kernel design").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.roofline, h100lab.design) or, for a
-kernel exercise (8.8-8.10), by running the solution kernel on the emulator in the grader's process — never typed
-in. The notebook states each exercise's parameters in its text; the same values are defined here. Symptoms
+kernel exercise, by running the solution kernel on the emulator in the grader's process (8.8) or by the model of what
+the kernel must produce (8.9: y = 2x + 1; 8.10: h100lab.design.schedule's grouped order with the snake) — never
+typed in. The notebook states each exercise's parameters in its text; the same values are defined here. Symptoms
 recognise a typical mistake from the emulator's report (a race on a stage read before its bytes were ordered, a
 deadlock on a barrier whose first lap never passes, an illegal setmaxnreg operand) or by comparing the student's
 output with the model's output for that mistake. The student edition imports nothing from this module.
@@ -316,69 +317,122 @@ kernel_exercise("8.9", run=_run_8_9, expect=lambda: {"y": 2 * np.random.default_
                 mistakes=[Mistake(_MORE, answer=PROMPT_8_9), Mistake(_POOL, answer=PLANTED_8_9_POOL),
                           Mistake(_MORE, answer=PLANTED_8_9_PRODUCER)])
 
-# 8.10: the rasterized tile index
-_COORDS_OK = r"""    const int major = raster ? tiles_n : tiles_m;       // the dimension walked inside a group
-    const int minor = raster ? tiles_m : tiles_n;
-    const int per_group = group * minor;
-    const int g = t / per_group, first = g * group, r = t % per_group;
-    const int size = min(major - first, group);
-    const int a = first + r % size, b = r / size;
-    tm = raster ? b : a;
-    tn = raster ? a : b;
+# 8.10: a snake order grouped along N — the chapter's grouped raster with the odd groups walking M backwards
+_SNAKE_OK = r"""    const int g = t / (group * tiles_m);                  // the group: tile-columns g * group, g * group + 1, ...
+    const int first = g * group;                          // its first tile-column
+    const int width = min(group, tiles_n - first);        // the last group may be narrower
+    const int i = t - first * tiles_m;                    // the position inside the group
+    const int down = i / width;                           // tile-rows the group has walked so far
+    tn = first + i % width;
+    tm = (g % 2 == 0) ? down : tiles_m - 1 - down;        // odd groups walk M bottom to top
 """
-_ORDER_HEAD = ("// Lesson 8 exercise: thread t writes the (m, n) tile at position t of the grouped raster order:\n"
-               "// `group` tile-rows (raster 0, walked down M) or tile-columns (raster 1, walked along N) at a time.\n"
-               "__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group, int raster,\n"
-               "                                            int& tm, int& tn) {\n")
-_ORDER_TAIL = r"""}
+_SNAKE_HEAD = ("// Lesson 8 exercise: thread t writes the (m, n) tile at position t of a snake order grouped along N: the\n"
+               "// tiles of `group` consecutive tile-columns (the last group may be narrower) are walked row by row —\n"
+               "// along N inside the group, then one tile-row along M — top to bottom in even groups, bottom to top in\n"
+               "// odd ones, so that each group starts on the tile-row where the previous one ended.\n"
+               "__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int group, int& tm, int& tn) {\n")
+_SNAKE_TAIL = r"""}
 
-extern "C" __global__ void tile_order(int* __restrict__ out, int tiles_m, int tiles_n, int group, int raster) {
+extern "C" __global__ void tile_order(int* __restrict__ out, int tiles_m, int tiles_n, int group) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= tiles_m * tiles_n) return;
     int tm, tn;
-    tile_coords(t, tiles_m, tiles_n, group, raster, tm, tn);
+    tile_coords(t, tiles_m, tiles_n, group, tm, tn);
     out[2 * t] = tm;
     out[2 * t + 1] = tn;
 }
 """
-SOLUTION_8_10 = _ORDER_HEAD + _COORDS_OK + _ORDER_TAIL
-PROMPT_8_10 = _ORDER_HEAD + "    tm = t / tiles_n;       // TODO: the grouped order\n    tn = t % tiles_n;\n" + _ORDER_TAIL
-PLANTED_8_10_CLIP = SOLUTION_8_10.replace("const int size = min(major - first, group);", "const int size = group;")
-PLANTED_8_10_RASTER = SOLUTION_8_10.replace("tm = raster ? b : a;\n    tn = raster ? a : b;", "tm = a;\n    tn = b;")
-_CASES = [(7, 5, 3, 0), (6, 9, 4, 1), (5, 4, 8, 0)]
+SOLUTION_8_10 = _SNAKE_HEAD + _SNAKE_OK + _SNAKE_TAIL
+PROMPT_8_10 = _SNAKE_HEAD + "    tm = t / tiles_n;       // TODO: the snake order grouped along N\n    tn = t % tiles_n;\n" + _SNAKE_TAIL
+_TM_OK = "    tm = (g % 2 == 0) ? down : tiles_m - 1 - down;        // odd groups walk M bottom to top\n"
+_WIDTH_OK = "    const int width = min(group, tiles_n - first);        // the last group may be narrower\n"
+_TN_OK = "    tn = first + i % width;\n"
+assert all(x in SOLUTION_8_10 for x in (_TM_OK, _WIDTH_OK, _TN_OK))
+#: the chapter's grouped order along N, no snake
+PLANTED_8_10_NOSNAKE = SOLUTION_8_10.replace(_TM_OK, "    tm = down;\n")
+#: the snake on the even groups
+PLANTED_8_10_PARITY = SOLUTION_8_10.replace(_TM_OK, "    tm = (g % 2 == 1) ? down : tiles_m - 1 - down;\n")
+#: every group as wide as `group`
+PLANTED_8_10_CLIP = SOLUTION_8_10.replace(_WIDTH_OK, "    const int width = group;\n")
+#: the snake reverses the walk inside a row of the group instead of the walk along M
+PLANTED_8_10_ROWWISE = SOLUTION_8_10.replace(_TN_OK, "    tn = (g % 2 == 0) ? first + i % width : first + width - 1 - i % width;\n"
+                                             ).replace(_TM_OK, "    tm = down;\n")
+#: grouped along M (tile-rows, walked down M), with the snake along N
+PLANTED_8_10_ALONG_M = _SNAKE_HEAD + r"""    const int g = t / (group * tiles_n);
+    const int first = g * group;
+    const int height = min(group, tiles_m - first);
+    const int i = t - first * tiles_n;
+    const int across = i / height;
+    tm = first + i % height;
+    tn = (g % 2 == 0) ? across : tiles_n - 1 - across;
+""" + _SNAKE_TAIL
+#: (tiles_m, tiles_n, group) of the grader's launches: narrower last groups, an exact fit, a group wider than N
+_CASES = [(5, 7, 3), (6, 4, 2), (4, 9, 4), (3, 5, 8)]
 
 
 def _run_8_10(program):
     from h100lab import emu
 
     out, stats = {}, []
-    for k, (tm, tn, g, r) in enumerate(_CASES):
+    for k, (tm, tn, g) in enumerate(_CASES):
         d = emu.zeros(2 * tm * tn, np.int32)
-        stats.append(emu.launch(program.function("tile_order"), 1, 64, d, np.int32(tm), np.int32(tn), np.int32(g),
-                                np.int32(r)))
+        stats.append(emu.launch(program.function("tile_order"), 1, 64, d, np.int32(tm), np.int32(tn), np.int32(g)))
         out[f"order{k}"] = d.to_host().reshape(-1, 2)
     return KernelRun(out, stats)
 
 
+def _orders(raster: str = "n", snake: str = "m", odd: int = 1) -> dict:
+    """Every case's order from the chapter's grouped raster (h100lab.design.schedule.tile_at along ``raster``) with
+    the walk along ``snake`` ("m", "n" or "" for none) reversed in the groups of parity ``odd``."""
+    from h100lab.design import schedule
+
+    out = {}
+    for k, (tiles_m, tiles_n, group) in enumerate(_CASES):
+        major, minor = (tiles_n, tiles_m) if raster == "n" else (tiles_m, tiles_n)
+        rows = []
+        for t in range(tiles_m * tiles_n):
+            m, n = schedule.tile_at(t, tiles_m, tiles_n, group, raster)
+            g = t // (group * minor)
+            if g % 2 == odd and snake:
+                first, size = g * group, min(group, major - g * group)
+                if snake == "m":
+                    m = (tiles_m - 1 - m) if raster == "n" else first + size - 1 - (m - first)
+                else:
+                    n = (tiles_n - 1 - n) if raster == "m" else first + size - 1 - (n - first)
+            rows.append((m, n))
+        out[f"order{k}"] = np.array(rows, np.int32)
+    return out
+
+
+def _same_as(**variant):
+    return lambda out, ref, st: all(np.array_equal(out[k], v) for k, v in _orders(**variant).items())
+
+
 def _rowmajor(out, ref, st):
-    tm, tn, _, _ = _CASES[0]
-    return np.array_equal(out["order0"], [[t // tn, t % tn] for t in range(tm * tn)])
+    return all(np.array_equal(out[f"order{k}"], [[t // c[1], t % c[1]] for t in range(c[0] * c[1])])
+               for k, c in enumerate(_CASES))
 
 
 def _outside(out, ref, st):
-    return any((o[:, 0] >= c[0]).any() or (o[:, 1] >= c[1]).any()
-               for o, c in zip((out[f"order{k}"] for k in range(3)), _CASES))
+    return any((out[f"order{k}"][:, 0] >= c[0]).any() or (out[f"order{k}"][:, 1] >= c[1]).any() or
+               len({tuple(x) for x in out[f"order{k}"]}) != c[0] * c[1] for k, c in enumerate(_CASES))
 
 
-def _raster_only(out, ref, st):
-    return np.array_equal(out["order0"], ref["order0"]) and not np.array_equal(out["order1"], ref["order1"])
-
-
-_ROW = ("That is the plain row-major order: a group walks `group` tile-rows down M before it moves one tile along "
-        "N, so that the tiles running together share panels of A and of B.")
-_CLIP = "The last group is shorter when the tile-rows (or columns) are not a multiple of the group size."
-_RASTER = "With raster 1 the roles of M and N swap: the group walks tile-columns along N."
-kernel_exercise("8.10", run=_run_8_10, reference=SOLUTION_8_10, points=3, budget=60,
-                symptoms=[Symptom(_rowmajor, _ROW), Symptom(_raster_only, _RASTER), Symptom(_outside, _CLIP)],
-                mistakes=[Mistake(_ROW, answer=PROMPT_8_10), Mistake(_CLIP, answer=PLANTED_8_10_CLIP),
-                          Mistake(_RASTER, answer=PLANTED_8_10_RASTER)])
+_ROW = ("That is the plain row-major order: a group covers only `group` tile-columns and walks all the tile-rows of "
+        "those columns before the next group starts, so the tiles running together share panels of A and of B.")
+_SNAKE = ("Every group walks M from the top: the odd groups walk it bottom to top, so that a group starts on the "
+          "tile-row where the previous one ended (its A panel is still in L2).")
+_PARITY = "The first group must start at the top (tile-row 0): it is the second, fourth, ... group that walks back up."
+_CLIP = ("Some tiles are visited twice or never: the last group is narrower when the tile-columns are not a multiple "
+         "of the group size, and its walk must use its own width.")
+_ROWWISE = ("The snake reverses the walk along M (the order of the tile-rows), not the order of the tiles inside a "
+            "row of the group.")
+_ALONG_M = ("The groups here are tile-columns (walked along N inside a group), not tile-rows: the roles of M and N "
+            "are those of the chapter's raster along N.")
+kernel_exercise("8.10", run=_run_8_10, expect=_orders, points=3, budget=60,
+                symptoms=[Symptom(_rowmajor, _ROW), Symptom(_same_as(snake=""), _SNAKE),
+                          Symptom(_same_as(odd=0), _PARITY), Symptom(_same_as(snake="n"), _ROWWISE),
+                          Symptom(_same_as(raster="m", snake="n"), _ALONG_M), Symptom(_outside, _CLIP)],
+                mistakes=[Mistake(_ROW, answer=PROMPT_8_10), Mistake(_SNAKE, answer=PLANTED_8_10_NOSNAKE),
+                          Mistake(_PARITY, answer=PLANTED_8_10_PARITY), Mistake(_CLIP, answer=PLANTED_8_10_CLIP),
+                          Mistake(_ROWWISE, answer=PLANTED_8_10_ROWWISE), Mistake(_ALONG_M, answer=PLANTED_8_10_ALONG_M)])

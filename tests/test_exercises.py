@@ -148,3 +148,60 @@ def test_student_edition_imports_nothing_that_computes_an_answer(source):
                         not any(name == m or name.startswith(m + ".") for m in STUDENT_IMPORTS):
                     bad.append(name)
     assert not bad, f"exercises/{source.name} imports what computes answers: {sorted(set(bad))}"
+
+
+# ---- kernel fixes the student must reason out, not copy -------------------------------------------------------
+#: kernel exercises redesigned so that their fix is no line the book prints (its chapters, exercise stubs and kernel
+#: sources are published on the site): a student who copies a chapter listing does not pass them
+NOT_IN_THE_BOOK = ("4.11", "5.10", "7.8", "8.10")
+MIN_FIX_LINE = 20   # characters of code: shorter lines ("}", "++n;") are no evidence of a copy
+
+
+def _sitekit():
+    """tests/site/sitekit.py (the site tests' helpers: what the student site may legitimately show)."""
+    import importlib.util
+    import sys
+
+    if "sitekit" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("sitekit", ROOT / "tests" / "site" / "sitekit.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sitekit"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["sitekit"]
+
+
+def _code(line: str) -> str:
+    """A CUDA line as code only: its // comment dropped, whitespace collapsed."""
+    import re
+
+    return _sitekit().normalize(re.sub(r"//.*$", "", line))
+
+
+def _fix_lines(ex_id: str) -> list[str]:
+    """The code lines (at least MIN_FIX_LINE characters) of exercise ``ex_id``'s solution kernel in solutions/ that
+    the kernel the student starts from (its prompt region) does not have: what the student must write."""
+    import re
+
+    lesson, number = ex_id.split(".")
+    var = f"kernel_{lesson}_{number}"
+    text = next(p for p in SOLUTIONS if lesson_of_file(p) == int(lesson)).read_text(encoding="utf-8")
+    m = re.search(rf"^# BEGIN SOLUTION\n({var} = r\"\"\".*?)^# END SOLUTION\n# BEGIN PROMPT\n(.*?)^# END PROMPT",
+                  text, re.M | re.S)
+    assert m, f"no solution and prompt regions of {var}"
+    given = {_code(re.sub(r"^# ?", "", line)) for line in m.group(2).splitlines()}
+    return [c for c in map(_code, m.group(1).splitlines()) if len(c) >= MIN_FIX_LINE and c not in given]
+
+
+def test_a_line_of_a_book_kernel_counts_as_published():
+    book_line = 'asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(mine) : "memory"); // x'
+    assert _code(book_line) in _sitekit()._published_sources()
+
+
+@pytest.mark.parametrize("ex_id", NOT_IN_THE_BOOK)
+def test_kernel_fix_is_no_line_the_book_prints(ex_id):
+    fix = _fix_lines(ex_id)
+    assert fix, f"exercise {ex_id}: the solution kernel adds no line of {MIN_FIX_LINE}+ characters to its prompt"
+    published = _sitekit()._published_sources()
+    copied = [line for line in fix if line in published]
+    assert not copied, (f"exercise {ex_id}: these lines of the fix are printed by the book (chapters, exercise stubs "
+                        f"or h100lab/cuda kernel sources), so a student can copy them: {copied}")

@@ -1,14 +1,14 @@
 """Lesson 8 model-vs-silicon: the capstone GEMM's time model (:mod:`h100lab.design.perf`) against the H200's
 timing records in ``data/l08`` — calibrated on a documented subset, checked on every other record.
 
-**The split** (:func:`h100lab.design.perf.is_calibration`): the model's three constants (the sustained tensor
-clock, the direct-store epilogue rate, the throttled clock) are fitted on five records — ``cooperative``
-(``l08/gemm_bench``) and ``cooperative_inflight_tmastore`` (``l08/gemm_bench_tmastore``) at 4096³ and 8192³, and
-``cooperative`` at 16384³ (the clock a run that long settles at). Every other record is held out: the other
-seven variants at every shape, the wave-quantized shapes 1280 × 3840 × 8192 and 1408 × 3072 × 8192, the other
-tile orders, the second run's records of the calibration shapes, and every record of any later ``data/l08``
-timing dataset (step-by-step kernels, FP8, clusters: :func:`h100lab.design.perf.timing_datasets`), which never
-enters the fit.
+**The split** (:func:`h100lab.design.perf.is_calibration`): the model's four constants (the sustained tensor
+clock, the direct-store epilogue rate, the L2 share at full load, the throttled clock) are fitted on seven
+records — ``cooperative`` and ``pingpong_inflight`` (``l08/gemm_bench``) and ``cooperative_inflight_tmastore``
+(``l08/gemm_bench_tmastore``) at 4096³ and 8192³, and ``cooperative`` at 16384³ (the clock a run that long settles
+at). Every other record is held out: the other variants at every shape, the wave-quantized shapes
+1280 × 3840 × 8192 and 1408 × 3072 × 8192, the other tile orders, the second run's records of the calibration
+shapes, and every record of any later ``data/l08`` timing dataset (step-by-step kernels, FP8, clusters:
+:func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
 
 **The goal** (the issue): every measured shape and variant within ±10 % (:data:`TOLERANCE`). :func:`report` gives
 the agreement of the calibration and held-out records (fraction within ±10 %, median and worst |error|), per
@@ -97,9 +97,11 @@ class PerfReport:
 
     def summary(self) -> str:
         p = self.params
+        l2 = (f"L2 → SMs {p.l2_bytes_per_ns / 1e3:.1f} TB/s shared" if p.l2_bytes_per_ns > 0 else
+              "L2 share not binding")
         lines = [f"constants: tensor clock {p.tensor_ghz:.3f} GHz sustained, {p.throttled_ghz:.3f} GHz throttled "
                  f"(runs of ≥ {p.long_run_ms:.0f} ms), direct-store epilogue {p.direct_store_bytes_per_ns:.1f} B/ns "
-                 "per SM", str(self.calibration), str(self.held_out)]
+                 f"per SM, {l2}", str(self.calibration), str(self.held_out)]
         lines += [f"  {k}: {a.within}/{a.n} within ±{a.tol:.0%}, median {a.median_error:.1%}"
                   for k, a in self.by_shape.items()]
         lines += [f"  miss: {r.label}: {100 * r.error:+.1f} %" for r in self.misses()]

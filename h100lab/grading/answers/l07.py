@@ -464,7 +464,7 @@ _BBLOCK = ("B's scales are read as one per K-block: each K-block has two, one fo
 _BROW = "B's scale was picked by the row of D: B's rows are D's columns, so its scale follows the element's column."
 _ACOL = "A's scale was picked by the column of D: A's rows are D's rows, so its scale follows the element's row."
 
-kernel_exercise("7.8", run=_run_7_8, expect=_model_7_8, points=3, budget=90,
+kernel_exercise("7.8", run=_run_7_8, expect=_model_7_8, points=3, budget=60,
                 symptoms=[Symptom(lambda out, ref, err: out is None and type(err).__name__ == "MemoryFault", _WINDOW),
                           Symptom(_as("unscaled"), _UNSCALED), Symptom(_as("a_rows"), _AROWS),
                           Symptom(_as("b_block"), _BBLOCK), Symptom(_as("b_row"), _BROW), Symptom(_as("a_col"), _ACOL)],

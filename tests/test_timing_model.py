@@ -16,6 +16,9 @@ from h100lab.sim.stream import (STREAM_KERNEL, StreamConfig, analytic_stream, co
 from h100lab.sim.timing import H200_ESTIMATES, MODEL2_ESTIMATES, read_ceiling, write_cost
 from h100lab.validation import fit as vf
 from h100lab.validation import timing as vt
+from h100lab.validation import micro
+from h100lab.sim import latency
+from h100lab.sim.latency import CopyLatency, LatencyKernel
 
 M2 = H200_ESTIMATES.model2(hbm_read_bytes_per_ns=4600.0, hbm_bytes_per_ns=4200.0, tma_op_ns=20.0,
                            tma_latency_per_kb_ns=2.0, dram_latency_ns=300.0, tma_store_read_ns=50.0, wait_hit_ns=10.0,
@@ -244,7 +247,15 @@ TRUE = M2.with_values(tma_bytes_per_ns=190.0, tma_op_ns=15.0, tma_issue_ns=25.0,
                       bar_sync_per_warp_ns=1.0, cluster_barrier_ns=45.0, cluster_barrier_per_cta_ns=0.5,
                       cluster_barrier_per_warp_ns=1.3, cluster_arrive_release_ns=130.0,
                       cluster_arrive_release_per_warp_ns=3.0, cluster_arrive_relaxed_ns=1.0, dsmem_latency_ns=105.0,
-                      dsmem_bytes_per_ns=33.0, smem_latency_ns=14.5)
+                      dsmem_bytes_per_ns=33.0, smem_latency_ns=14.5, cluster_barrier_per_warp2_ns=0.01,
+                      cluster_arrive_release_per_warp2_ns=0.05, cluster_barrier_per_doubling_ns=2.0,
+                      dsmem_self_latency_ns=19.0, dsmem_loaded_bytes_per_ns=32.0,
+                      dsmem_loaded_per_doubling_bytes_per_ns=-1.5)
+TRUE_LAT = CopyLatency(issue_first_ns=35.0, issue_next_ns=28.0, queue_copies=8, first_byte_ns=120.0,
+                       dram_extra_ns=200.0, tlb_miss_ns=50.0, fill_bytes_per_ns=200.0,
+                       fill_misaligned_bytes_per_ns=80.0, tensor_extra_ns=12.0)
+TRUE_LK = LatencyKernel(cold_setup_ns=25.0, issue_setup_ns=60.0)
+TRUE_SK = micro.SyncKernel(((256, 193.0), (512, 195.0), (1024, 248.0)))
 TRUE_K = STREAM_KERNEL.with_values(consume_warp_bytes_per_ns=70.0, consume_fixed_ns=50.0, loop_ns=30.0,
                                    launch_ns=5000.0)
 
@@ -263,18 +274,19 @@ def _synthetic(noise: float = 0.01, seed: int = 3):
         r.update(ns_per_tile=a.span_ns / cfg.tiles * jig(), moved_gbps=cfg.moved_bytes / a.kernel_ns * jig())
         stream.append(r)
     latency = []
+    align = micro.source_alignment(ts.latency_cases())
     for c in ts.latency_cases():
         if c["kind"] == "mbarrier":
             latency.append(dict(c, try_wait_hit_ns=80.0, arrive_ns=3.0, wake_ns=48.0, ok=True))
             continue
         r = dict(c, ok=True)
-        for k, v in vt.predict_latency(r, TRUE).items():
+        for k, v in micro.predict_latency(r, TRUE_LAT, TRUE_LK, align).items():
             r[k] = v * jig()
         latency.append(r)
     sync = []
     for c in ts.sync_cases():
         r = dict(c, ok=True)
-        for k, v in vt.predict_sync(r, TRUE).items():
+        for k, v in micro.predict_sync(r, TRUE, TRUE_SK).items():
             r[k] = v * jig()
         sync.append(r)
     ceilings = [dict(kind="read_stream", gbps=4600.0), dict(kind="memcpy", gbps=4200.0)]
@@ -287,15 +299,25 @@ def test_fit_recovers_the_constants_and_predicts_the_held_out_runs():
     t = f.timing
     assert t.memory_model == 2 and t.params["tma_op_ns"].status == "calibrated"
     assert "2, 8 and 32 KiB" in t.params["tma_bytes_per_ns"].source
-    for k in ("hbm_read_bytes_per_ns", "hbm_bytes_per_ns", "tma_bytes_per_ns", "dram_latency_ns", "tma_issue_ns",
-              "mbarrier_expect_tx_ns", "bar_sync_ns", "cluster_barrier_per_warp_ns", "dsmem_latency_ns"):
+    # (the thread's issue costs, tma_issue_ns and mbarrier_expect_tx_ns, enter the stream only through their sum with
+    # the loop's bookkeeping: the streaming runs alone do not separate them)
+    for k in ("hbm_read_bytes_per_ns", "hbm_bytes_per_ns", "tma_bytes_per_ns", "dram_latency_ns", "bar_sync_ns", "cluster_barrier_per_warp_ns", "dsmem_latency_ns",
+              "dsmem_self_latency_ns", "dsmem_loaded_bytes_per_ns"):
         assert getattr(t, k) == pytest.approx(getattr(TRUE, k), rel=0.15), k
+    assert t.params["cluster_arrive_release_per_warp2_ns"].value == pytest.approx(0.05, rel=0.3)
+    lm = f.latency.model
+    assert lm.queue_copies == 8
+    for k in ("fill_bytes_per_ns", "fill_misaligned_bytes_per_ns", "issue_next_ns"):
+        assert getattr(lm, k) == pytest.approx(getattr(TRUE_LAT, k), rel=0.15), k
+    assert lm.tensor_extra_ns == pytest.approx(TRUE_LAT.tensor_extra_ns, abs=5.0)   # a difference of ~170 ns times
+    assert lm.issue_first_ns + lm.first_byte_ns == pytest.approx(TRUE_LAT.issue_first_ns + TRUE_LAT.first_byte_ns,
+                                                                 rel=0.05)
     assert f.kernel.launch_ns == pytest.approx(TRUE_K.launch_ns, rel=0.25)
     held = {r["tile_bytes"] for r in f.held_out["stream"]}
     assert {1024, 4096, 16384, 65536} <= held and len(f.held_out["stream"]) > 3 * len(f.calibration["stream"])
     rep = vt.validate(f, method="analytic")
     assert rep.held_out["stream ns/tile"].fraction >= 0.95 and rep.held_out["stream GB/s"].fraction >= 0.95
-    assert rep.meets_goal() or all(a.fraction >= 0.9 for a in rep.held_out.values())
+    assert all(a.fraction >= 0.9 for a in rep.held_out.values()), rep.summary()
     assert "held-out agreement" in rep.summary()
     # the simulator agrees with the closed form on a sample of held-out runs (the closed form's smooth maximum
     # (assumption i) switched off: the simulator's events give the hard one)
@@ -307,13 +329,13 @@ def test_fit_recovers_the_constants_and_predicts_the_held_out_runs():
         assert p["ns_per_tile"] == pytest.approx(q["ns_per_tile"], rel=0.08), vt.stream_label(r)
 
 
-def test_fit_needs_the_stream_sweep_and_checks_stay_unregistered_until_the_goal(tmp_path, monkeypatch):
+def test_fit_needs_the_stream_sweep_and_the_goal_checks_are_registered(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="stream_sweep"):
         vt.fit(None, [dict(kind="mbarrier", try_wait_hit_ns=1, arrive_ns=1, wake_ns=2)], None, None)
     from h100lab.validation import all_checks
     titles = {c.title for c in all_checks()}
-    assert not any(t.startswith("Timing model 2") for t, *_ in vt.GOAL_CHECKS if t in titles)
-    assert all(d.startswith(f"l{l:02d}/") for _, l, d, _ in vt.GOAL_CHECKS)
+    assert all(t in titles for t, *_ in vt.GOAL_CHECKS + vt.ACHIEVED_CHECKS)
+    assert all(d.startswith(f"l{l:02d}/") for _, l, d, *_ in vt.GOAL_CHECKS + vt.ACHIEVED_CHECKS)
     monkeypatch.setenv("H100LAB_DATA", str(tmp_path))
     vt._CACHE.clear()
     try:
@@ -323,17 +345,40 @@ def test_fit_needs_the_stream_sweep_and_checks_stay_unregistered_until_the_goal(
 
 
 def test_predictions_of_the_micro_benchmarks():
-    lat = vt.predict_latency(dict(kind="bulk", bytes=1024), TRUE)
-    assert lat["cold_ns"] - lat["warm_ns"] == pytest.approx(TRUE.dram_latency_ns)
-    one = vt.predict_latency(dict(kind="issue", bytes=16, count=1, cold=False), TRUE)
-    many = vt.predict_latency(dict(kind="issue", bytes=16, count=32, cold=False), TRUE)
-    assert one["issue_ns_per_copy"] > many["issue_ns_per_copy"] > TRUE.tma_issue_ns
+    align = {}
+    lat = micro.predict_latency(dict(kind="bulk", bytes=1024), TRUE_LAT, TRUE_LK)
+    assert lat["cold_ns"] - lat["warm_ns"] == pytest.approx(TRUE_LK.cold_setup_ns + TRUE_LAT.dram_extra_ns
+                                                            + TRUE_LAT.tlb_miss_ns)
+    assert lat["warm_ns"] == pytest.approx(35.0 + 1024 / 200.0 + 120.0)
+    ten = micro.predict_latency(dict(kind="tensor", bytes=1024), TRUE_LAT, TRUE_LK)
+    assert ten["warm_ns"] - lat["warm_ns"] == pytest.approx(12.0)
+    one = micro.predict_latency(dict(kind="issue", bytes=16, count=1, cold=False), TRUE_LAT, TRUE_LK, align)
+    many = micro.predict_latency(dict(kind="issue", bytes=16, count=32, cold=False), TRUE_LAT, TRUE_LK, align)
+    assert one["issue_ns_per_copy"] > many["issue_ns_per_copy"] > TRUE_LAT.issue_next_ns
     assert many["total_ns"] > one["total_ns"]
-    s = vt.predict_sync(dict(kind="cluster_barrier", cluster=4, threads=256, sem="release"), TRUE)["ns"]
-    r = vt.predict_sync(dict(kind="cluster_barrier", cluster=4, threads=256, sem="relaxed"), TRUE)["ns"]
-    assert s - r == pytest.approx(130.0 + 3.0 * 8 - 1.0)
-    assert vt.predict_sync(dict(kind="dsmem_stream", remote=1), TRUE)["bytes_per_ns_per_sm"] == 33.0
+    # the unit's queue: 32 copies of 4 KiB issue no faster than 8 fill
+    big = latency.round_trip(TRUE_LAT, 4096, 32)
+    assert big["issue"] >= 24 * 4096 / 200.0
+    assert latency.round_trip(TRUE_LAT, 16384, aligned=False)["total"] > latency.round_trip(TRUE_LAT, 16384)["total"]
+    with pytest.raises(ValueError):
+        latency.round_trip(TRUE_LAT, 0)
+    clean = micro.predict_latency_clean(dict(bytes=4096, count=4, align=16, touch=1), TRUE_LAT)
+    assert clean["cold_total_ns"] - clean["warm_total_ns"] == pytest.approx(TRUE_LAT.dram_extra_ns)
+    assert clean["warm_first_ns"] == TRUE_LAT.issue_first_ns < clean["warm_issue_ns"]
+    s = micro.predict_sync(dict(kind="cluster_barrier", cluster=4, threads=256, sem="release"), TRUE)["ns"]
+    r = micro.predict_sync(dict(kind="cluster_barrier", cluster=4, threads=256, sem="relaxed"), TRUE)["ns"]
+    assert s - r == pytest.approx(130.0 + 3.0 * 8 + 0.05 * 64 - 1.0)
+    no_cta = TRUE.with_values(cluster_barrier_per_cta_ns=0.0)        # the doubling term alone: capped at 8 CTAs
+    r4, r8, r16 = (micro.predict_sync(dict(kind="cluster_barrier", cluster=n, threads=256, sem="relaxed"), no_cta)["ns"]
+                   for n in (4, 8, 16))
+    assert r16 == r8 == pytest.approx(r4 + 2.0)
+    assert micro.predict_sync(dict(kind="dsmem_stream", remote=1, cluster=2), TRUE)["bytes_per_ns_per_sm"] == 33.0
+    assert micro.predict_sync(dict(kind="dsmem_stream", remote=1, cluster=4, all_sms=True), TRUE)[
+        "bytes_per_ns_per_sm"] == pytest.approx(29.0)
+    assert micro.predict_sync(dict(kind="dsmem_chase", remote=1, target=0), TRUE)["ns"] == 19.0
+    assert micro.predict_sync(dict(kind="dsmem_stream", remote=0, threads=512), TRUE, TRUE_SK)[
+        "bytes_per_ns_per_sm"] == 195.0
     assert vt.predict_ceiling(dict(kind="memcpy", gbps=1.0), TRUE, TRUE_K) == TRUE.hbm_bytes_per_ns
     assert vt.predict_ceiling(dict(kind="gemm"), TRUE, TRUE_K) is None
     with pytest.raises(ValueError):
-        vt.predict_latency(dict(kind="nope"), TRUE)
+        micro.predict_latency(dict(kind="nope"), TRUE_LAT)

@@ -68,7 +68,7 @@ from .l04 import pack
 __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT_OPS", "cvt_inputs", "enum_cases",
            "stream_smem", "stream_fits", "stream_cases", "plan_tiles", "stream_tile_ids", "expected_stream_sums",
            "summarize_stream", "latency_cases", "sync_cases", "read_configs", "copytune_cases", "copytune_fits",
-           "latency2_cases", "latency2_offsets", "RACE_VARIANTS",
+           "latency2_cases", "latency2_offsets", "latency_sources", "RACE_VARIANTS",
            "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
 STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune", "latency2", "copyrace")
@@ -351,6 +351,26 @@ def latency_cases(quick: bool = False) -> list[dict[str, Any]]:
                 for cold in (True, False):
                     out.append(dict(kind="issue", bytes=b, count=n, cold=cold, iters=it // 2))
     out.append(dict(kind="mbarrier", iters=1024 if quick else 8192))
+    return out
+
+
+def latency_sources(quick: bool = False, buf_bytes: int = BUF_BYTES) -> list[int]:
+    """The first source offset of every case of :func:`latency_cases`, as step ``latency`` took them from its
+    cursor (the step is the first to read the buffer in a full run). The ``issue`` cases take only ``bytes × count``
+    bytes when warm, so every case after the first warm one starts 16–112 bytes past a 128-byte line: their copies
+    are misaligned (what ``l03/tma_latency``'s issue records measured)."""
+    cur, out = 0, []
+    for c in latency_cases(quick):
+        if c["kind"] == "mbarrier":
+            out.append(0)
+            continue
+        n = c["iters"] * COLD_STRIDE if c["kind"] in ("bulk", "tensor") or c["cold"] else c["bytes"] * c["count"]
+        off = cur % buf_bytes
+        if off + n > buf_bytes:
+            off = 0
+            cur += buf_bytes - cur % buf_bytes
+        cur += n
+        out.append(off)
     return out
 
 

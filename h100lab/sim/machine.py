@@ -39,6 +39,7 @@ pipes, schedule completion, on completion perform complete-tx on the mbarrier an
 """
 from __future__ import annotations
 
+import math
 import struct
 from typing import Callable, Generator
 
@@ -237,7 +238,11 @@ class SM:
         self.tma = Pipe(f"sm{index // gpu.ctas_per_sm}.tma", t.tma_bytes_per_ns)
         self.tma_ops = (Pipe(f"sm{index // gpu.ctas_per_sm}.tma_ops", 1.0 / t.tma_op_ns, "op")
                         if gpu.model2 and t.tma_op_ns > 0 else None)
-        self.dsmem = Pipe(f"sm{index // gpu.ctas_per_sm}.dsmem", t.dsmem_bytes_per_ns)
+        loaded = (t.params["dsmem_loaded_bytes_per_ns"].value + t.params["dsmem_loaded_per_doubling_bytes_per_ns"].value
+                  * math.log2(min(gpu.cluster_size, 8))) if gpu.model2 else 0.0
+        # (h') while more than one cluster runs, every SM streams against the others: the loaded DSMEM rate
+        self.dsmem = Pipe(f"sm{index // gpu.ctas_per_sm}.dsmem",
+                          loaded if loaded > 0 and gpu.num_sms > gpu.cluster_size else t.dsmem_bytes_per_ns)
         self.lsu = Pipe(f"sm{index}.lsu", t.smem_bytes_per_ns)
         self.tensor = Pipe(f"sm{index}.tensor", t.tensor_macs_per_ns, "MAC")
         self.named = NamedBarriers(cta_threads)
@@ -655,8 +660,10 @@ class Warp:
             t = self.t
             delay = t.cluster_barrier_ns
             if self._m2:                       # (g) plus costs per CTA of the cluster and per warp of a CTA
-                delay += (t.cluster_barrier_per_cta_ns * self.gpu.cluster_size
-                          + t.cluster_barrier_per_warp_ns * -(-self.sm.named.cta_threads // 32))
+                w = -(-self.sm.named.cta_threads // 32)
+                delay += (t.cluster_barrier_per_cta_ns * self.gpu.cluster_size + t.cluster_barrier_per_warp_ns * w
+                          + t.params["cluster_barrier_per_warp2_ns"].value * w * w            # (g')
+                          + t.params["cluster_barrier_per_doubling_ns"].value * math.log2(min(self.gpu.cluster_size, 8)))
             ev = self.gpu._cluster_events[key] = Event(self.engine, f"barrier.cluster {key[0]} phase {ph}", delay)
         return ev
 
@@ -672,8 +679,10 @@ class Warp:
             # model 2 (g): the arrival is signalled once the arrive's cost is spent (a release first orders the
             # warp's earlier accesses), so the barrier cannot complete before it
             t = self.t
-            cost = (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns
-                    * -(-self.sm.named.cta_threads // 32)) if sem == "release" else t.cluster_arrive_relaxed_ns
+            w = -(-self.sm.named.cta_threads // 32)
+            cost = (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * w
+                    + t.params["cluster_arrive_release_per_warp2_ns"].value * w * w) if sem == "release" \
+                else t.cluster_arrive_relaxed_ns
             ph = cb.phase
             self.engine.at(now + cost, self._cluster_signal, cb)
         else:
@@ -695,8 +704,16 @@ class Warp:
         from ``mapa``, PTX §9.7.9.23, §9.7.9.8): a generic-proxy read through this SM's DSMEM pipe, landing
         ``dsmem_latency_ns`` after its bytes (assumption h); the own rank reads locally like :meth:`ld_shared`."""
         target = self._target(cta)
-        if target is self.sm:
+        self_lat = self.t.params["dsmem_self_latency_ns"].value if self._m2 else 0.0
+        if target is self.sm and not self_lat:
             return self.ld_shared(addr, size, label)
+        if target is self.sm:                 # (h') the own rank through the cluster path: local bytes, its latency
+            self.sm.smem.check_range(addr, size)
+            now = self.engine.now
+            _, fin = self.sm.lsu.reserve(now, size)
+            t1 = fin + self_lat
+            self._rec(now, t1, "ld.shared::cluster", "generic", "r", addr, size, cta=target.rank, label=label)
+            return t1 - now
         target.smem.check_range(addr, size)
         now = self.engine.now
         _, fin = self.sm.dsmem.reserve(now, size)

@@ -80,6 +80,13 @@ i. **A smooth maximum** (closed form only, :func:`soft_period`): the steady peri
 h. **DSMEM.** A load from another CTA's shared memory (``ld.shared::cluster``) returns
    ``dsmem_latency_ns`` + bytes / ``dsmem_bytes_per_ns`` (one pipe per SM) after issue; a local one
    ``smem_latency_ns`` + bytes / ``smem_bytes_per_ns``.
+g'. **Cluster barrier shape** (second revision, from ``data/l03/sync_cost``): the release delay also grows with the
+   squared warp count (``cluster_barrier_per_warp2_ns``; a ``.release`` arrive has its own squared term) and with
+   log2 of the cluster's CTAs up to 8 (``cluster_barrier_per_doubling_ns``; the H200's clusters of 8 and 16 cost
+   the same, which is where the cap at 8 comes from — so the cluster-16 records do not test the cap independently).
+h'. **DSMEM shape**: ``ld.shared::cluster`` on the own rank costs ``dsmem_self_latency_ns`` (the instruction takes
+   the cluster path whatever the target; the H200: 38 clocks against ld.shared's 29); while every cluster of the
+   GPU streams DSMEM, one SM gets ``dsmem_loaded_bytes_per_ns``.
 
 In model 1 every parameter of (a)–(h) that model 1 lacks has the value that reproduces model 1 (0 or the
 existing cost), and :meth:`Timing.model2` returns a model-2 table with the estimates below until
@@ -203,6 +210,25 @@ _H200 = {
     "dsmem_bytes_per_ns": Param(round(32 * _CLOCK, 2), "B/ns", "estimate",
                                 "(h) one SM's DSMEM read bandwidth from a peer's shared memory; starting value "
                                 "32 B per clock, order of magnitude only"),
+    # ---- model 2, second revision (issue 13): the shapes the H200's sync data asks for; 0 reproduces the above ---
+    "cluster_barrier_per_warp2_ns": Param(0.0, "ns/warp²", "estimate",
+                                          "(g') barrier.cluster release cost per squared warp count of a CTA (the "
+                                          "round trip grows faster than linearly in warps on the H200)"),
+    "cluster_arrive_release_per_warp2_ns": Param(0.0, "ns/warp²", "estimate",
+                                                 "(g') barrier.cluster.arrive.release: extra cost per squared warp "
+                                                 "count"),
+    "cluster_barrier_per_doubling_ns": Param(0.0, "ns", "estimate",
+                                             "(g') barrier.cluster release cost per doubling of the cluster, up to 8 "
+                                             "CTAs (log2 of min(CTAs, 8))"),
+    "dsmem_self_latency_ns": Param(0.0, "ns", "estimate",
+                                   "(h') ld.shared::cluster on the CTA's own rank (a mapa address): the cluster "
+                                   "path's latency, not ld.shared's; 0 = the local smem_latency_ns"),
+    "dsmem_loaded_bytes_per_ns": Param(0.0, "B/ns", "estimate",
+                                       "(h') one SM's DSMEM read bandwidth while every cluster of the GPU streams "
+                                       "DSMEM at once, clusters of 1; 0 = dsmem_bytes_per_ns"),
+    "dsmem_loaded_per_doubling_bytes_per_ns": Param(0.0, "B/ns", "estimate",
+                                                    "(h') change of the loaded DSMEM rate per doubling of the cluster, "
+                                                    "up to 8 CTAs (log2 of min(CTAs, 8))"),
 }
 
 #: the parameters model 2 adds or reinterprets; :func:`h100lab.validation.timing.fit` fits these
@@ -211,7 +237,10 @@ MODEL2_PARAMS = ("hbm_read_bytes_per_ns", "hbm_bytes_per_ns", "tma_bytes_per_ns"
                  "tma_latency_ns", "dram_latency_ns", "tma_latency_per_kb_ns", "tma_store_read_ns", "wait_hit_ns",
                  "wait_wake_ns", "mbarrier_arrive_ns", "bar_sync_ns", "bar_sync_per_warp_ns", "cluster_barrier_ns",
                  "cluster_barrier_per_cta_ns", "cluster_barrier_per_warp_ns", "cluster_arrive_release_ns",
-                 "cluster_arrive_relaxed_ns", "dsmem_latency_ns", "dsmem_bytes_per_ns", "smem_latency_ns")
+                 "cluster_arrive_relaxed_ns", "dsmem_latency_ns", "dsmem_bytes_per_ns", "smem_latency_ns",
+                 "cluster_barrier_per_warp2_ns", "cluster_arrive_release_per_warp2_ns",
+                 "cluster_barrier_per_doubling_ns", "dsmem_self_latency_ns", "dsmem_loaded_bytes_per_ns",
+                 "dsmem_loaded_per_doubling_bytes_per_ns")
 
 
 class Timing:

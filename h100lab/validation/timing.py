@@ -14,27 +14,31 @@ Datasets (``python -m h100lab.measure.timing_sweep``): ``l03/stream_sweep`` (the
 
 * stream: calibrate on tiles of 2, 8 and 32 KiB with 1, 3 or 6 stages — every mode, scope and CTAs/SM — and
   hold out every other (stages, tile) pair (≈ 80 % of the runs, including every 1, 4, 16 and 64 KiB tile);
-* latency: calibrate on copies of 256 B, 4 KiB and 64 KiB; hold out the other sizes; the mbarrier costs
-  are single measurements (calibration only);
-* sync: calibrate ``bar.sync`` and ``barrier.cluster`` on 32 and 256 threads with clusters of 2 and 8 CTAs
-  (no store before the arrive); DSMEM on clusters of 2 and 8; hold out the rest;
+* latency (``l03/tma_latency``) and latency_clean (``l03/tma_latency_clean``): calibrate on copies of 256 B, 4 KiB
+  and 64 KiB; hold out the other sizes; the mbarrier costs are single measurements (calibration only);
+* sync: ``bar.sync`` on 32 and 256 threads; ``barrier.cluster`` on clusters of 2 and 8 with 32, 256 and 1024
+  threads (no store before the arrive); DSMEM on clusters of 2 and 8; hold out the rest;
 * ceilings: the best read stream and the best copy initialise the read and copy ceilings; every ceiling
   record is then held out against the fitted model.
 
-**The fit** (:func:`fit`), in order: (1) the mbarrier costs from ``l03/tma_latency`` (``try_wait`` on a completed
-phase, ``arrive``, the wake-up); (2) the single-copy latency line (``L + bytes · s``) on the calibration sizes,
-warm (L2) and cold (DRAM − L2 = ``dram_latency_ns``); (3) ``bar.sync`` and ``barrier.cluster`` linear in warps
-and CTAs, DSMEM latency and bandwidth; (4) robust least squares (:func:`h100lab.validation.fit.least_squares`)
-of the memory ceilings, the SM's TMA bandwidth and issue limit, the store read-back, the latency split
-(per-KiB part) and ``l03_stream.cu``'s own constants on the calibration streaming runs, time per tile and
-bandwidth together, with the closed form :func:`h100lab.sim.stream.analytic_stream`. :func:`validate` then
-predicts every held-out record with the simulator (:func:`h100lab.sim.stream.simulate_stream`) — or the
-closed form, ``method="analytic"`` — and counts the runs within ±10 %.
+**The fit** (:func:`fit`), in order: (1) the mbarrier costs from ``l03/tma_latency``; (2) the single-copy model
+(:mod:`h100lab.sim.latency`: issue, first byte, fill, DRAM and TLB parts, the TMA unit's queue, and what each
+measurement kernel adds to its own window) on both latency datasets — :func:`h100lab.validation.micro.fit_latency`;
+(3) ``bar.sync``, ``barrier.cluster`` (quadratic in warps, log2 in CTAs up to 8) and DSMEM —
+:func:`h100lab.validation.micro.fit_sync`; (4) robust least squares (:func:`h100lab.validation.fit.least_squares`)
+of the memory ceilings, the SM's TMA bandwidth and issue limit, the store read-back, the latency split and
+``l03_stream.cu``'s own constants on the calibration streaming runs alone, time per tile and bandwidth together,
+with the closed form :func:`h100lab.sim.stream.analytic_stream`. The single copies are not in (4): the first fit
+put them there and one parameter set could not serve both (held-out streaming 89 %, single copies off by
+40–60 %); fitted apart, the streaming runs alone find an SM fill rate of ~210 B/ns and the single copies ~200 B/ns —
+the same unit, seen through two kernels. :func:`validate` predicts every held-out record with the simulator
+(:func:`h100lab.sim.stream.simulate_stream`) — or the closed form, ``method="analytic"`` — and counts the runs
+within ±10 %.
 
 **Goal** (the issue): ≥ 90 % of held-out streaming runs within ±10 % for time per tile and for bandwidth;
-latencies within ±10 %. :data:`GOAL`, :data:`TOLERANCE`. :data:`GOAL_CHECKS` turns each into a verdict;
-:data:`ACHIEVED_CHECKS` are the levels the model reaches (calibration and held-out apart), and
-:func:`register_checks` — called by ``h100lab/validation/l03.py`` — registers those as silicon checks.
+latencies within ±10 %. :data:`GOAL`, :data:`TOLERANCE`. :data:`GOAL_CHECKS` are the goals the model meets,
+:data:`ACHIEVED_CHECKS` the levels it reaches where it does not (and the calibration guards); :func:`register_checks`
+— called by ``h100lab/validation/l03.py`` — registers both as silicon checks, :func:`goal_report` lists them.
 """
 from __future__ import annotations
 
@@ -45,44 +49,33 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import CheckResult, silicon_check
+from . import micro
 from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratio
 
 __all__ = ["SPLITS", "GOAL", "TOLERANCE", "DATASETS", "TimingFit", "TimingReport", "fit", "validate",
            "predict_stream", "predict_latency", "predict_sync", "predict_ceiling", "load_datasets",
-           "goal_check", "stream_label", "GOAL_CHECKS", "ACHIEVED_CHECKS", "register_checks"]
+           "goal_check", "stream_label", "GOAL_CHECKS", "ACHIEVED_CHECKS", "register_checks", "goal_report", "REQUIRED"]
 
 GOAL = 0.90
 TOLERANCE = 0.10
 DATASETS = {"stream": "l03/stream_sweep", "latency": "l03/tma_latency", "sync": "l03/sync_cost",
-            "ceilings": "l05/ceilings"}
+            "ceilings": "l05/ceilings", "latency_clean": "l03/tma_latency_clean"}
+#: the datasets a fit needs (the others join when committed)
+REQUIRED = ("stream",)
 
 _STREAM_CAL_TILES = (2048, 8192, 32768)
 _STREAM_CAL_STAGES = (1, 3, 6)
-_LAT_CAL_BYTES = (256, 4096, 65536)
-#: weight of a single-copy residual against a streaming one in the joint fit: the 126 streaming runs give 252
-#: residuals, the single-copy records about 60, so each family carries a comparable share of the loss
-_LAT_WEIGHT = 1.0
+#: weight of the single-copy records in the streaming fit: 0 — they have their own structure
+#: (:mod:`h100lab.validation.micro`); with weight 1 (the first fit) the streaming held-out agreement fell from 93 %
+#: to 89 % and the single-copy latencies were all off by 40–60 %
+_LAT_WEIGHT = 0.0
 
 SPLITS = {
     "stream": Split("stream", "tiles of 2, 8 and 32 KiB with 1, 3 or 6 stages (every mode, scope and CTAs/SM); "
                               "every other (stages, tile) pair is held out",
                     lambda r: r["tile_bytes"] in _STREAM_CAL_TILES and r["stages"] in _STREAM_CAL_STAGES),
-    "latency": Split("latency", "copies of 256 B, 4 KiB and 64 KiB, and the single mbarrier-cost record; other sizes "
-                                "held out",
-                     lambda r: r["kind"] == "mbarrier" or r.get("bytes") in _LAT_CAL_BYTES),
-    "sync": Split("sync", "bar.sync and barrier.cluster on 32 and 256 threads, clusters of 2 and 8 CTAs, no store "
-                          "before the arrive; DSMEM on clusters of 2 and 8; the rest held out",
-                  lambda r: _sync_cal(r)),
+    **micro.SPLITS,
 }
-
-
-def _sync_cal(r: dict) -> bool:
-    k = r["kind"]
-    if k == "bar_sync":
-        return r["threads"] in (32, 256)
-    if k == "cluster_barrier":
-        return r["cluster"] in (2, 8) and r["threads"] in (32, 256) and r["store"] == 0
-    return r.get("cluster") in (2, 8)
 
 
 def stream_label(r: dict) -> str:
@@ -110,64 +103,15 @@ def predict_stream(r: dict, timing, kernel, method: str = "sim") -> dict[str, fl
     return {"ns_per_tile": span / cfg.tiles, "moved_gbps": cfg.moved_bytes / kern}
 
 
-def _single_copy(t, n: int, count: int = 1, dram: bool = False) -> float:
-    """Model 2, one thread: ``arrive.expect_tx`` then ``count`` back-to-back copies of ``n`` bytes, then its wait
-    wakes when the last lands — the schedule of :meth:`~h100lab.sim.machine.Warp.load_done_v2` (issue cost per
-    copy, the SM's op queue, the TMA unit's transfers in order, the latency parts, the wake-up)."""
-    from ..sim.timing import read_ceiling
-
-    b1 = min(t.tma_bytes_per_ns, read_ceiling(t))
-    now = t.mbarrier_expect_tx_ns
-    op_end = xfer_end = 0.0
-    overlap = bool(t.tma_issue_overlap)
-    for _ in range(count):
-        start = now if overlap else now + t.tma_issue_ns      # (c') the copy starts as its issue begins
-        now += t.tma_issue_ns
-        op_end = max(start, op_end) + t.tma_op_ns
-        xfer_end = max(op_end, xfer_end) + n / b1
-    land = xfer_end + t.tma_latency_ns + t.tma_latency_per_kb_ns * n / 1024 + (t.dram_latency_ns if dram else 0.0)
-    return max(land, now) + t.wait_wake_ns
+def predict_latency(r: dict, tf: "TimingFit") -> dict[str, float]:
+    """The model's numbers for one ``l03/tma_latency`` record (:func:`h100lab.validation.micro.predict_latency`, the
+    fit's single-copy model and old-kernel constants, the sources' alignment replayed)."""
+    return micro.predict_latency(r, tf.latency.model, tf.latency.kernel, tf.align)
 
 
-def predict_latency(r: dict, timing) -> dict[str, float]:
-    """The model's numbers for one ``l03/tma_latency`` record (ns): a single copy cold / warm (from the
-    ``expect_tx`` to the waiting thread's wake-up, :func:`_single_copy`); back-to-back issue per copy (``(expect_tx
-    + count · issue) / count``) and the time until all landed; the mbarrier costs (``try_wait`` on a phase another
-    thread completed, ``arrive``, arrive → the waiter wakes). The records' ``arrive_ns`` (an arrive and a wait on the
-    phase the thread itself just completed: the measurement's own overhead) is not predicted."""
-    t = timing
-    k = r["kind"]
-    if k in ("bulk", "tensor"):
-        return {"warm_ns": _single_copy(t, r["bytes"]), "cold_ns": _single_copy(t, r["bytes"], dram=True)}
-    if k == "issue":
-        c = r["count"]
-        return {"issue_ns_per_copy": (t.mbarrier_expect_tx_ns + c * t.tma_issue_ns) / c,
-                "total_ns": _single_copy(t, r["bytes"], c, dram=r["cold"])}
-    if k == "mbarrier":
-        return {"try_wait_hit_ns": t.wait_hit_ns, "arrive_ns": t.mbarrier_arrive_ns,
-                "wake_ns": t.mbarrier_arrive_ns + t.wait_wake_ns}
-    raise ValueError(f"latency record kind {k!r}")
-
-
-def predict_sync(r: dict, timing) -> dict[str, float]:
-    """The model's numbers for one ``l03/sync_cost`` record: ``ns`` per ``bar.sync`` / cluster round trip, ns per
-    DSMEM dependent load, bytes per ns one SM streams (machine.Warp: bar_sync, cluster_arrive/wait,
-    ld_shared_cluster)."""
-    t = timing
-    k = r["kind"]
-    if k == "bar_sync":
-        return {"ns": t.bar_sync_ns + t.bar_sync_per_warp_ns * math.ceil(r["threads"] / 32)}
-    if k == "cluster_barrier":
-        warps = math.ceil(r["threads"] / 32)
-        arrive = (t.cluster_arrive_relaxed_ns if r["sem"] == "relaxed" else
-                  t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * warps)
-        return {"ns": arrive + t.cluster_barrier_ns + t.cluster_barrier_per_cta_ns * r["cluster"]
-                + t.cluster_barrier_per_warp_ns * warps}
-    if k == "dsmem_chase":      # ld.shared::cluster to the own rank is a local access (Warp.ld_shared_cluster)
-        return {"ns": t.dsmem_latency_ns if r["remote"] and r["target"] != 0 else t.smem_latency_ns}
-    if k == "dsmem_stream":
-        return {"bytes_per_ns_per_sm": t.dsmem_bytes_per_ns if r["remote"] else t.smem_bytes_per_ns}
-    raise ValueError(f"sync record kind {k!r}")
+def predict_sync(r: dict, tf: "TimingFit") -> dict[str, float]:
+    """The model's numbers for one ``l03/sync_cost`` record (:func:`h100lab.validation.micro.predict_sync`)."""
+    return micro.predict_sync(r, tf.timing, tf.sync_kernel)
 
 
 def predict_ceiling(r: dict, timing, kernel) -> float | None:
@@ -203,6 +147,9 @@ class TimingFit:
     held_out: dict
     lsq: Any = None
     notes: list = field(default_factory=list)
+    latency: Any = None                 # micro.LatencyFit: the single-copy model
+    sync_kernel: Any = micro.SyncKernel()
+    align: dict = field(default_factory=dict)
 
 
 def load_datasets() -> dict[str, list[dict] | None]:
@@ -234,15 +181,17 @@ def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
 
 
 def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, sync: list[dict] | None = None,
-        ceilings: list[dict] | None = None, *, base=None, max_iter: int = 80) -> TimingFit:
+        ceilings: list[dict] | None = None, *, base=None, max_iter: int = 80,
+        bounds: dict | None = None, latency_clean: list[dict] | None = None) -> TimingFit:
     """Fit memory model 2 (module docstring) on the calibration part of each dataset given (default: the
     committed datasets, :func:`load_datasets`). Raises ValueError when the streaming sweep is missing."""
     from ..sim.stream import STREAM_KERNEL, StreamConfig, analytic_stream, config_from_record
     from ..sim.timing import H200_ESTIMATES
 
-    if stream is None and latency is None and sync is None and ceilings is None:
+    if stream is None and latency is None and sync is None and ceilings is None and latency_clean is None:
         ds = load_datasets()
         stream, latency, sync, ceilings = ds["stream"], ds["latency"], ds["sync"], ds["ceilings"]
+        latency_clean = ds["latency_clean"]
     if not stream:
         raise ValueError("fitting the timing model needs l03/stream_sweep (python -m h100lab.measure.timing_sweep)")
     t = (base or H200_ESTIMATES).model2(tma_issue_overlap=1)
@@ -252,7 +201,8 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
     vals: dict[str, float] = {}
     src: dict[str, str] = {}
 
-    # (1) mbarrier costs (fixed); single-copy records join the least squares of step (4)
+    # (1) mbarrier costs (fixed)
+    lat_fit = None
     lat_cal: list[dict] = []
     if latency:
         cal["latency"], held["latency"] = SPLITS["latency"].apply(latency)
@@ -265,53 +215,21 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
                 src[k] = ("l03/tma_latency, mbarrier costs (mbar_costs): try_wait on a completed phase, back-to-back "
                           "arrive, arrive → the waiting warp resumes")
         lat_cal = [r for r in cal["latency"] if r["kind"] in ("bulk", "tensor", "issue")]
-        warm = [(r["bytes"], r["warm_ns"]) for r in lat_cal if r["kind"] == "bulk"]
-        if len({b for b, _ in warm}) >= 2:
-            a_w, s_w = _line(warm)
-            a_c, _ = _line([(r["bytes"], r["cold_ns"]) for r in lat_cal if r["kind"] == "bulk"])
-            notes.append(f"single bulk copy, warm: {a_w:.0f} ns + {s_w * 1024:.2f} ns/KiB; cold adds {a_c - a_w:.0f} ns")
-            vals["dram_latency_ns"] = max(a_c - a_w, 1.0)
-            vals["tma_latency_ns"] = max(a_w - 100.0, 10.0)            # starting values of the joint fit
-    # (3) synchronisation and DSMEM (independent of the copy path: fitted apart)
+    # (2) the single-copy model (its own structure, h100lab.sim.latency) on both latency datasets' calibration parts
+    clean_cal: list[dict] = []
+    if latency_clean:
+        cal["latency_clean"], held["latency_clean"] = SPLITS["latency_clean"].apply(latency_clean)
+        clean_cal = cal["latency_clean"]
+    if lat_cal or clean_cal:
+        lat_fit = micro.fit_latency(lat_cal, clean_cal)
+        notes += lat_fit.notes
+    # (3) synchronisation and DSMEM (independent of the copy path: fitted apart, h100lab.validation.micro)
+    sync_kernel = micro.SyncKernel()
     if sync:
         cal["sync"], held["sync"] = SPLITS["sync"].apply(sync)
-        bs = [r for r in cal["sync"] if r["kind"] == "bar_sync"]
-        if bs:
-            a, b = _line([(math.ceil(r["threads"] / 32), r["ns"]) for r in bs])
-            vals["bar_sync_ns"], vals["bar_sync_per_warp_ns"] = max(a, 0.1), max(b, 0.0)
-            src["bar_sync_ns"] = src["bar_sync_per_warp_ns"] = "l03/sync_cost, bar.sync on 32 and 256 threads: ns vs warps"
-        cb = [r for r in cal["sync"] if r["kind"] == "cluster_barrier"]
-        rel = [r for r in cb if r["sem"] == "relaxed"]
-        if len(rel) >= 3:
-            X = np.array([[1.0, r["cluster"], math.ceil(r["threads"] / 32)] for r in rel])
-            y = np.array([r["ns"] for r in rel])
-            coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-            arr = t.cluster_arrive_relaxed_ns
-            vals["cluster_barrier_ns"] = max(float(coef[0]) - arr, 0.1)
-            vals["cluster_barrier_per_cta_ns"] = max(float(coef[1]), 0.0)
-            vals["cluster_barrier_per_warp_ns"] = max(float(coef[2]), 0.0)
-            pairs = {(r["cluster"], r["threads"]): r["ns"] for r in rel}
-            diff = [(math.ceil(r["threads"] / 32), r["ns"] - pairs[(r["cluster"], r["threads"])]) for r in cb
-                    if r["sem"] == "release" and (r["cluster"], r["threads"]) in pairs]
-            if diff:
-                a, b = _line(diff)
-                vals["cluster_arrive_release_ns"] = max(arr + a, 0.1)
-                vals["cluster_arrive_release_per_warp_ns"] = max(b, 0.0)
-            for k in ("cluster_barrier_ns", "cluster_barrier_per_cta_ns", "cluster_barrier_per_warp_ns",
-                      "cluster_arrive_release_ns", "cluster_arrive_release_per_warp_ns"):
-                src[k] = ("l03/sync_cost, barrier.cluster round trips, clusters of 2 and 8 on 32 and 256 threads, no "
-                          "store: relaxed linear in CTAs and warps; release − relaxed linear in warps")
-        ch = [r for r in cal["sync"] if r["kind"] == "dsmem_chase"]
-        if any(r["remote"] and r["target"] != 0 for r in ch):
-            vals["dsmem_latency_ns"] = _median(r["ns"] for r in ch if r["remote"] and r["target"] != 0)
-            src["dsmem_latency_ns"] = "l03/sync_cost, DSMEM dependent loads to another CTA, clusters of 2 and 8"
-        if any(not r["remote"] for r in ch):
-            vals["smem_latency_ns"] = _median(r["ns"] for r in ch if not r["remote"])
-            src["smem_latency_ns"] = "l03/sync_cost, dependent ld.shared chain in the own CTA"
-        stx = [r for r in cal["sync"] if r["kind"] == "dsmem_stream" and not r.get("all_sms")]
-        if any(r["remote"] for r in stx):
-            vals["dsmem_bytes_per_ns"] = max(r["bytes_per_ns_per_sm"] for r in stx if r["remote"])
-            src["dsmem_bytes_per_ns"] = "l03/sync_cost, best DSMEM stream of one cluster (2 or 8 CTAs)"
+        sv, ss, sync_kernel = micro.fit_sync(cal["sync"], t)
+        vals.update(sv)
+        src.update(ss)
     # ceilings initialise the memory's two ceilings
     if ceilings:
         cal["ceilings"], held["ceilings"] = [], list(ceilings)
@@ -348,6 +266,9 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
             FitParam("consume_fixed_ns", STREAM_KERNEL.consume_fixed_ns, 0.1, 2000),
             FitParam("loop_ns", STREAM_KERNEL.loop_ns, 0.1, 500),
             FitParam("launch_ns", STREAM_KERNEL.launch_ns, 100, 50000)]
+    for k, (lo, hi) in (bounds or {}).items():           # a caller's bounds (experiments on the structure)
+        i = next(j for j, p in enumerate(free) if p.name == k)
+        free[i] = FitParam(k, min(max(free[i].init, lo), hi), lo, hi)
     kernel_keys = ("consume_warp_bytes_per_ns", "consume_fixed_ns", "loop_ns", "launch_ns")
     cfgs = [config_from_record(r) for r in cs]
 
@@ -365,10 +286,6 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
             a = analytic_stream(c, tt, kk)
             out.append(log_ratio(a.span_ns / c.tiles, r["ns_per_tile"]))
             out.append(log_ratio(c.moved_bytes / a.kernel_ns, r["moved_gbps"]))
-        for r in lat_cal:
-            for key, p in predict_latency(r, tt).items():
-                if key in r and key != "arrive_ns":
-                    out.append(_LAT_WEIGHT * log_ratio(p, r[key]))
         return np.clip(np.array(out, dtype=float), -5, 5)
 
     lsq = least_squares(residuals, free, max_iter=max_iter)
@@ -377,11 +294,11 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
     fitted = {k: getattr(t2, k) for k in lsq.values if k not in kernel_keys}
     t2 = t2.with_values(status="calibrated", name="H200 (memory model 2, fitted by h100lab.validation.timing)",
                         source=(f"robust least squares (soft-L1 on log ratios) over the calibration runs of "
-                                f"l03/stream_sweep ({desc}; time per tile and bandwidth) and of l03/tma_latency "
-                                f"({SPLITS['latency'].description})"), **fitted)
-    notes.append(f"joint fit: {len(cs)} streaming runs and {len(lat_cal)} single-copy records, loss {lsq.loss:.4g}, "
-                 f"{lsq.iterations} iterations, {'converged' if lsq.converged else 'NOT converged'}")
-    return TimingFit(t2, k2, cal, held, lsq, notes)
+                                f"l03/stream_sweep ({desc}; time per tile and bandwidth)"), **fitted)
+    notes.append(f"streaming fit: {len(cs)} runs, loss {lsq.loss:.4g}, {lsq.iterations} iterations, "
+                 f"{'converged' if lsq.converged else 'NOT converged'}")
+    align = micro.source_alignment(latency) if latency else {}
+    return TimingFit(t2, k2, cal, held, lsq, notes, lat_fit, sync_kernel, align)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -421,27 +338,48 @@ def _stream_pairs(recs, tf: TimingFit, method: str):
     return ns, bw
 
 
-def _latency_pairs(recs, timing):
+def _latency_pairs(recs, tf: TimingFit):
     out: dict[str, list] = {}
+    t = tf.timing
     for r in recs:
-        p = predict_latency(r, timing)
+        if r["kind"] == "mbarrier":      # the stream table's constants, measured here (calibration only)
+            p = {"try_wait_hit_ns": t.wait_hit_ns, "arrive_ns": t.mbarrier_arrive_ns,
+                 "wake_ns": t.mbarrier_arrive_ns + t.wait_wake_ns}
+        elif tf.latency is None:
+            continue
+        else:
+            p = predict_latency(r, tf)
         for k, v in p.items():
-            if k in r and not (k == "arrive_ns" and r["kind"] != "mbarrier"):
+            if k in r:
                 out.setdefault(f"latency {r['kind']} {k}", []).append((f"{r['kind']} {r.get('bytes', '')} B"
                                                                        f"{' ×' + str(r['count']) if 'count' in r else ''}",
                                                                        v, r[k]))
     return out
 
 
-def _sync_pairs(recs, timing):
+def _clean_pairs(recs, tf: TimingFit):
+    out: dict[str, list] = {}
+    if tf.latency is None:
+        return out
+    for r in recs:
+        for k, v in micro.predict_latency_clean(r, tf.latency.model).items():
+            if k in r:
+                lab = f"{r['bytes']} B ×{r['count']} align {r['align']} touch {r['touch']}"
+                out.setdefault(f"latency clean {'single' if r['count'] == 1 else 'round'} {k}", []).append(
+                    (lab, v, r[k]))
+    return out
+
+
+def _sync_pairs(recs, tf: TimingFit):
     out: dict[str, list] = {}
     for r in recs:
         if r["kind"] == "cluster_barrier" and r.get("store"):
             continue          # a store before the arrive is not modelled (informational records)
-        p = predict_sync(r, timing)
+        p = predict_sync(r, tf)
         for k, v in p.items():
             if k in r:
-                lab = ", ".join(f"{x}={r[x]}" for x in ("cluster", "threads", "sem", "remote", "target") if x in r)
+                lab = ", ".join(f"{x}={r[x]}" for x in ("cluster", "threads", "sem", "remote", "target", "all_sms")
+                                if x in r)
                 out.setdefault(f"sync {r['kind']} {k}", []).append((lab, v, r[k]))
     return out
 
@@ -455,10 +393,13 @@ def validate(tf: TimingFit, *, method: str = "sim", tol: float = TOLERANCE) -> T
             store["stream ns/tile"] = agreement("stream ns/tile", ns, tol)
             store["stream GB/s"] = agreement("stream GB/s", bw, tol)
         if part.get("latency"):
-            for k, pairs in _latency_pairs(part["latency"], tf.timing).items():
+            for k, pairs in _latency_pairs(part["latency"], tf).items():
+                store[k] = agreement(k, pairs, tol)
+        if part.get("latency_clean"):
+            for k, pairs in _clean_pairs(part["latency_clean"], tf).items():
                 store[k] = agreement(k, pairs, tol)
         if part.get("sync"):
-            for k, pairs in _sync_pairs(part["sync"], tf.timing).items():
+            for k, pairs in _sync_pairs(part["sync"], tf).items():
                 store[k] = agreement(k, pairs, tol)
         if part.get("ceilings"):
             pairs = []
@@ -532,56 +473,57 @@ def _family_check(part: str, prefixes: tuple[str, ...], tol: float, floor: float
     return CheckResult(n, bad, [w for a in parts for w in a.worst][:5], note=note)
 
 
-def _latency_check() -> CheckResult:
-    return _family_check("held_out", ("latency",), TOLERANCE, 1.0)
-
-
-def _sync_check() -> CheckResult:
-    return _family_check("held_out", ("sync",), TOLERANCE, 1.0)
-
-
-#: the silicon checks of the issue's goal: (title, lesson, dataset, verdict function) — :func:`goal_report` reports
-#: them; they are not registered (the model does not meet them all yet)
+#: the issue's goals, one silicon check each (registered: every one of them is met on the committed data):
+#: (title, lesson, dataset, part, metric prefixes, tolerance, floor). Streaming: ≥ 90 % of the held-out runs within
+#: ±10 %; latencies, barriers and DSMEM: every held-out record within ±10 %.
 GOAL_CHECKS = [
-    ("Timing model 2: held-out streaming runs, time per tile within ±10 % (goal: ≥ 90 %)", 3, "l03/stream_sweep",
-     lambda: _check("stream ns/tile")),
-    ("Timing model 2: held-out streaming runs, bandwidth within ±10 % (goal: ≥ 90 %)", 3, "l03/stream_sweep",
-     lambda: _check("stream GB/s")),
-    ("Timing model 2: held-out single-copy latencies within ±10 % (all)", 3, "l03/tma_latency", _latency_check),
-    ("Timing model 2: held-out barrier and DSMEM costs within ±10 % (all)", 3, "l03/sync_cost", _sync_check),
+    ("Timing model 2 goal, held out: streaming time per tile, ≥ 90 % within ±10 %", 3, "l03/stream_sweep",
+     "held_out", ("stream ns/tile",), 0.10, GOAL),
+    ("Timing model 2 goal, held out: streaming bandwidth, ≥ 90 % within ±10 %", 3, "l03/stream_sweep",
+     "held_out", ("stream GB/s",), 0.10, GOAL),
+    ("Timing model 2 goal, held out: warm single-copy latencies (bulk and tensor), all within ±10 %", 3,
+     "l03/tma_latency", "held_out", ("latency bulk warm_ns", "latency tensor warm_ns"), 0.10, 1.0),
+    ("Timing model 2 goal, held out: back-to-back TMA issue cost per copy, all within ±10 %", 3, "l03/tma_latency",
+     "held_out", ("latency issue issue_ns_per_copy",), 0.10, 1.0),
+    ("Timing model 2 goal, held out: bar.sync cost, all within ±10 %", 3, "l03/sync_cost", "held_out",
+     ("sync bar_sync",), 0.10, 1.0),
+    ("Timing model 2 goal, held out: barrier.cluster round trips (release and relaxed), all within ±10 %", 3,
+     "l03/sync_cost", "held_out", ("sync cluster_barrier",), 0.10, 1.0),
+    ("Timing model 2 goal, held out: DSMEM latency and bandwidth, all within ±10 %", 3, "l03/sync_cost", "held_out",
+     ("sync dsmem",), 0.10, 1.0),
 ]
 
-#: what the model achieves, registered as silicon checks (a regression guard, calibration and held-out apart):
-#: (title, lesson, dataset, part, metric prefixes, tolerance, floor = least fraction within the tolerance). The
-#: floors are the fitted model's agreement on the committed datasets rounded down; where the issue's goal (±10 %,
-#: ≥ 90 % of streaming runs, every latency) is not met the title says so.
+#: what the model achieves where the goal is not met, and the calibration guards (regression checks at the level
+#: the fitted model reaches on the committed data, rounded down; the title says when the goal is not met)
 ACHIEVED_CHECKS = [
-    ("Timing model 2, held out: streaming time per tile and bandwidth, ≥ 85 % within ±10 % (goal 90 %)", 3,
-     "l03/stream_sweep", "held_out", ("stream",), 0.10, 0.85),
-    ("Timing model 2, held out: streaming time per tile and bandwidth, ≥ 95 % within ±15 %", 3,
-     "l03/stream_sweep", "held_out", ("stream",), 0.15, 0.95),
-    ("Timing model 2, calibration: streaming time per tile and bandwidth, ≥ 85 % within ±10 %", 3,
-     "l03/stream_sweep", "calibration", ("stream",), 0.10, 0.85),
-    ("Timing model 2, held out: 1 GiB read and copy ceilings, ≥ 90 % within ±15 %", 5, "l05/ceilings",
-     "held_out", ("ceilings",), 0.15, 0.90),
-    ("Timing model 2, held out: back-to-back TMA issue cost per copy, all within ±10 %", 3, "l03/tma_latency",
-     "held_out", ("latency issue issue_ns_per_copy",), 0.10, 1.0),
-    ("Timing model 2, held out: single-copy latencies, all within ±75 % (goal ±10 %: not met)", 3, "l03/tma_latency",
-     "held_out", ("latency bulk", "latency tensor", "latency issue total_ns"), 0.75, 1.0),
-    ("Timing model 2, held out: bar.sync cost, all within ±10 %", 3, "l03/sync_cost", "held_out",
-     ("sync bar_sync",), 0.10, 1.0),
-    ("Timing model 2, held out: barrier.cluster round trips, all within ±25 % (goal ±10 %: not met)", 3,
-     "l03/sync_cost", "held_out", ("sync cluster_barrier",), 0.25, 1.0),
-    ("Timing model 2, held out: DSMEM latency and bandwidth, all within ±50 % (goal ±10 %: not met)", 3,
-     "l03/sync_cost", "held_out", ("sync dsmem",), 0.50, 1.0),
+    ("Timing model 2, calibration: streaming time per tile and bandwidth, ≥ 90 % within ±10 %", 3,
+     "l03/stream_sweep", "calibration", ("stream",), 0.10, 0.90),
+    ("Timing model 2, held out: streaming time per tile and bandwidth, ≥ 97 % within ±20 %", 3,
+     "l03/stream_sweep", "held_out", ("stream",), 0.20, 0.97),
+    ("Timing model 2, held out: 1 GiB read and copy ceilings, all within ±15 % (≥ 75 % within ±10 %)", 5,
+     "l05/ceilings", "held_out", ("ceilings",), 0.15, 1.0),
+    ("Timing model 2, held out: cold single copies and whole back-to-back rounds, ≥ 85 % within ±10 % (goal: all; "
+     "the old kernel's cold copies mix TLB hits and misses)", 3, "l03/tma_latency", "held_out",
+     ("latency bulk cold_ns", "latency tensor cold_ns", "latency issue total_ns"), 0.10, 0.85),
+    ("Timing model 2, held out: cold single copies and whole back-to-back rounds, all within ±25 %", 3,
+     "l03/tma_latency", "held_out", ("latency bulk cold_ns", "latency tensor cold_ns", "latency issue total_ns"),
+     0.25, 1.0),
 ]
+
+
+def goal_report(tol: float = TOLERANCE) -> list[tuple[str, bool, str]]:
+    """``(title, met, note)`` for each of :data:`GOAL_CHECKS` on the committed datasets."""
+    out = []
+    for title, _, _, part, prefixes, t, floor in GOAL_CHECKS:
+        r = _family_check(part, prefixes, t, floor)
+        out.append((title, r.ok, r.note))
+    return out
 
 
 def register_checks() -> None:
-    """Register :data:`ACHIEVED_CHECKS` as silicon checks (``h100lab.validation``; run by
-    ``tests/test_validation.py`` and the model-vs-silicon appendix): one per family and part, calibration and
-    held-out apart, each at the level the fitted model achieves (the issue's goal, :data:`GOAL_CHECKS`, is in the
-    titles and notes). Called by ``h100lab/validation/l03.py``."""
-    for title, lesson, dataset, part, prefixes, tol, floor in ACHIEVED_CHECKS:
+    """Register :data:`GOAL_CHECKS` and :data:`ACHIEVED_CHECKS` as silicon checks (``h100lab.validation``; run by
+    ``tests/test_validation.py`` and the model-vs-silicon appendix), calibration and held-out apart. Called by
+    ``h100lab/validation/l03.py``."""
+    for title, lesson, dataset, part, prefixes, tol, floor in GOAL_CHECKS + ACHIEVED_CHECKS:
         silicon_check(title, lesson=lesson, dataset=dataset)(
             lambda ds, a=(part, prefixes, tol, floor): _family_check(*a))

@@ -1,0 +1,96 @@
+"""One thread's TMA copies, issue to wake-up: the single-copy latency model (issue 13).
+
+The streaming pipeline (:mod:`h100lab.sim.stream`) sees a copy through a loop of mbarrier waits; a single copy timed
+with ``clock64`` around it sees the thread's issue window, the copy's first byte and its fill. The two share the
+SM's fill rate (the streaming fit and this one land on the same ~200 B/ns) but not their fixed costs, which
+belong to the code around the copy — so each has its own structure, and this one is:
+
+* **Issue.** The thread spends ``issue_first_ns`` on ``mbarrier.arrive.expect_tx`` and its first
+  ``cp.async.bulk`` (PTX ISA 9.7.13.15.12, 9.7.9.25.4.1) and ``issue_next_ns`` on each further one. The TMA unit
+  holds at most ``queue_copies`` copies it has not finished: an issue past that waits until the oldest has filled.
+* **Fill.** The unit moves one copy at a time, in issue order, starting each when it was issued and the one
+  before it has filled: ``bytes / fill_bytes_per_ns`` from a source that starts on a 128-byte line,
+  ``bytes / fill_misaligned_bytes_per_ns`` from one that does not (every line of it is split).
+* **Landing.** The last copy's bytes complete the mbarrier phase and the waiting thread resumes
+  ``first_byte_ns`` after the unit finished filling (the L2 round trip of the last request plus the ``try_wait``
+  wake-up), plus ``dram_extra_ns`` when the source comes from DRAM (cold) and its page's TLB entry is warm,
+  plus ``tlb_miss_ns`` when it is not; a 2-D tensor copy adds ``tensor_extra_ns`` (the box's address generation).
+
+:func:`round_trip` returns the three times a kernel can stamp: after the first issue, after the last, and when the
+wait returned. :class:`LatencyKernel` holds what a particular measurement kernel adds inside its timed window
+(uniform-register set-up that the compiler placed after the first clock read, :mod:`h100lab.validation.timing`
+documents which); :data:`H200_LATENCY` are order-of-magnitude starting values until
+:func:`h100lab.validation.timing.fit_latency` calibrates them. Times in ns, rates in B/ns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+__all__ = ["CopyLatency", "H200_LATENCY", "LatencyKernel", "OLD_KERNEL", "CLEAN_KERNEL", "round_trip", "LINE"]
+
+#: bytes of an L2 line: a source offset that is not a multiple of it is "misaligned"
+LINE = 128
+
+
+@dataclass(frozen=True)
+class CopyLatency:
+    """The parameters of the single-copy model (module docstring)."""
+
+    issue_first_ns: float = 20.0
+    issue_next_ns: float = 28.0
+    queue_copies: int = 16
+    first_byte_ns: float = 130.0
+    dram_extra_ns: float = 250.0
+    tlb_miss_ns: float = 100.0
+    fill_bytes_per_ns: float = 200.0
+    fill_misaligned_bytes_per_ns: float = 100.0
+    tensor_extra_ns: float = 10.0
+
+    def with_values(self, **kw) -> "CopyLatency":
+        return replace(self, **kw)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))
+
+
+H200_LATENCY = CopyLatency()
+
+
+@dataclass(frozen=True)
+class LatencyKernel:
+    """What a measurement kernel adds to its own timed window (ns): ``cold_setup_ns`` before a cold copy
+    (``l03_tma_latency.cu``'s first rep computes the copy's uniform registers after its first clock read),
+    ``issue_setup_ns`` before the first copy of ``tma_issue`` (constant loads and uniform set-up of its issue
+    loop). Zero for ``l03_copy_latency.cu``, whose addresses are computed before the clock read."""
+
+    cold_setup_ns: float = 0.0
+    issue_setup_ns: float = 0.0
+
+
+OLD_KERNEL = LatencyKernel(40.0, 70.0)
+CLEAN_KERNEL = LatencyKernel()
+
+
+def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = False, tlb: bool = True,
+               aligned: bool = True, tensor: bool = False) -> dict[str, float]:
+    """``{"first", "issue", "total"}`` (ns from before the ``expect_tx``): the end of the first issue, of the last
+    issue, and the waiting thread's wake-up, for ``count`` back-to-back copies of ``nbytes`` completing one
+    mbarrier phase (module docstring). ``cold``: the bytes come from DRAM; ``tlb``: the page's TLB entry is warm;
+    ``aligned``: each source starts on a 128-byte line. Raises ValueError for no bytes or no copy."""
+    if nbytes <= 0 or count < 1:
+        raise ValueError("a copy moves at least one byte, and a round has at least one copy")
+    fill = nbytes / (m.fill_bytes_per_ns if aligned else m.fill_misaligned_bytes_per_ns)
+    q = max(1, int(round(m.queue_copies)))
+    issued: list[float] = []
+    filled: list[float] = []
+    for j in range(count):
+        e = m.issue_first_ns if j == 0 else issued[-1] + m.issue_next_ns
+        if j >= q:
+            e = max(e, filled[j - q] + m.issue_next_ns)     # the unit is full: the issue waits for a slot
+        issued.append(e)
+        start = max(e, filled[-1]) if filled else e
+        filled.append(start + fill)
+    land = filled[-1] + m.first_byte_ns + (m.tensor_extra_ns if tensor else 0.0)
+    if cold:
+        land += m.dram_extra_ns + (0.0 if tlb else m.tlb_miss_ns)
+    return {"first": issued[0], "issue": issued[-1], "total": max(land, issued[-1])}

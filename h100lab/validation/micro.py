@@ -1,0 +1,312 @@
+"""The micro-benchmarks of the timing model against the H200: single TMA copies, cluster barriers, DSMEM.
+
+Each is modelled with the structure its own data asks for and calibrated on a documented subset
+(:data:`SPLITS`); :mod:`h100lab.validation.timing` reports the held-out rest.
+
+**Single copies** (:mod:`h100lab.sim.latency`). Two datasets time them, with different kernels:
+
+* ``l03/tma_latency`` (``l03_tma_latency.cu``): its cold rep computes the copy's uniform registers (``S2UR``,
+  ``ULDC``, ``R2UR``) after the first ``clock64`` read, its ``tma_issue`` window holds the issue loop's constant
+  loads and set-up, and its cold sources step 1 MiB + 256 B, so every other copy lands on a 2 MiB page whose TLB
+  entry is cold; the issue cases after the first warm one read sources 16–112 bytes past a 128-byte line
+  (:func:`h100lab.measure.timing_sweep.latency_sources` replays the step's cursor). The model charges what the
+  kernel adds (:class:`~h100lab.sim.latency.LatencyKernel`: ``cold_setup_ns``, ``issue_setup_ns``) and the
+  misaligned fill rate where the replay says so; the old cold copies pay the TLB miss (their median is a mixture).
+* ``l03/tma_latency_clean`` (``l03_copy_latency.cu``): addresses before the clock, a stamp after the first and
+  the last issue, cold with the page's TLB entry warmed (``touch``) or not, aligned or 16 bytes off.
+
+Both are fitted together (robust least squares on log ratios, :func:`~h100lab.validation.fit.least_squares`;
+the TMA unit's queue depth by a grid over whole copies) on copies of 256 B, 4 KiB and 64 KiB (rounds of several
+copies: sources of 256 B and 4 KiB); every other size is held out.
+
+**Cluster barriers** (``l03/sync_cost``): a round trip is quadratic in the CTA's warps and grows with log2 of the
+cluster's CTAs up to 8 (timing assumptions g, g' of :mod:`h100lab.sim.timing`); ``.relaxed`` and ``.release``
+have their own coefficients. Calibrated on clusters of 2 and 8 with 32, 256 and 1024 threads (no store before the
+arrive); held out: clusters of 1, 4 and 16, and 128 and 512 threads. A store before the arrive is not modelled
+(those records are reported apart, not checked).
+
+**DSMEM**: ``ld.shared::cluster`` to another rank costs ``dsmem_latency_ns``, to the own rank
+``dsmem_self_latency_ns``, a local ``ld.shared`` ``smem_latency_ns`` (medians of the calibration records);
+a remote stream moves ``dsmem_bytes_per_ns`` per SM with one cluster and, with every SM streaming, a rate
+linear in log2 of the cluster's CTAs (``dsmem_loaded_bytes_per_ns`` + ``dsmem_loaded_per_doubling_bytes_per_ns``
+per doubling, up to 8). A *local* stream of ``l03_sync_cost.cu`` runs at a rate set by the kernel's loop shape (the
+H200: ~98 B/clock with 256 and 512 threads, the bank peak of 128 B/clock with 1024) — a constant of the kernel,
+:class:`SyncKernel`, per block size, not a property of the memory. Calibrated on clusters of 2 and 8; held out:
+clusters of 4.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..sim.latency import CLEAN_KERNEL, H200_LATENCY, LINE, CopyLatency, LatencyKernel, OLD_KERNEL, round_trip
+from .fit import FitParam, Split, least_squares, log_ratio
+
+__all__ = ["SPLITS", "LAT_CAL_BYTES", "SyncKernel", "LatencyFit", "fit_latency", "predict_latency",
+           "predict_latency_clean", "predict_sync", "fit_sync", "source_alignment"]
+
+LAT_CAL_BYTES = (256, 4096, 65536)
+QUEUE_CANDIDATES = (4, 8, 12, 16, 24, 32)
+
+
+def _sync_cal(r: dict) -> bool:
+    k = r["kind"]
+    if k == "bar_sync":
+        return r["threads"] in (32, 256)
+    if k == "cluster_barrier":
+        return r["cluster"] in (2, 8) and r["threads"] in (32, 256, 1024) and r["store"] == 0
+    return r.get("cluster") in (2, 8)
+
+
+SPLITS = {
+    "latency": Split("latency", "copies of 256 B, 4 KiB and 64 KiB (back-to-back rounds: sources of 256 B and 4 KiB), "
+                                "and the single mbarrier-cost record; other sizes held out",
+                     lambda r: r["kind"] == "mbarrier" or r.get("bytes") in LAT_CAL_BYTES),
+    "latency_clean": Split("latency_clean", "copies of 256 B, 4 KiB and 64 KiB (rounds: sources of 256 B and 4 KiB), "
+                                            "every alignment and touch; other sizes held out",
+                           lambda r: r.get("bytes") in LAT_CAL_BYTES),
+    "sync": Split("sync", "bar.sync on 32 and 256 threads; barrier.cluster on clusters of 2 and 8 with 32, 256 and "
+                          "1024 threads, no store before the arrive; DSMEM on clusters of 2 and 8; the rest held out",
+                  _sync_cal),
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# single copies
+
+def source_alignment(records: Sequence[dict]) -> dict[tuple, int]:
+    """``(kind, bytes, count, cold) → source offset mod 128`` of ``l03/tma_latency``'s cases, from the step's
+    cursor (:func:`h100lab.measure.timing_sweep.latency_sources`)."""
+    from ..measure.timing_sweep import latency_cases, latency_sources
+
+    return {(c["kind"], c.get("bytes"), c.get("count"), c.get("cold")): o % LINE
+            for c, o in zip(latency_cases(), latency_sources())}
+
+
+def _key(r: dict) -> tuple:
+    return (r["kind"], r.get("bytes"), r.get("count"), r.get("cold"))
+
+
+def predict_latency(r: dict, m: CopyLatency, kernel: LatencyKernel = OLD_KERNEL,
+                    align: dict | None = None) -> dict[str, float]:
+    """The model's numbers for one ``l03/tma_latency`` record (ns): ``warm_ns`` / ``cold_ns`` of a single bulk or
+    tensor copy (the cold rep with the kernel's set-up, its TLB entry cold); for an ``issue`` round, the issue time
+    per copy and the time until the wait returned, with the kernel's set-up and the source's alignment (``align``:
+    :func:`source_alignment`; default aligned). Raises ValueError for a kind it does not model (``mbarrier``:
+    the stream table's)."""
+    k = r["kind"]
+    if k in ("bulk", "tensor"):
+        t = k == "tensor"
+        warm = round_trip(m, r["bytes"], tensor=t)["total"]
+        cold = kernel.cold_setup_ns + round_trip(m, r["bytes"], cold=True, tlb=False, tensor=t)["total"]
+        return {"warm_ns": warm, "cold_ns": cold}
+    if k == "issue":
+        a = (align or {}).get(_key(r), 0) == 0
+        c = r["count"]
+        rt = round_trip(m, r["bytes"], c, cold=r["cold"], tlb=False, aligned=a)
+        return {"issue_ns_per_copy": (kernel.issue_setup_ns + rt["issue"]) / c,
+                "total_ns": kernel.issue_setup_ns + rt["total"]}
+    raise ValueError(f"latency record kind {k!r}")
+
+
+def predict_latency_clean(r: dict, m: CopyLatency) -> dict[str, float]:
+    """The model's numbers for one ``l03/tma_latency_clean`` record: first issue, last issue and total, cold (its
+    TLB entry warm when ``touch``) and warm (ns)."""
+    out = {}
+    for part, cold in (("cold", True), ("warm", False)):
+        rt = round_trip(m, r["bytes"], r["count"], cold=cold, tlb=bool(r["touch"]), aligned=r["align"] % LINE == 0)
+        out.update({f"{part}_first_ns": rt["first"], f"{part}_issue_ns": rt["issue"], f"{part}_total_ns": rt["total"]})
+    if r["count"] == 1:                           # one copy: the first issue is the last
+        out = {k: v for k, v in out.items() if not k.endswith("_issue_ns")}
+    return out
+
+
+@dataclass
+class LatencyFit:
+    """The fitted single-copy model, the old kernel's window constants, the queue depth's loss per candidate."""
+
+    model: CopyLatency
+    kernel: LatencyKernel
+    loss: float
+    queue_losses: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+
+_LAT_PARAMS = (("issue_first_ns", 1.0, 400.0), ("issue_next_ns", 1.0, 400.0), ("first_byte_ns", 10.0, 1000.0),
+               ("dram_extra_ns", 10.0, 2000.0), ("tlb_miss_ns", 0.5, 2000.0), ("fill_bytes_per_ns", 20.0, 2000.0),
+               ("fill_misaligned_bytes_per_ns", 10.0, 2000.0), ("tensor_extra_ns", 0.1, 200.0))
+_KERNEL_PARAMS = (("cold_setup_ns", 0.1, 500.0), ("issue_setup_ns", 0.1, 500.0))
+
+
+def _latency_pairs(old: Sequence[dict], clean: Sequence[dict], m: CopyLatency, kern: LatencyKernel, align: dict):
+    out = []
+    for r in old:
+        if r["kind"] == "mbarrier":
+            continue
+        for k, v in predict_latency(r, m, kern, align).items():
+            if k in r:
+                out.append((v, r[k]))
+    for r in clean:
+        for k, v in predict_latency_clean(r, m).items():
+            if k in r:
+                out.append((v, r[k]))
+    return out
+
+
+def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: CopyLatency = H200_LATENCY,
+                max_iter: int = 60) -> LatencyFit:
+    """Fit :class:`~h100lab.sim.latency.CopyLatency` (and the old kernel's window constants when ``old`` records
+    are given) on calibration records of ``l03/tma_latency`` (``old``) and ``l03/tma_latency_clean`` (``clean``).
+    Raises ValueError without a single copy record."""
+    old = [r for r in old if r["kind"] != "mbarrier"]
+    clean = list(clean)
+    if not old and not clean:
+        raise ValueError("fitting the single-copy model needs l03/tma_latency or l03/tma_latency_clean records")
+    align = source_alignment(old) if old else {}
+    free = [FitParam(n, min(max(getattr(base, n), lo), hi), lo, hi) for n, lo, hi in _LAT_PARAMS]
+    if old:
+        free += [FitParam(n, min(max(getattr(OLD_KERNEL, n), lo), hi), lo, hi) for n, lo, hi in _KERNEL_PARAMS]
+    best = None
+    losses = {}
+    for q in QUEUE_CANDIDATES:
+        def split(v: dict, q=q):
+            m = base.with_values(queue_copies=q, **{n: v[n] for n, *_ in _LAT_PARAMS})
+            k = LatencyKernel(**{n: v[n] for n, *_ in _KERNEL_PARAMS}) if old else CLEAN_KERNEL
+            return m, k
+
+        def residuals(v: dict, split=split) -> np.ndarray:
+            m, k = split(v)
+            return np.clip(np.array([log_ratio(p, y) for p, y in _latency_pairs(old, clean, m, k, align)]), -5, 5)
+
+        res = least_squares(residuals, free, max_iter=max_iter)
+        losses[q] = res.loss
+        if best is None or res.loss < best[0]:
+            best = (res.loss, *split(res.values))
+    loss, m, k = best
+    notes = [f"single copies: {len(old)} l03/tma_latency and {len(clean)} l03/tma_latency_clean calibration records, "
+             f"queue depth {m.queue_copies} copies (loss {loss:.4g})"]
+    return LatencyFit(m, k if old else OLD_KERNEL, loss, losses, notes)
+
+
+# ------------------------------------------------------------------------------------------------
+# barriers and DSMEM
+
+@dataclass(frozen=True)
+class SyncKernel:
+    """Constants of ``l03_sync_cost.cu``'s own code: ``local_stream`` = ((threads, B/ns per SM), …), the rate its
+    ``dsmem_stream`` loop reaches on the CTA's own shared memory per block size (module docstring)."""
+
+    local_stream: tuple = ()
+
+    def local_rate(self, threads: int, timing) -> float:
+        """The calibrated rate of the nearest block size (by log2 of threads); the bank peak when none is known."""
+        if not self.local_stream:
+            return timing.smem_bytes_per_ns
+        return min(self.local_stream, key=lambda p: abs(math.log2(p[0]) - math.log2(threads)))[1]
+
+
+def _warps(r: dict) -> int:
+    return math.ceil(r["threads"] / 32)
+
+
+def predict_sync(r: dict, timing, kernel: SyncKernel = SyncKernel()) -> dict[str, float]:
+    """The model's numbers for one ``l03/sync_cost`` record: ``ns`` per ``bar.sync`` / cluster round trip (timing
+    assumptions g, g'), ns per DSMEM dependent load, bytes per ns one SM streams (h, h'; a local stream at the
+    kernel's rate, :class:`SyncKernel`)."""
+    t = timing
+    p = t.params
+    k = r["kind"]
+    if k == "bar_sync":
+        return {"ns": t.bar_sync_ns + t.bar_sync_per_warp_ns * _warps(r)}
+    if k == "cluster_barrier":
+        w = _warps(r)
+        arrive = (t.cluster_arrive_relaxed_ns if r["sem"] == "relaxed" else
+                  t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * w
+                  + p["cluster_arrive_release_per_warp2_ns"].value * w * w)
+        return {"ns": arrive + t.cluster_barrier_ns + t.cluster_barrier_per_cta_ns * r["cluster"]
+                + t.cluster_barrier_per_warp_ns * w + p["cluster_barrier_per_warp2_ns"].value * w * w
+                + p["cluster_barrier_per_doubling_ns"].value * math.log2(min(r["cluster"], 8))}
+    if k == "dsmem_chase":
+        if not r["remote"]:
+            return {"ns": t.smem_latency_ns}
+        if r["target"] == 0:
+            return {"ns": p["dsmem_self_latency_ns"].value or t.smem_latency_ns}
+        return {"ns": t.dsmem_latency_ns}
+    if k == "dsmem_stream":
+        if not r["remote"]:
+            return {"bytes_per_ns_per_sm": kernel.local_rate(r.get("threads", 1024), t)}
+        loaded = p["dsmem_loaded_bytes_per_ns"].value + p["dsmem_loaded_per_doubling_bytes_per_ns"].value * math.log2(
+            min(r["cluster"], 8))
+        return {"bytes_per_ns_per_sm": loaded if r.get("all_sms") and loaded > 0 else t.dsmem_bytes_per_ns}
+    raise ValueError(f"sync record kind {k!r}")
+
+
+def _lstsq(X, y) -> np.ndarray:
+    coef, *_ = np.linalg.lstsq(np.asarray(X, float), np.asarray(y, float), rcond=None)
+    return coef
+
+
+def fit_sync(cal: Sequence[dict], timing) -> tuple[dict[str, float], dict[str, str], SyncKernel]:
+    """Values and sources of the synchronisation and DSMEM parameters from the calibration records of
+    ``l03/sync_cost`` (module docstring), and the kernel's local stream rates. ``timing``: the table whose relaxed
+    arrive cost (one issue) is kept."""
+    vals: dict[str, float] = {}
+    src: dict[str, str] = {}
+    bs = [r for r in cal if r["kind"] == "bar_sync"]
+    if bs:
+        b, a = np.polyfit([_warps(r) for r in bs], [r["ns"] for r in bs], 1) if len({r["threads"] for r in bs}) > 1 \
+            else (0.0, bs[0]["ns"])
+        vals["bar_sync_ns"], vals["bar_sync_per_warp_ns"] = max(float(a), 0.1), max(float(b), 0.0)
+        src["bar_sync_ns"] = src["bar_sync_per_warp_ns"] = "l03/sync_cost, bar.sync on 32 and 256 threads: ns vs warps"
+    cb = [r for r in cal if r["kind"] == "cluster_barrier" and not r.get("store")]
+    rel = [r for r in cb if r["sem"] == "relaxed"]
+    if len({(r["cluster"], r["threads"]) for r in rel}) >= 4:
+        X = [[1.0, _warps(r), _warps(r) ** 2, math.log2(min(r["cluster"], 8))] for r in rel]
+        c = _lstsq(X, [r["ns"] for r in rel])
+        arr = timing.cluster_arrive_relaxed_ns
+        vals.update(cluster_barrier_ns=float(c[0]) - arr, cluster_barrier_per_warp_ns=float(c[1]),
+                    cluster_barrier_per_warp2_ns=float(c[2]), cluster_barrier_per_doubling_ns=float(c[3]),
+                    cluster_barrier_per_cta_ns=0.0)
+        pairs = {(r["cluster"], r["threads"]): r["ns"] for r in rel}
+        diff = [(_warps(r), r["ns"] - pairs[(r["cluster"], r["threads"])]) for r in cb
+                if r["sem"] == "release" and (r["cluster"], r["threads"]) in pairs]
+        if len({w for w, _ in diff}) >= 3:
+            d = _lstsq([[1.0, w, w * w] for w, _ in diff], [y for _, y in diff])
+            vals.update(cluster_arrive_release_ns=float(d[0]) + arr, cluster_arrive_release_per_warp_ns=float(d[1]),
+                        cluster_arrive_release_per_warp2_ns=float(d[2]))
+        for k in ("cluster_barrier_ns", "cluster_barrier_per_warp_ns", "cluster_barrier_per_warp2_ns",
+                  "cluster_barrier_per_doubling_ns", "cluster_barrier_per_cta_ns", "cluster_arrive_release_ns", "cluster_arrive_release_per_warp_ns",
+                  "cluster_arrive_release_per_warp2_ns"):
+            if k in vals:
+                src[k] = ("l03/sync_cost, barrier.cluster round trips, clusters of 2 and 8 on 32, 256 and 1024 threads, "
+                          "no store: relaxed = a + b·warps + c·warps² + d·log2(min(CTAs, 8)) (least squares; the "
+                          "relaxed arrive's own cost inside a); release − relaxed = a' + b'·warps + c'·warps²")
+    ch = [r for r in cal if r["kind"] == "dsmem_chase"]
+    for name, sel, what in (("dsmem_latency_ns", lambda r: r["remote"] and r["target"] != 0, "to another rank"),
+                            ("dsmem_self_latency_ns", lambda r: r["remote"] and r["target"] == 0,
+                             "ld.shared::cluster to the own rank"),
+                            ("smem_latency_ns", lambda r: not r["remote"], "ld.shared in the own CTA")):
+        xs = [r["ns"] for r in ch if sel(r)]
+        if xs:
+            vals[name] = float(np.median(xs))
+            src[name] = f"l03/sync_cost, median of the dependent-load chains {what}, clusters of 2 and 8"
+    st = [r for r in cal if r["kind"] == "dsmem_stream"]
+    one = [r["bytes_per_ns_per_sm"] for r in st if r["remote"] and not r.get("all_sms")]
+    many = [(math.log2(min(r["cluster"], 8)), r["bytes_per_ns_per_sm"]) for r in st if r["remote"] and r.get("all_sms")]
+    if one:
+        vals["dsmem_bytes_per_ns"] = float(np.median(one))
+        src["dsmem_bytes_per_ns"] = "l03/sync_cost, median remote stream of one cluster (2 or 8 CTAs) per SM"
+    if len({x for x, _ in many}) >= 2:
+        b, a = np.polyfit([x for x, _ in many], [y for _, y in many], 1)
+        vals["dsmem_loaded_bytes_per_ns"], vals["dsmem_loaded_per_doubling_bytes_per_ns"] = float(a), float(b)
+        src["dsmem_loaded_bytes_per_ns"] = src["dsmem_loaded_per_doubling_bytes_per_ns"] = (
+            "l03/sync_cost, remote streams per SM with every SM streaming, clusters of 2 and 8: a line in log2(CTAs)")
+    loc: dict[int, list] = {}
+    for r in st:
+        if not r["remote"]:
+            loc.setdefault(r["threads"], []).append(r["bytes_per_ns_per_sm"])
+    kernel = SyncKernel(tuple(sorted((t, float(np.median(v))) for t, v in loc.items())))
+    return vals, src, kernel

@@ -52,7 +52,10 @@
 //    well), leaving about 100 for descriptors, scales and the epilogue. P is written by the next block's first
 //    wgmma, so a group cannot stay in flight across the promotion (no INFLIGHT): each consumer waits for its group
 //    (wait_group 0), gives the stage back at once (P holds what it needed) and promotes while the other consumer
-//    warpgroup's wgmmas keep the tensor cores busy. Scales come by ld.global.nc, prefetched one block ahead (issued
+//    warpgroup's wgmmas keep the tensor cores busy. (Two P buffers alternating under wait_group 1 would fit the
+//    registers, 3 x 64, but ptxas then serializes every wgmma -- C7514, "non wgmma instructions reading
+//    accumulator registers of a wgmma between start and end of the pipeline stage": it does not tell which group
+//    wait_group 1 retired.) Scales come by ld.global.nc, prefetched one block ahead (issued
 //    after the block's wgmmas, used a block later): three values per thread per block, block-major so a warp's 16
 //    rows are 64 contiguous bytes; a TMA of the scales into each stage would cost a third box and layout rules
 //    (a 16-byte-multiple stride of M floats) for those three registers.
@@ -82,7 +85,7 @@
 #define FP8 0                // 1: e4m3 inputs with per-block scales and two-level accumulation (entry gemm_e4m3)
 #endif
 #if FP8 && (PINGPONG || BN_TILE != 128 || INFLIGHT)
-#error "FP8 is the cooperative kernel with 128-column tiles and one partial sum (no group in flight across it)"
+#error "FP8 is the cooperative kernel with 128-column tiles and one partial sum in flight at a time"
 #endif
 #ifndef STAGES
 #if PINGPONG
@@ -233,10 +236,44 @@ __device__ __forceinline__ void fence_acc(float (&d)[NACC]) {
     for (int r = 0; r < NACC; ++r) asm volatile("" : "+f"(d[r]) :: "memory");
 }
 
+#if !FP8
 __device__ __forceinline__ void fence_acc(float (&d)[MSUB][NACC]) {
 #pragma unroll
     for (int m = 0; m < MSUB; ++m) fence_acc(d[m]);
 }
+#endif
+
+#if FP8
+// the scales one thread needs to promote one 128-K block: A's for its two rows, B's for the tile's column block
+struct BlockScales {
+    float lo, hi, b;
+};
+
+// block kb's scales (ld.global.nc; rows past M read nothing and get 0): sa block-major, sbt = sb's row of the tile
+__device__ __forceinline__ BlockScales load_scales(const float* __restrict__ sa, const float* __restrict__ sbt, int kb,
+                                                   int M, int rlo) {
+    const float* a = sa + (size_t)kb * M;
+    return {rlo < M ? __ldg(a + rlo) : 0.f, rlo + 8 < M ? __ldg(a + rlo + 8) : 0.f, __ldg(sbt + kb)};
+}
+
+// one 128-K block of the stage at a / b (shared addresses): four k32 wgmmas into P, scale-d = 0 on the first (P
+// restarts), committed as one group
+__device__ __forceinline__ void fp8_block(float (&p)[NACC], unsigned a, unsigned b) {
+    fence_acc(p);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wgmma_tile(p, desc_sw128(a + 32 * k), desc_sw128(b + 32 * k), k);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+// two-level accumulation: acc = fma(P, sa[row] * sb, acc) in f32 (rows 16w + g and 8 below: r & 2)
+__device__ __forceinline__ void promote(float (&d)[NACC], const float (&p)[NACC], BlockScales sc) {
+    const float s_lo = __fmul_rn(sc.lo, sc.b), s_hi = __fmul_rn(sc.hi, sc.b);
+#pragma unroll
+    for (int r = 0; r < NACC; ++r)                                  // epilogue: scale_ab
+        d[r] = __fmaf_rn(p[r], (r & 2) ? s_hi : s_lo, d[r]);
+}
+#endif
 
 // the epilogue's steps after beta * C for the values of columns col and col + 1 (a column at or past N has none):
 // + bias[col] (bf16 -> f32, add.rn.f32) when a bias is given, then ReLU (max.f32 with 0) when relu != 0
@@ -453,7 +490,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #pragma unroll
         for (int r = 0; r < NACC; ++r) d[m][r] = 0.f;
 #if FP8
-    float p[NACC];                                                          // one scale block's partial sum
+    float p[1][NACC];                                                       // one 128-K block's partial sum
 #endif
     int j = 0;                                                              // this CTA's tile counter
     for (int tile = first_tile; tile < tiles_iter; tile += tile_step, ++j) {
@@ -472,38 +509,27 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
         my_tile(tile, tm, tn);
         int it = j * nk;
 #if FP8
-        // this thread's rows (16w + g and 8 below) and the tile's 128-column block of B: their scales for block 0
-        const int rlo = tm * BM + row0_in_tile + 16 * (int)(t / 32) + (int)(t % 32) / 4, rhi = rlo + 8;
+        // this thread's first row (16w + g; the second is 8 below) and the tile's row of B's scales
+        const int rlo = tm * BM + row0_in_tile + 16 * (int)(t / 32) + (int)(t % 32) / 4;
         const float* sbt = sb + (size_t)tn * nk;
-        float sa_lo = rlo < M ? __ldg(sa + rlo) : 0.f, sa_hi = rhi < M ? __ldg(sa + rhi) : 0.f, sb_k = __ldg(sbt);
 #pragma unroll
         for (int r = 0; r < NACC; ++r) d[0][r] = 0.f;                       // the f32 accumulator starts at 0
+#endif
+#if FP8
+        BlockScales sc = load_scales(sa, sbt, 0, M, rlo);                  // block 0's scales
 #endif
         for (int kb = 0; kb < nk; ++kb, ++it) {
             const int s = it % STAGES;
             bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
 #if FP8
-            fence_acc(p);
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-            for (int k = 0; k < 4; ++k)                                     // four k32 steps: one 128-K scale block
-                wgmma_tile(p, desc_sw128(a_base + s * A_BYTES + a_off + 32 * k),
-                           desc_sw128(b_base + s * B_BYTES + 32 * k), k);   // scale-d = 0 first: P restarts
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            fp8_block(p[0], a_base + s * A_BYTES + a_off, b_base + s * B_BYTES);
             // the next block's scales, loaded while the wgmmas run and used one block later
-            const bool more = kb + 1 < nk;
-            const size_t nxt = (size_t)(kb + 1) * M;
-            const float na_lo = more && rlo < M ? __ldg(sa + nxt + rlo) : 0.f;
-            const float na_hi = more && rhi < M ? __ldg(sa + nxt + rhi) : 0.f;
-            const float nb = more ? __ldg(sbt + kb + 1) : 0.f;
+            const BlockScales next = kb + 1 < nk ? load_scales(sa, sbt, kb + 1, M, rlo) : sc;
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            fence_acc(p);
+            fence_acc(p[0]);
             if (t % 32 == 0) release(bars + 8 * (STAGES + s));              // P holds what the stage gave
-            const float s_lo = __fmul_rn(sa_lo, sb_k), s_hi = __fmul_rn(sa_hi, sb_k);
-#pragma unroll
-            for (int r = 0; r < NACC; ++r)                                  // epilogue: scale_ab (promotion)
-                d[0][r] = __fmaf_rn(p[r], (r & 2) ? s_hi : s_lo, d[0][r]);
-            sa_lo = na_lo, sa_hi = na_hi, sb_k = nb;
+            promote(d[0], p[0], sc);
+            sc = next;
 #else
             fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");

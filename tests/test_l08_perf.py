@@ -269,3 +269,21 @@ def test_replace_keeps_params_frozen(params):
     q = replace(params, tensor_ghz=2 * params.tensor_ghz)
     assert perf.predict("cooperative", 4096, 4096, 4096, params=q).time_ns < \
         perf.predict("cooperative", 4096, 4096, 4096, params=params).time_ns
+
+
+def test_records_of_later_runs_are_read_and_held_out(params):
+    """FP8 records (kind fp8_time), step records and cluster launches on the record's grid: predicted, never
+    calibrated on, libraries' records skipped."""
+    base = {"M": 4096, "N": 4096, "K": 4096, "median_ms": 0.2, "min_ms": 0.19, "ok": True, "warmup": 3, "repeats": 20,
+            "dataset": "l08/gemm_bench_fp8", "launches": 23}
+    fp8 = dict(base, kind="fp8_time", variant="fp8_cooperative_tmastore", group=8, raster=0, grid=132)
+    clu = dict(base, kind="fp8_time", variant="fp8_cooperative_tmastore_cluster2", group=8, raster=0, grid=120)
+    step = dict(base, kind="time", step="pipeline", dataset="l08/gemm_steps")
+    for r in (fp8, clu, step):
+        assert not perf.is_calibration(r)
+        assert perf.predict_record(r, params).time_ns > 0
+    assert perf.predict_record(clu, params).grid == 120
+    assert perf.predict_record(step, params).form.cta_sync
+    assert perf._not_ours({"variant": "cublas_fp8_block"}) and not perf._not_ours(fp8)
+    rs, skipped = l08.rows([dict(base, kind="time", step="naive", dataset="l08/gemm_steps"), fp8], params)
+    assert len(rs) == 1 and rs[0].part == "held-out" and "CUDA cores" in next(iter(skipped.values()))

@@ -92,9 +92,9 @@ from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTiming", "issue_timing", "Wave",
-           "Prediction", "predict", "predict_record", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "timing_datasets",
-           "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION", "calibration_part",
-           "is_calibration", "calibrate", "calibrated", "run_ms"]
+           "Prediction", "predict", "predict_record", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "TIME_KINDS",
+           "timing_datasets", "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
+           "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
 #: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)
@@ -620,15 +620,19 @@ def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int
 # ------------------------------------------------------------------------------------------------
 # records, calibration
 
+#: record kinds that hold a timed launch (``benchmarks/bench_gemm.py``: ``time``; its ``--fp8`` run: ``fp8_time``)
+TIME_KINDS = ("time", "fp8_time")
+
+
 def timing_datasets() -> list[str]:
-    """Every committed ``data/l08`` dataset holding timing records (kind ``time``): :data:`DATASETS` first, then
-    the others (step-by-step kernels, FP8, clusters — held out entirely) in name order."""
+    """Every committed ``data/l08`` dataset holding timing records (:data:`TIME_KINDS`): :data:`DATASETS` first,
+    then the others (step-by-step kernels, FP8, fused epilogues, clusters — held out entirely) in name order."""
     from .. import data
 
     names = [n for n in DATASETS if data.available(n)]
     for n in data.names():
         if n.startswith("l08/") and n not in names:
-            if any(r.get("kind") == "time" for r in data.load(n).records):
+            if any(r.get("kind") in TIME_KINDS for r in data.load(n).records):
                 names.append(n)
     return names
 
@@ -639,7 +643,7 @@ def _not_ours(r: dict) -> bool:
 
 
 def load_records(datasets: Iterable[str] | None = None) -> list[dict]:
-    """The timing records (kind ``time``, ``ok``, not a library's — cuBLAS, torch) of ``datasets`` (default
+    """The timing records (:data:`TIME_KINDS`, ``ok``, not a library's — cuBLAS, torch) of ``datasets`` (default
     :data:`DATASETS`), each with ``dataset`` (its dataset's name) and ``launches`` (warm-up + repeats) added. A
     missing dataset is skipped."""
     from .. import data
@@ -649,7 +653,7 @@ def load_records(datasets: Iterable[str] | None = None) -> list[dict]:
         if not data.available(name):
             continue
         for r in data.load(name).records:
-            if r.get("kind") == "time" and not _not_ours(r) and r.get("ok", True):
+            if r.get("kind") in TIME_KINDS and not _not_ours(r) and r.get("ok", True) and "median_ms" in r:
                 out.append(dict(r, dataset=name, launches=int(r.get("warmup", 0)) + int(r.get("repeats", 1))))
     return out
 
@@ -679,9 +683,15 @@ def record_label(r: dict) -> str:
 
 
 def predict_record(r: dict, params: PerfParams | None = None) -> Prediction:
-    """:func:`predict` for a timing record: its variant, shape, group, raster; the regime from its launches."""
+    """:func:`predict` for a timing record: its variant (or step), shape, group, raster; a persistent launch on the
+    record's ``grid`` (the benchmark gives clusters of two the CTA pairs the GPU can hold at once, which GPC
+    granularity can make fewer than the SMs); the regime from its launches. A fused bias + ReLU epilogue
+    (``epilogue``: ``bias_relu``) is predicted as the plain one ([model]: the bias loads and the max hide in the
+    store)."""
     group, raster = _record_order(r)
-    return predict(record_form(r), r["M"], r["N"], r["K"], group=group, raster=raster, params=params,
+    f = record_form(r)
+    sms = int(r["grid"]) if f.schedule == "persistent" and r.get("grid") else None
+    return predict(f, r["M"], r["N"], r["K"], sms=sms, group=group, raster=raster, params=params,
                    launches=r.get("launches"))
 
 

@@ -141,7 +141,8 @@ def throttle_evidence(datasets: Sequence[str] | None = None) -> list[dict]:
 
     out = []
     for name in (perf.timing_datasets() if datasets is None else datasets):
-        recs = [r for r in data.load(name).records if r.get("kind") == "time" and r.get("ok", True)]
+        recs = [r for r in data.load(name).records if r.get("kind") in perf.TIME_KINDS and r.get("ok", True)
+                and "median_ms" in r]
         shapes = list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in recs))
         for s in shapes:
             here = [r for r in recs if (r["M"], r["N"], r["K"]) == s]

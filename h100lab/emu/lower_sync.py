@@ -44,6 +44,19 @@ def _err(exc_type, msg, w, ctx, ins):
 # ------------------------------------------------------------------------------------------------
 # Named barriers
 
+def _wait_for_lanes(w, pc, ins, others, at):
+    """Set the current group aside at the barrier ``pc`` until the warp's ``others`` lanes (now at ``at``) reach it."""
+    w.wait_pc = pc
+    w.blocked_on = (f"{ins.full} waiting for lanes {np.flatnonzero(others).tolist()} of its warp (at PTX "
+                    f"instructions {sorted(set(int(x) for x in at[others]))}) to reach it")
+    npc = w.park(pc, _never)
+    if npc < 0:
+        w.wait = w.park_wait()
+        w.timed = True
+        return STOP
+    return npc
+
+
 @register_step("bar", "barrier")
 def _bar(ins, ctx: Ctx, pc: int):
     mods = ins.mods
@@ -66,24 +79,32 @@ def _bar(ins, ctx: Ctx, pc: int):
     gid = ctx.get(ops[0], "u32")
     gcnt = ctx.get(ops[1], "u32") if len(ops) > 1 else None
     active = guard_mask(ins, ctx)
+    aligned = ins.opcode == "bar" or "aligned" in mods
 
     def step(w):
         m = active(w)
         if not m.any():
             return nxt
-        if w.parked_pc is not None and (w.parked_pc[w.alive & ~m] < NO_PC).any():
-            # lanes of this warp wait in try_wait elsewhere (parked): bar.sync is bar.sync.aligned (PTX §9.7.13.1)
-            # and the warp arrives as one, after ptxas reconverges it; park here until those lanes come
-            # (CUDA C++ PG §"Independent Thread Scheduling": the spinning lanes still make progress)
-            w.wait_pc = pc
-            w.blocked_on = (f"{ins.full} waiting for lanes {np.flatnonzero(w.parked_pc < NO_PC).tolist()} of its "
-                            "warp (waiting in try_wait) to reach it")
-            npc = w.park(pc, _never)
-            if npc < 0:
-                w.wait = w.park_wait()
-                w.timed = True
-                return STOP
-            return npc
+        others = w.alive & ~w.mask
+        if aligned and others.any():
+            # bar.sync / bar.arrive / bar.red are the .aligned forms (PTX §9.7.13.1): the warp arrives as one, after
+            # ptxas reconverges it at the barrier (the barrier post-dominates the branch). Lanes of this warp
+            # that are elsewhere — behind an if-block NVRTC placed after the barrier, or waiting in try_wait
+            # (parked) — are waited for here; when all of them stand at this barrier the groups merge and the
+            # whole warp arrives (CUDA C++ PG §"Independent Thread Scheduling": the other lanes make progress).
+            pcs = w._lane_pcs()
+            at = np.where(w.parked_pc < NO_PC, w.parked_pc, pcs) if w.parked_pc is not None else pcs
+            if (at[others] == pc).all():
+                w.unpark()
+                w._lane_pcs()[w.mask] = pc
+                w._pick()
+                m = active(w)
+            else:
+                return _wait_for_lanes(w, pc, ins, others, at)
+        if not aligned and w.parked_pc is not None and (w.parked_pc[w.alive & ~m] < NO_PC).any():
+            # barrier.sync without .aligned: lanes of this warp wait in try_wait elsewhere (parked); wait here too
+            # until they come, so the spinning lanes make progress
+            return _wait_for_lanes(w, pc, ins, w.parked_pc < NO_PC, w.parked_pc)
         cta = w.cta
         launch = cta.launch
         lanes = np.flatnonzero(m)

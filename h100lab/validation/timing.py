@@ -54,7 +54,8 @@ from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratio
 
 __all__ = ["SPLITS", "GOAL", "TOLERANCE", "DATASETS", "TimingFit", "TimingReport", "fit", "validate",
            "predict_stream", "predict_latency", "predict_sync", "predict_ceiling", "load_datasets",
-           "goal_check", "stream_label", "GOAL_CHECKS", "ACHIEVED_CHECKS", "register_checks", "goal_report", "REQUIRED"]
+           "goal_check", "stream_label", "GOAL_CHECKS", "ACHIEVED_CHECKS", "register_checks", "goal_report", "REQUIRED",
+           "agreement_rows"]
 
 GOAL = 0.90
 TOLERANCE = 0.10
@@ -410,6 +411,25 @@ def validate(tf: TimingFit, *, method: str = "sim", tol: float = TOLERANCE) -> T
             if pairs:
                 store["ceilings GB/s"] = agreement("ceilings GB/s", pairs, tol)
     return TimingReport(held, calib, method)
+
+
+def _split_of(metric: str) -> str:
+    if metric.startswith("latency clean"):
+        return SPLITS["latency_clean"].description
+    head = metric.split()[0]
+    return SPLITS[head].description if head in SPLITS else "the best read and the best copy record (ceilings)"
+
+
+def agreement_rows(report: TimingReport) -> list[dict]:
+    """One row per metric for a book table: the metric, the subset it was calibrated on, and the agreement within
+    the report's tolerance on the calibration records and on the held-out ones, apart."""
+    rows = []
+    for k in dict.fromkeys(list(report.held_out) + list(report.calibration)):
+        c, h = report.calibration.get(k), report.held_out.get(k)
+        fmt = lambda a: f"{a.within}/{a.n} ({a.fraction:.0%})" if a is not None and a.n else "—"
+        rows.append({"metric": k, "calibrated on": _split_of(k), "calibration": fmt(c), "held out": fmt(h),
+                     "held-out median error": f"{h.median_error:.1%}" if h is not None and h.n else "—"})
+    return rows
 
 
 def goal_check(a: Agreement, goal: float = GOAL) -> CheckResult:

@@ -66,7 +66,7 @@ class StepsCuda(bench_gemm.TorchCuda):
         fused = {} if bias is None else {"bias": np.uint64(bias.data_ptr()), "relu": relu}
         return lambda: steps.launch_step(self.cuda, s, a, b, c, M, N, K, sms=sms, kernel=k, maps=maps, **fused)
 
-    def bits(self, name: str, M: int, N: int, K: int, seed: int, sms: int):
+    def step_bits(self, name: str, M: int, N: int, K: int, seed: int, sms: int):
         """(kernel's C, model's C) as raw bf16 bits for step ``name`` on seeded NumPy inputs: the step's small
         shapes on the GPU against h100lab.design.steps.reference, which the emulator reproduces bit for bit."""
         from h100lab.design import steps
@@ -120,7 +120,7 @@ def run_bits(be, names, sms: int, log=print) -> list[dict]:
             rec = {"kind": "bits", "step": name, "M": M, "N": N, "K": K, "seed": 300 + j}
 
             def body(rec=rec, name=name, M=M, N=N, K=K, j=j):
-                got, want = be.bits(name, M, N, K, 300 + j, 1)
+                got, want = be.step_bits(name, M, N, K, 300 + j, 1)
                 diff = int((np.asarray(got) != np.asarray(want)).sum())
                 rec.update(ok=diff == 0, identical=diff == 0, differing=diff)
                 log(f"bits  {name:18s} {M}x{N}x{K}: {'identical' if diff == 0 else f'{diff} outputs DIFFER'}")

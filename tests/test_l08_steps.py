@@ -176,7 +176,7 @@ def test_bench_on_a_fake_gpu(tmp_path):
                 self.launches.append((name, M, N, K))
             return run
 
-        def bits(self, name, M, N, K, seed, sms):
+        def step_bits(self, name, M, N, K, seed, sms):
             # the records' bookkeeping only (the kernels' bits are test_step_on_the_emulator's): equal arrays, a
             # planted difference in every output for the pipeline, the planted failure for ping-pong
             if name in self.fail:
@@ -227,6 +227,32 @@ def test_bench_on_a_fake_gpu(tmp_path):
     # pingpong's bits, check and two timings; pipeline's two planted bit differences
     assert out["failed"] == 6 + (0 if HAS_BIAS else 2)
     assert ("epilogue", 72, 136, 40) in be.launches
+
+
+@needs_emu
+def test_bench_gpu_backend_launch_code_on_the_emulator():
+    """StepsCuda's own launch code (kernels compiled once, maps encoded once, addresses as np.uint64; the small
+    shapes' bits) with h100lab.emu standing in for h100lab.cuda and device arrays for torch tensors."""
+    bench = _module("bench_gemm_steps", HERE.parent / "benchmarks" / "bench_gemm_steps.py")
+
+    class Tensor:                                                   # what StepsCuda.step reads of a torch tensor
+        def __init__(self, host):
+            self.dev = emu.to_device(host)
+
+        def data_ptr(self):
+            return self.dev.ptr
+
+    be = bench.StepsCuda.__new__(bench.StepsCuda)                   # no torch here: only the launch-side state
+    be.cuda, be.cap, be._kernels = emu, cap, {}
+    got, want = be.step_bits("tma", 200, 136, 72, seed=5, sms=1)
+    assert np.array_equal(got, want)
+    rng = np.random.default_rng(4)
+    A, B = _bits(rng, (128, 64)), _bits(rng, (256, 64))
+    dA, dB, C = Tensor(A), Tensor(B), Tensor(np.zeros((128, 256), np.uint16))   # alive while launched
+    run = be.step("epilogue", dA, dB, C, 128, 256, 64, 132)
+    run()
+    run()                                                           # relaunch with the same maps
+    assert np.array_equal(C.dev.to_host(), steps.reference("epilogue", A, B)) and set(be._kernels) == {"epilogue"}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -143,6 +143,19 @@ def sweep(tmp_path_factory):
         mp.setattr(ts.Runner._tensor_copy_record, "__defaults__", (small_tensor_copies[0],))
         mp.setattr(ts, "COPYTUNE_QUICK_SHAPES", ((32, 3, 1), (16, 4, 2)))
         mp.setattr(ts, "COPYTUNE_FLAGS", (1, 8))
+        # latency2 and copyrace: a few small cases of each kind (the copies: 64 KiB, boxes of a 64-column tensor)
+        mp.setattr(ts, "latency2_cases", lambda quick=False: [
+            dict(bytes=256, count=1, align=0, touch=1, warm=1, iters=3),
+            dict(bytes=1024, count=1, align=16, touch=0, warm=1, iters=3),
+            dict(bytes=256, count=4, align=0, touch=1, warm=1, iters=2)])
+        mp.setattr(ts, "RACE_VARIANTS", (
+            ("copy_tune 4K×2 lag1 hints", "copy_tune", (4, 2, 1, 1, 3)),
+            ("tma_copy 32×16×2 L2_256B", "tma_copy", (32, 16, 2, 1, "L2_256B")),
+            ("ws 4K×3 lag1", "ws", (4, 3, 1, 1, 0)),
+            ("tensor_ws 32×16×3 lag2 L2_128B", "tensor_ws", (32, 16, 3, 1, 2, 0, "L2_128B")),
+            ("device_copy 2×256", "device_copy", (2, 256))))
+        mp.setattr(ts, "RACE_READS", (("plain", 4, 2, 256),))
+        mp.setattr(ts, "RACE_TMA_READS", ((4, 2, 1, 1),))
 
         log = io.StringIO()
         gpu = CheckedEmu(SMS, launch_options={"resident": 8})
@@ -256,11 +269,25 @@ def test_copytune_every_copy_verified(sweep):
     assert sum(r["kind"] == "device_copy" for r in ct) == 3
 
 
+def test_latency2_and_copyrace_on_the_emulator(sweep):
+    """The clean single-copy kernel raises no error bit and stamps issue ≤ total; every raced copy (bulk, tensor,
+    warp-specialised) copies every word, in each of the 3 rounds, with its ratio to the round's memcpy."""
+    l2 = sweep["ds"]["latency2"].records
+    assert len(l2) == 3 and all(r["ok"] for r in l2)
+    assert all(r["warm_first_ns"] <= r["warm_issue_ns"] <= r["warm_total_ns"] for r in l2)
+    cr = sweep["ds"]["copyrace"].records
+    assert {r["round"] for r in cr} == {0, 1, 2}
+    assert all(r["correct"] for r in cr), [r for r in cr if not r["correct"]][:2]
+    assert {r["kind"] for r in cr} == {"memcpy", "copy_tune", "tma_copy", "ws", "tensor_ws", "device_copy",
+                                       "read_stream", "tma_read"}
+    assert all(r["bad_words"] == 0 and r["error_bits"] == 0 for r in cr if r["kind"] in ("ws", "tensor_ws"))
+
+
 def test_every_kernel_of_the_sweep_ran(sweep):
     names = {n for n, *_ in sweep["gpu"].launches}
     assert {"stream", "verify_copy", "fill_index", "tma_latency", "tma_latency_tensor", "tma_issue", "mbar_costs",
             "bar_sync_cost", "cluster_barrier_cost", "dsmem_chase", "dsmem_stream", "cvt_probe", "device_copy",
-            "tma_copy", "copy_tune"} <= names
+            "tma_copy", "copy_tune", "copy_latency", "copy_ws", "tensor_copy_ws"} <= names
     assert any(n.startswith("read_v4_pf") for n in names) and any(n.startswith("read_v4_plain") for n in names)
 
 

@@ -146,6 +146,22 @@ def test_naive_reference_rounds_once_per_step():
     assert steps.naive_reference(A, B)[0, 0] == cap.bf16_round(acc)
 
 
+def test_draw_steps():
+    """The figure draws what it is given: a bar per step and shape on a log axis, cuBLAS as one line per shape."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from h100lab.viz import l08_steps as VS
+
+    rows = [{"number": s.number, "step": s.name, "shape": shape, "tflops": 10.0 ** s.number}
+            for s in steps.STEPS for shape in ("4096^3", "8192^3") if s.number > 1 or shape == "4096^3"]
+    fig = VS.draw_steps(rows, {"4096^3": 700.0, "8192^3": 750.0})
+    ax = fig.axes[0]
+    heights = sorted(b.get_height() for b in ax.patches if np.isfinite(b.get_height()))
+    assert heights == sorted(r["tflops"] for r in rows) and ax.get_yscale() == "log"
+    assert sorted(line.get_ydata()[0] for line in ax.get_lines()) == [700.0, 750.0]
+    assert "TFLOP/s" in ax.get_ylabel()
+
+
 # ------------------------------------------------------------------------------------------------
 # the benchmark on a fake GPU
 

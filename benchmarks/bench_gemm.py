@@ -57,7 +57,8 @@ CHECKS = [(2048, 2048, 2048, 1.0, 0.0), (1000, 1500, 1032, 1.0, 0.0), (333, 4000
 VARIANTS = ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
             "pingpong_inflight", "pingpong_n128_inflight", "cooperative_inflight_tmastore",
             "cooperative_n128_inflight_tmastore", "cooperative_tmastore", "cooperative_inflight_cluster2",
-            "cooperative_n128_inflight_cluster2")
+            "cooperative_n128_inflight_cluster2", "cooperative_inflight_tmastore_cluster2",
+            "cooperative_inflight_tmastore_cluster2_ctascope")
 DATASET = "l08/gemm_bench"
 # the bias + ReLU epilogue (--bias-relu): the default, its direct-store partner and a ping-pong form
 EPI_VARIANTS = ("cooperative_inflight_tmastore", "cooperative_inflight", "cooperative_n128_inflight_tmastore",
@@ -66,7 +67,9 @@ EPI_CHECKS = [(2048, 2048, 2048, 1.0, 0.0), (1000, 1504, 1032, 1.0, 0.0), (333, 
               (4097, 3001, 2056, 2.0, 0.0)]
 EPI_SHAPE = (8192, 8192, 8192)
 # the FP8 form (--fp8)
-FP8_VARIANTS = ("fp8_cooperative_tmastore", "fp8_cooperative", "fp8_cooperative_tmastore_cluster2")
+FP8_VARIANTS = ("fp8_cooperative_staggered_tmastore", "fp8_cooperative_tmastore", "fp8_cooperative_staggered",
+                "fp8_cooperative", "fp8_cooperative_staggered_tmastore_cluster2_ctascope",
+                "fp8_cooperative_tmastore_cluster2")
 FP8_MODEL_CHECKS = [(256, 256, 1024, False), (200, 136, 528, False), (130, 300, 400, True)]   # + bias and ReLU
 FP8_CHECKS = [(2048, 2048, 2048), (1000, 1504, 1040), (4097, 3001, 2064)]
 CUBLAS_FP8 = ("tensor", "tensor_fast_accum", "rowwise", "block")
@@ -735,7 +738,9 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
             recs += run_timing(be, [shape], sms, args.warmup, args.repeats, log, variants, seed0=shapes.index(shape))
             save(False)
     path = save(True)
-    bad = [r for r in recs if not r.get("ok")]
+    # cuBLAS's own records (a mode this torch / cuBLAS refuses, or answers wrongly) are references: recorded, not
+    # counted as failures of the book's kernel
+    bad = [r for r in recs if not r.get("ok") and not str(r.get("variant", "")).startswith("cublas_")]
     log(f"wrote {path} ({len(recs)} records, {len(bad)} failed) in {time.time() - t0:.0f} s")
     return {"path": str(path), "records": recs, "failed": len(bad)}
 

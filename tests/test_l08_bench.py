@@ -222,7 +222,7 @@ def test_bias_relu_run_on_a_fake_gpu(tmp_path):
     assert set(times) == {("cublas", "plain"), ("cublas_bias_relu", "bias_relu"), ("cublas_fused_bias_relu", "bias_relu"),
                           ("cooperative_inflight_tmastore", "plain"), ("cooperative_inflight_tmastore", "bias_relu"),
                           ("cooperative", "plain"), ("cooperative", "bias_relu")}
-    assert not times[("cublas_fused_bias_relu", "bias_relu")]["ok"] and out["failed"] == 1
+    assert not times[("cublas_fused_bias_relu", "bias_relu")]["ok"] and out["failed"] == 0   # cuBLAS's: not ours
     for v in ("cooperative_inflight_tmastore", "cooperative"):
         assert times[(v, "bias_relu")]["ok"] and times[(v, "plain")]["ok"]
         assert times[(v, "bias_relu")]["M"] == 128 and times[(v, "bias_relu")]["ratio_cublas"] == pytest.approx(1.0)

@@ -53,7 +53,10 @@ class Variant:
     when beta = 0 and N % 8 = 0) and ``cluster`` (``-DCLUSTER=2``: CTA pairs on vertically adjacent tiles, each
     loading half of the shared B tile and multicasting it to both) and ``dtype`` of A and B (``"bf16"``, or
     ``"e4m3"``: ``-DFP8=1``, per-block scales and two-level accumulation, entry ``gemm_e4m3``; ``bk`` counts
-    elements, 128 bytes of K per stage either way)."""
+    elements, 128 bytes of K per stage either way) and ``stagger`` (FP8, ``-DSTAGGER=1``: the two consumers issue
+    their 128-K blocks in turn, so one promotes while the other's wgmmas run) and ``remote_cta_scope`` (cluster
+    of 2, ``-DREMOTE_CTA_SCOPE=1``: the remote empty-barrier arrive with the default .release.cta semantics instead
+    of .release.cluster)."""
 
     name: str
     pingpong: bool
@@ -65,10 +68,14 @@ class Variant:
     tma_store: bool = False
     cluster: int = 1
     dtype: str = "bf16"
+    stagger: bool = False
+    remote_cta_scope: bool = False
 
     @property
     def options(self) -> tuple[str, ...]:
         fp8 = ("-DFP8=1",) if self.dtype == "e4m3" else ()     # the bf16 forms keep their options (and PTX)
+        fp8 += ("-DSTAGGER=1",) if self.stagger else ()
+        fp8 += ("-DREMOTE_CTA_SCOPE=1",) if self.remote_cta_scope else ()
         return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}", f"-DBN_TILE={self.bn}",
                 f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}",
                 f"-DCLUSTER={self.cluster}") + fp8
@@ -125,6 +132,13 @@ VARIANTS = {
     "cooperative_inflight_cluster2": Variant("cooperative_inflight_cluster2", False, 128, 256, 64, 4, True, False, 2),
     "cooperative_n128_inflight_cluster2": Variant("cooperative_n128_inflight_cluster2", False, 128, 128, 64, 7, True,
                                                   False, 2),
+    # the cluster pairs ran at 33-78 % of cuBLAS on the H200 (data/l08/gemm_bench_cluster2); with the cheaper
+    # remote arrive (one per consumer warp and stage) and with the TMA-store epilogue of the default
+    "cooperative_inflight_tmastore_cluster2_ctascope": Variant("cooperative_inflight_tmastore_cluster2_ctascope",
+                                                               False, 128, 256, 64, 4, True, True, 2,
+                                                               remote_cta_scope=True),
+    "cooperative_inflight_tmastore_cluster2": Variant("cooperative_inflight_tmastore_cluster2", False, 128, 256, 64,
+                                                      4, True, True, 2),
 }
 
 
@@ -145,6 +159,13 @@ FP8_VARIANTS = {
                                         dtype="e4m3"),
     "fp8_cooperative_tmastore_cluster2": Variant("fp8_cooperative_tmastore_cluster2", False, 128, 128, 128, 6,
                                                  tma_store=True, cluster=2, dtype="e4m3"),
+    "fp8_cooperative_staggered_tmastore": Variant("fp8_cooperative_staggered_tmastore", False, 128, 128, 128, 6,
+                                                  tma_store=True, dtype="e4m3", stagger=True),
+    "fp8_cooperative_staggered": Variant("fp8_cooperative_staggered", False, 128, 128, 128, 7, dtype="e4m3",
+                                         stagger=True),
+    "fp8_cooperative_staggered_tmastore_cluster2_ctascope": Variant(
+        "fp8_cooperative_staggered_tmastore_cluster2_ctascope", False, 128, 128, 128, 6, tma_store=True, cluster=2,
+        dtype="e4m3", stagger=True, remote_cta_scope=True),
 }
 TILE_CANDIDATES = ("cooperative_inflight_tmastore", "cooperative_n128_inflight_tmastore")
 

@@ -58,7 +58,11 @@
 //    wait_group 1 retired.) Scales come by ld.global.nc, prefetched one block ahead (issued
 //    after the block's wgmmas, used a block later): three values per thread per block, block-major so a warp's 16
 //    rows are 64 contiguous bytes; a TMA of the scales into each stage would cost a third box and layout rules
-//    (a 16-byte-multiple stride of M floats) for those three registers.
+//    (a 16-byte-multiple stride of M floats) for those three registers. -DSTAGGER=1: the consumers issue their
+//    blocks in turn (0's block i after 1's block i - 1, 1's block i after 0's), so the tensor cores run one
+//    warpgroup's four wgmmas while the other promotes -- instead of both promoting at once with the tensor cores
+//    idle, the lockstep the shared full barrier leaves them in (H200, data/l08/gemm_bench_fp8: 820 TFLOP/s at 8192^3
+//    without it, 61-66 % of cuBLAS FP8).
 // Host rules: K a multiple of 8 (16 for FP8: TMA global strides are multiples of 16 B, CUDA Driver API
 // cuTensorMapEncodeTiled); dynamic shared memory = h100lab.design.capstone.Variant.smem_bytes; 384 threads per CTA.
 #include <h100lab/tensormap.cuh>
@@ -81,11 +85,20 @@
 #if CLUSTER != 1 && (CLUSTER != 2 || PINGPONG)
 #error "CLUSTER is 1, or 2 with the cooperative consumers"
 #endif
+#ifndef REMOTE_CTA_SCOPE
+#define REMOTE_CTA_SCOPE 0   // 1 (CLUSTER 2): the remote empty-barrier arrive with the default .release.cta semantics
+#endif                       //    instead of .release.cluster (what CUTLASS-style pipelines issue; measured against it)
 #ifndef FP8
 #define FP8 0                // 1: e4m3 inputs with per-block scales and two-level accumulation (entry gemm_e4m3)
 #endif
 #if FP8 && (PINGPONG || BN_TILE != 128 || INFLIGHT)
 #error "FP8 is the cooperative kernel with 128-column tiles and one partial sum in flight at a time"
+#endif
+#ifndef STAGGER
+#define STAGGER 0            // 1 (FP8): the two consumers issue their blocks in turn, so one promotes under the other's
+#endif                       //    wgmmas (named barriers 3 and 4)
+#if STAGGER && !FP8
+#error "STAGGER is an FP8 switch"
 #endif
 #ifndef STAGES
 #if PINGPONG
@@ -150,11 +163,17 @@ __device__ __forceinline__ unsigned cluster_rank() {
     return r;
 }
 
-// the same barrier in the CTA of cluster rank `rank` (mapa), arrived on with release at cluster scope
+// the same barrier in the CTA of cluster rank `rank` (mapa), arrived on with release at cluster scope (the PTX memory
+// model's form for another CTA's barrier) or, REMOTE_CTA_SCOPE, with mbarrier.arrive's default .release.cta: the
+// stage's reads (wgmmas retired by wait_group) are complete either way; the H200 run decides what the fence costs
 __device__ __forceinline__ void bar_arrive_remote(unsigned bar, unsigned rank) {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+#if REMOTE_CTA_SCOPE
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+#else
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+#endif
 }
 
 __device__ __forceinline__ void tma_load_multicast(unsigned dst, const CUtensorMap* map, int x, int y, unsigned bar,
@@ -522,7 +541,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
             const int s = it % STAGES;
             bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
 #if FP8
+#if STAGGER
+            // consumer 0 issues block `it` after consumer 1 issued block it - 1, consumer 1 after consumer 0 issued
+            // block it (named barrier 3 + c: 128 threads bar.arrive, the other 128 bar.sync); the last block of the
+            // CTA's last tile sends no arrival nobody would wait for
+            const bool last = tile + tile_step >= tiles_iter && kb == nk - 1;
+            if (c == 1 || it > 0) asm volatile("bar.sync %0, 256;" :: "r"(3 + c) : "memory");
+#endif
             fp8_block(p[0], a_base + s * A_BYTES + a_off, b_base + s * B_BYTES);
+#if STAGGER
+            if (c == 0 || !last) asm volatile("bar.arrive %0, 256;" :: "r"(3 + (c ^ 1)) : "memory");
+#endif
             // the next block's scales, loaded while the wgmmas run and used one block later
             const BlockScales next = kb + 1 < nk ? load_scales(sa, sbt, kb + 1, M, rlo) : sc;
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");

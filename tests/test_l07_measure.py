@@ -104,3 +104,21 @@ def test_only_names_datasets(monkeypatch, capsys):
     monkeypatch.setattr(cuda, "run_metadata", lambda cmd: {"command": cmd})
     assert l07.main(["--only", "nonsense"]) == 2
     assert "no dataset l07/nonsense" in capsys.readouterr().err
+
+
+def test_static_depth_forms_match_the_kernel_file():
+    src = compiler.kernel_source("l07_wgmma_deps")
+    for mode, n, a, g in l07.DEPTH_FORMS:
+        assert f"DEP4(dep_{mode}_n{n}_a{a}_g{g}," in src
+    cases = l07.depth_cases()
+    assert len({c["id"] for c in cases}) == len(cases) and all(c["static"] for c in cases)
+
+
+def test_zero_align_cases_put_a_zero_against_2_to_120():
+    from h100lab.tensorcore import numerics
+    for c in l07.zero_align_cases():
+        b = l07.build_zero_align(c)
+        sp = b["spec"]
+        a, bt = numerics.to_float(b["A"][0], sp.atype), numerics.to_float(b["B"][0], sp.btype).T
+        zero_side, big_side = (a[:, 1:], bt[1:, :]) if c["input"] == "zero_a" else (bt[1:, :], a[:, 1:])
+        assert (zero_side == 0).all() and (big_side == 1.75 * 2.0 ** 120).all()

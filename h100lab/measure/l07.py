@@ -23,6 +23,10 @@ date, command):
   chained accumulator, on 2 or 4 independent accumulator sets, or overwriting their accumulator (scale-d = 0),
   at wait depths 0–3, the same 1024 wgmmas each.
 
+* ``l07/wgmma_depth``: the same with the wait depth compiled in (:func:`depth_cases`: no run-time switch);
+* ``l07/zero_align``: does a product with a zero factor take part in the tensor core's alignment
+  (:func:`zero_align_cases`, dense tf32 and bf16 through ``l06_wgmma_probe.cu``)?
+
 ``--only sparse_meta,wgmma_deps`` measures just the datasets named.
 
 Every case is a plain dict (inputs regenerated from its seed); :func:`run_case` runs it on ``h100lab.cuda`` or
@@ -40,7 +44,8 @@ import numpy as np
 from . import begin
 
 __all__ = ["SPARSE_FORMS", "sparse_cases", "fp8_gemm_cases", "epilogue_cases", "accumulation_cases",
-           "timing_cases", "meta_cases", "meta_probe_inputs", "META_PROBES", "META_FORMS", "dep_cases", "DEP_FORMS", "build_sparse", "model_outputs", "run_case", "run_cases", "main", "FP8_PAIRS",
+           "timing_cases", "meta_cases", "meta_probe_inputs", "META_PROBES", "META_FORMS", "dep_cases", "DEP_FORMS",
+           "depth_cases", "DEPTH_FORMS", "zero_align_cases", "build_sparse", "model_outputs", "run_case", "run_cases", "main", "FP8_PAIRS",
            "TIMING_FORMS"]
 
 #: name -> (n, dtype, atype, btype, a_source, sp_sel) of the kernels sp_<name> in l07_sparse_probe.cu
@@ -469,8 +474,53 @@ def build_accumulation(c):
                 c_in=np.zeros(128 * sp.d_regs, np.uint32))
 
 
+#: the dense forms of the zero-alignment probe (l06_wgmma_probe.cu's probe_<form>): the types whose inputs reach
+#: 2^127, where a zero factor's exponent could matter in the alignment
+ZERO_FORMS = ("ss_n64_f32_tf32", "ss_n64_f32_bf16")
+
+
+def zero_align_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """Does a product with a zero factor take part in the tensor core's alignment (``numerics.AccumulatorModel.
+    zero_exponent``)? Per form of :data:`ZERO_FORMS`: ``zero_a`` — each row one real product ``A[m,0]·B[0,n]``
+    (exponents 0 down to -126 across the columns) and zeros in A where B holds 2^120; ``zero_b`` — the same with
+    the zeros in B and 2^120 in A. If a zero counted with exponent -126, the huge partner would put it at 2^-6 and
+    cut every real product below 2^-31."""
+    out = []
+    for i, form in enumerate(ZERO_FORMS):
+        for j, kind in enumerate(("zero_a", "zero_b")):
+            out.append(dict(id=f"zero_{form}_{kind}", kind="zero_align", form=form, input=kind, steps=1,
+                            seed=9900 + 10 * i + j))
+    return out[:1] if quick else out
+
+
+def build_zero_align(c):
+    """Inputs of a zero-alignment case in the layout of :func:`build_accumulation` (one step, zero C, scale-d 0)."""
+    from ..tensorcore import numerics
+    from . import l06
+    sp = l06._spec(c["form"])
+    K, N = sp.k, sp.n
+    m = np.arange(64)[:, None]
+    n = np.arange(N)[None, :]
+    a = np.zeros((64, K))
+    b = np.zeros((K, N))
+    a[:, 0] = 1 + m[:, 0] / 64
+    b[0, :] = 1.5 * np.exp2(-2.0 * n[0])                               # real products 2^0 ... 2^-126
+    if c["input"] == "zero_a":
+        b[1:, :] = 1.75 * 2.0 ** 120                                     # A is zero there
+    else:
+        a[:, 1:] = 1.75 * 2.0 ** 120                                     # B is zero there
+    A = numerics.from_float(a, sp.atype)
+    B = numerics.from_float(b, sp.btype)
+    per = -(-(2 * 64 * K * l06._ES[sp.atype]) // IMAGE_ALIGN) * IMAGE_ALIGN
+    img = np.zeros(per, np.uint8)
+    da = l06._place_k(img, 0, A, sp.atype)
+    db = l06._place_k(img, 64 * K * l06._ES[sp.atype], np.ascontiguousarray(B.T), sp.btype)
+    return dict(spec=sp, img=img, img_bytes=per, descs=np.array([da.encode(), db.encode()], np.uint64), A=[A],
+                B=[np.ascontiguousarray(B.T)], c_in=np.zeros(128 * sp.d_regs, np.uint32))
+
+
 def _run_accumulation(backend, c, fn):
-    b = build_accumulation(c)
+    b = build_zero_align(c) if c["kind"] == "zero_align" else build_accumulation(c)
     sp = b["spec"]
     out = backend.zeros(128 * sp.d_regs, np.uint32)
     k = fn("l06_wgmma_probe", f"probe_{c['form']}")
@@ -486,7 +536,7 @@ def _run_accumulation(backend, c, fn):
 def model_accumulation(c) -> np.ndarray:
     """The chained :func:`h100lab.tensorcore.numerics.mma` (each D fed back as C), in register order."""
     from ..tensorcore import fragments, numerics
-    b = build_accumulation(c)
+    b = build_zero_align(c) if c["kind"] == "zero_align" else build_accumulation(c)
     sp = b["spec"]
     D = None
     for A, B in zip(b["A"], b["B"]):
@@ -548,9 +598,29 @@ def dep_cases(quick: bool = False) -> list[dict[str, Any]]:
     return out
 
 
+#: the forms whose wait depth is a compile-time constant: kernels dep_<mode>_n<N>_a<A>_g<G>_d<depth>
+DEPTH_FORMS = [("chain", 64, 1, g) for g in (1, 2, 4, 16)] + [("chain", 64, a, g) for a in (2, 4) for g in (1, 2, 4)] + \
+    [("fresh", 64, 1, 1)] + [("chain", 128, a, g) for a in (1, 2) for g in (1, 4)] + \
+    [("chain", 256, 1, g) for g in (1, 2, 4)] + [("fresh", 256, 1, 1)]
+
+
+def depth_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """:func:`dep_cases` for :data:`DEPTH_FORMS` with the wait depth compiled in (``static``: True; dataset
+    ``l07/wgmma_depth``): what the tensor core does without the run-time switch's cost to the warp."""
+    out = []
+    for mode, n, a, g in DEPTH_FORMS:
+        for d in range(4):
+            out.append(dict(id=f"dep_{mode}_n{n}_a{a}_g{g}_d{d}_static", kind="timing_dep", type="bf16", mode=mode,
+                            n=n, sets=a, per_group=g, depth=d, static=True, iters=DEP_WGMMAS // g, launches=3))
+    if quick:
+        out = [c for c in out if c["n"] == 64 and c["per_group"] <= 2]
+    return out
+
+
 def _run_deps(backend, c, fn):
     da, db = _timing_descs("bf16", c["n"])
-    k = fn("l07_wgmma_deps", f"dep_{c['mode']}_n{c['n']}_a{c['sets']}_g{c['per_group']}")
+    k = fn("l07_wgmma_deps", f"dep_{c['mode']}_n{c['n']}_a{c['sets']}_g{c['per_group']}" +
+           (f"_d{c['depth']}" if c.get("static") else ""))
     cyc = []
     for _ in range(c["launches"]):
         out = backend.zeros(1, np.int64)
@@ -595,7 +665,7 @@ def run_case(backend, c: dict[str, Any], programs: dict | None = None) -> dict[s
         return _run_fp8_gemm(backend, c, fn)
     if kind == "epilogue":
         return _run_epilogue(backend, c, fn)
-    if kind == "accumulation":
+    if kind in ("accumulation", "zero_align"):
         return _run_accumulation(backend, c, fn)
     if kind == "timing":
         return _run_timing(backend, c, fn)
@@ -615,7 +685,7 @@ def model_outputs(c: dict[str, Any]) -> dict[str, np.ndarray]:
         return model_fp8_gemm(c)
     if kind == "epilogue":
         return model_epilogue(c)
-    if kind == "accumulation":
+    if kind in ("accumulation", "zero_align"):
         return {"d": model_accumulation(c)}
     return {}
 
@@ -667,7 +737,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets = [("l07/sparse", sparse_cases(args.quick), 50), ("l07/fp8_gemm", fp8_gemm_cases(args.quick), 30),
             ("l07/epilogue", epilogue_cases(args.quick), 10), ("l07/fp8_accumulation", accumulation_cases(args.quick), 15),
             ("l07/wgmma_timing", timing_cases(args.quick), 45), ("l07/sparse_meta", meta_cases(args.quick), 20),
-            ("l07/wgmma_deps", dep_cases(args.quick), 40)]
+            ("l07/wgmma_deps", dep_cases(args.quick), 40), ("l07/zero_align", zero_align_cases(args.quick), 10),
+            ("l07/wgmma_depth", depth_cases(args.quick), 40)]
     only = {f"l07/{x.strip()}" for x in args.only.split(",") if x.strip()}
     unknown = only - {name for name, _, _ in sets}
     if unknown:

@@ -285,13 +285,41 @@ def _silicon():
 
 
 def test_silicon_steps_correct():
-    """On the H200 every step matched the f32 reference on the ragged checks (bench_gemm's rule) and cuBLAS's
-    output within bf16 rounding of the largest output at the timed shapes."""
+    """On the H200 every step matched the f32 reference on the ragged checks (bench_gemm's rule), and at the timed
+    shapes cuBLAS's output within one bf16 ulp of the largest output (the fused step's bias + ReLU: the f32
+    reference); the tensor-core steps wrote exactly cuBLAS's bits there (max |difference| 0: the same k16 chain),
+    the naive fma chain differs by rounding; the GPU's bits equal the model's at every small shape."""
     meta, recs = _silicon()
     assert meta["gpu"].startswith("NVIDIA H") and meta["complete"]
     assert {r["step"] for r in recs if r["kind"] == "check"} == {s.name for s in steps.STEPS}
-    assert all(r["ok"] for r in recs if r["kind"] in ("check", "time", "fused", "skip"))
+    assert all(r["ok"] for r in recs if r["kind"] in ("check", "time", "skip", "bits"))
+    assert {(r["step"], r["M"], r["N"], r["K"]) for r in recs if r["kind"] == "bits"} == \
+        {(s.name, *shape) for s in steps.STEPS for shape in s.small}
     for r in recs:
         if r["kind"] == "time" and r["step"] != "cublas":
             ulp = 2.0 ** (np.floor(np.log2(r["ref_max_abs"])) - 7)   # one bf16 ulp at the largest output
-            assert r["max_abs_vs_cublas"] <= 2 * ulp, r
+            diff = r["max_abs_vs_f32"] if r["epilogue"] == "bias_relu" else r["max_abs_vs_cublas"]
+            assert diff <= ulp, r
+            if r["step"] != "naive" and r["epilogue"] == "plain":
+                assert diff == 0, r
+
+
+def test_silicon_steps_order():
+    """What the H200 run shows, shape by shape: along naive → TMA → pipeline → warp-specialized → persistent +
+    rasterized → fused epilogue each step is faster than the one before; the ping-pong step (two 64-row tiles per
+    CTA, not persistent) is slower than the warp-specialized step it follows; the finished capstone reaches the
+    issue's 95 % of cuBLAS at 8192^3."""
+    meta, recs = _silicon()
+    times = {(r["step"], r["M"]): r for r in recs if r["kind"] == "time" and r.get("epilogue", "plain") == "plain"}
+    shapes = sorted({m for _, m in times})
+    assert shapes == [4096, 8192]
+    chain = ["naive", "tma", "pipeline", "warp_specialized", "persistent", "epilogue"]
+    for m in shapes:
+        measured = [times[(s, m)]["median_ms"] for s in chain if (s, m) in times]
+        assert measured == sorted(measured, reverse=True) and len(set(measured)) == len(measured), (m, measured)
+        assert times[("pingpong", m)]["median_ms"] > times[("warp_specialized", m)]["median_ms"]
+    assert times[("epilogue", 8192)]["ratio_cublas"] >= 0.95
+    # the naive kernel was timed at 4096^3; its time per FLOP put 8192^3 past the per-launch limit
+    (skip,) = [r for r in recs if r["kind"] == "skip"]
+    assert (skip["step"], skip["M"]) == ("naive", 8192) and skip["predicted_s"] > skip["limit_s"]
+    assert all(r["identical"] for r in recs if r["kind"] == "bits")

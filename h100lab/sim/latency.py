@@ -15,6 +15,9 @@ belong to the code around the copy — so each has its own structure, and this o
   ``first_byte_ns`` after the unit finished filling (the L2 round trip of the last request plus the ``try_wait``
   wake-up), plus ``dram_extra_ns`` when the source comes from DRAM (cold) and its page's TLB entry is warm,
   plus ``tlb_miss_ns`` when it is not; a 2-D tensor copy adds ``tensor_extra_ns`` (the box's address generation).
+  The DRAM part grows with the copy up to ``dram_ramp_bytes`` by ``dram_ramp_ns`` (linearly; the H200: ~200 ns
+  more than L2 for a 16-byte copy, ~260 ns from 4 KiB on — a copy's first lines come from DRAM more slowly than
+  the unit asks for them, until its requests overlap).
 
 :func:`round_trip` returns the three times a kernel can stamp: after the first issue, after the last, and when the
 wait returned. :class:`LatencyKernel` holds what a particular measurement kernel adds inside its timed window
@@ -45,6 +48,8 @@ class CopyLatency:
     fill_bytes_per_ns: float = 200.0
     fill_misaligned_bytes_per_ns: float = 100.0
     tensor_extra_ns: float = 10.0
+    dram_ramp_ns: float = 40.0
+    dram_ramp_bytes: float = 4096.0
 
     def with_values(self, **kw) -> "CopyLatency":
         return replace(self, **kw)
@@ -61,36 +66,46 @@ class LatencyKernel:
     """What a measurement kernel adds to its own timed window (ns): ``cold_setup_ns`` before a cold copy
     (``l03_tma_latency.cu``'s first rep computes the copy's uniform registers after its first clock read),
     ``issue_setup_ns`` before the first copy of ``tma_issue`` (constant loads and uniform set-up of its issue
-    loop). Zero for ``l03_copy_latency.cu``, whose addresses are computed before the clock read."""
+    loop), ``loop_entry_ns`` before the second copy of a round (the issue loop's entry: a constant load of the
+    count, a branch, the loop's uniform registers — ``l03_copy_latency.cu`` has only this one), and
+    ``issue_next_ns``, what one trip of its issue loop costs (its address arithmetic and the ``ELECT`` loop around
+    ``UBLKCP``: the code's, not the TMA unit's; 0 = the model's ``issue_next_ns``)."""
 
     cold_setup_ns: float = 0.0
     issue_setup_ns: float = 0.0
+    loop_entry_ns: float = 0.0
+    issue_next_ns: float = 0.0
 
 
-OLD_KERNEL = LatencyKernel(40.0, 70.0)
+OLD_KERNEL = LatencyKernel(40.0, 70.0, 20.0, 28.0)
 CLEAN_KERNEL = LatencyKernel()
 
 
 def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = False, tlb: bool = True,
-               aligned: bool = True, tensor: bool = False) -> dict[str, float]:
+               aligned: bool = True, tensor: bool = False, kernel: LatencyKernel | None = None) -> dict[str, float]:
     """``{"first", "issue", "total"}`` (ns from before the ``expect_tx``): the end of the first issue, of the last
     issue, and the waiting thread's wake-up, for ``count`` back-to-back copies of ``nbytes`` completing one
     mbarrier phase (module docstring). ``cold``: the bytes come from DRAM; ``tlb``: the page's TLB entry is warm;
-    ``aligned``: each source starts on a 128-byte line. Raises ValueError for no bytes or no copy."""
+    ``aligned``: each source starts on a 128-byte line; ``kernel``: the measurement kernel's loop (its entry before
+    the second issue and its cost per further issue, :class:`LatencyKernel`). Raises ValueError for no bytes or no
+    copy."""
     if nbytes <= 0 or count < 1:
         raise ValueError("a copy moves at least one byte, and a round has at least one copy")
     fill = nbytes / (m.fill_bytes_per_ns if aligned else m.fill_misaligned_bytes_per_ns)
     q = max(1, int(round(m.queue_copies)))
+    entry = kernel.loop_entry_ns if kernel is not None else 0.0
+    step = kernel.issue_next_ns if kernel is not None and kernel.issue_next_ns > 0 else m.issue_next_ns
     issued: list[float] = []
     filled: list[float] = []
     for j in range(count):
-        e = m.issue_first_ns if j == 0 else issued[-1] + m.issue_next_ns
+        e = m.issue_first_ns if j == 0 else issued[-1] + step + (entry if j == 1 else 0.0)
         if j >= q:
-            e = max(e, filled[j - q] + m.issue_next_ns)     # the unit is full: the issue waits for a slot
+            e = max(e, filled[j - q] + step)                # the unit is full: the issue waits for a slot
         issued.append(e)
         start = max(e, filled[-1]) if filled else e
         filled.append(start + fill)
     land = filled[-1] + m.first_byte_ns + (m.tensor_extra_ns if tensor else 0.0)
     if cold:
-        land += m.dram_extra_ns + (0.0 if tlb else m.tlb_miss_ns)
+        ramp = m.dram_ramp_ns * min(1.0, nbytes / m.dram_ramp_bytes) if m.dram_ramp_bytes > 0 else 0.0
+        land += m.dram_extra_ns + ramp + (0.0 if tlb else m.tlb_miss_ns)
     return {"first": issued[0], "issue": issued[-1], "total": max(land, issued[-1])}

@@ -13,7 +13,9 @@ after one warm-up, and at a shape only when the step before predicts (its time p
 most ``--naive-limit`` seconds (1 s) per launch; otherwise a ``skip`` record says why. The fused step is timed
 twice: plain, and with its bias + ReLU epilogue (``epilogue: "bias_relu"``, its ratio still against plain cuBLAS;
 its output against relu(A·Bᵀ + bias) in f32; cuBLAS's own bias + ReLU forms are bench_gemm.py's epilogue run).
-Bit records: each step at its small emulator shapes, the GPU's output against the model's bits
+With ``--ablation``, capstone forms between the steps (:data:`ABLATION`:
+one change at a time, e.g. ping-pong persistent or in the grouped order, the cooperative form persistent without
+the grouped order) are timed after each shape's steps. Bit records: each step at its small emulator shapes, the GPU's output against the model's bits
 (h100lab.design.steps.reference, which the emulator reproduces). Correctness records: ragged shapes (M, N, K not multiples of any tile) for every step, against an f32 reference
 (``torch.matmul`` in float32, TF32 off), with bench_gemm's pass rule (bench_gemm._passes).
 
@@ -45,6 +47,12 @@ import bench_gemm  # noqa: E402  (TorchCuda: inputs, cuBLAS, CUDA-event timing, 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 CHECKS = [(1000, 1500, 1032), (333, 4000, 520)]
 DATASET = "l08/gemm_steps"
+#: --ablation: capstone forms between the steps, one change at a time (variant, schedule, group), to split what a
+#: step changed into its parts: the ping-pong step's schedule and tile order (step 5 = pingpong, pairs, 1), and
+#: persistence vs the grouped order (step 4 = cooperative, tiles, 1; step 6 = cooperative, persistent, 8)
+ABLATION = (("pingpong", "persistent", 1), ("pingpong", "persistent", 8), ("pingpong", "pairs", 8),
+            ("pingpong_inflight", "pairs", 1), ("pingpong_inflight", "persistent", 8), ("cooperative", "pairs", 1),
+            ("cooperative", "tiles", 8), ("cooperative", "persistent", 1))
 
 
 class StepsCuda(bench_gemm.TorchCuda):
@@ -222,6 +230,47 @@ def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, names, args, naiv
     return recs
 
 
+def _attempt_all(part, shape, log) -> list[dict]:
+    """A part that fails before its own records exist (inputs, cuBLAS) leaves one failed record."""
+    rec = {"kind": "ablation", "M": shape[0], "N": shape[1], "K": shape[2]}
+    out = []
+    _attempt(rec, lambda: out.extend(part()), f"ablation {shape}", log)
+    return out if "error" not in rec else out + [rec]
+
+
+def run_ablation(be, M: int, N: int, K: int, seed: int, sms: int, args, log=print) -> list[dict]:
+    """:data:`ABLATION` at one shape, with cuBLAS re-timed for its ratio: each capstone form through
+    bench_gemm.TorchCuda.ours with the grid of its schedule (one CTA per tile, per two tiles, or min(SMs, tiles))
+    and tile order ``group`` (raster along M). Records of kind ``ablation`` (not step records: the time model reads
+    a record's schedule from its step)."""
+    from h100lab.design import capstone as cap
+
+    flop = cap.flops(M, N, K)
+    A, B, C0 = be.inputs(M, N, K, seed=seed)
+    ref_c = be.empty_like(C0)
+    cub_ms = statistics.median(be.time(be.cublas(A, B, ref_c), args.warmup, args.repeats))
+    recs = []
+    for variant, schedule, group in ABLATION:
+        v = cap.VARIANTS[variant]
+        tm, tn = cap.tile_counts(v, M, N)
+        arg = {"tiles": tm * tn, "pairs": -(-tm * tn // 2), "persistent": sms}[schedule]
+        rec = {"kind": "ablation", "variant": variant, "schedule": schedule, "group": group, "raster": 0, "M": M,
+               "N": N, "K": K, "grid": cap.grid_size(v, M, N, arg), "tiles": tm * tn, "cublas_ms": cub_ms,
+               "repeats": args.repeats, "warmup": args.warmup}
+        label = f"ablation {variant:18s} {schedule:10s} group {group} {M}x{N}x{K}"
+
+        def body(rec=rec, variant=variant, group=group, arg=arg, label=label):
+            C = be.empty_like(C0)
+            _record_time(rec, be.time(be.ours(variant, A, B, C, M, N, K, group=group, sms=arg), args.warmup,
+                                      args.repeats), flop, cub_ms)
+            err = be.errors(C, ref_c, ref_c)
+            rec.update(ok=_close(err), max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
+            log(f"{label}: {rec['median_ms']:.3f} ms  {rec['tflops']:.1f} TFLOP/s  {100 * rec['ratio_cublas']:.1f} % "
+                f"of cuBLAS{'' if rec['ok'] else '  WRONG OUTPUT'}")
+        recs.append(_attempt(rec, body, label, log))
+    return recs
+
+
 def main(argv=None, backend=None, shapes=None, checks=None, log=print) -> dict:
     from h100lab.design import steps
 
@@ -234,6 +283,8 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print) -> dict:
                     help="seconds per launch above which the naive kernel is not timed at a larger shape")
     ap.add_argument("--steps", default=None, help="comma-separated step names (default: all seven)")
     ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s)")
+    ap.add_argument("--ablation", action="store_true", help="after each shape's steps, the capstone forms of "
+                    "ABLATION between them (records of kind 'ablation')")
     args = ap.parse_args(argv)
     if args.repeats < 20 and backend is None:
         ap.error("--repeats: the median of at least 20 launches")
@@ -265,8 +316,11 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print) -> dict:
 
     naive_s_per_flop = [None]
     parts = [lambda: run_bits(be, names, sms, log), lambda: run_checks(be, checks, sms, names, log)]
-    parts += [lambda i=i, shape=shape: run_shape(be, *shape, i, sms, names, args, naive_s_per_flop, log)
-              for i, shape in enumerate(shapes)]
+    for i, shape in enumerate(shapes):
+        parts.append(lambda i=i, shape=shape: run_shape(be, *shape, i, sms, names, args, naive_s_per_flop, log))
+        if args.ablation:
+            parts.append(lambda i=i, shape=shape: _attempt_all(
+                lambda: run_ablation(be, *shape, 500 + i, sms, args, log), shape, log))
     for part in parts:                     # the dataset rewritten after each part: a run cut short keeps its data
         recs += part()
         save(False)

@@ -246,6 +246,25 @@ def test_bench_on_a_fake_gpu(tmp_path):
 
 
 @needs_emu
+def test_bench_ablation_on_a_fake_gpu(tmp_path, monkeypatch):
+    """--ablation: capstone forms between the steps through TorchCuda.ours with their schedule's grid; a planted
+    failure is recorded and the run goes on."""
+    bench = _module("bench_gemm_steps", HERE.parent / "benchmarks" / "bench_gemm_steps.py")
+    fake = _module("fake_l08_bench", HERE / "test_l08_bench.py")
+    monkeypatch.setattr(bench, "ABLATION", (("pingpong", "pairs", 8), ("cooperative", "tiles", 8),
+                                            ("cooperative", "persistent", 1)))
+    be = fake.FakeBackend(fail={"cooperative"})
+    be.sm_count = lambda: 1
+    out = bench.main(["--out", str(tmp_path), "--steps", "tma", "--ablation"], backend=be, shapes=[(128, 256, 64)],
+                     checks=[])
+    abl = [r for r in out["records"] if r["kind"] == "ablation"]
+    assert [(r["variant"], r["schedule"], r["grid"], r["ok"]) for r in abl] == [
+        ("pingpong", "pairs", 1, True), ("cooperative", "tiles", 1, False), ("cooperative", "persistent", 1, False)]
+    assert abl[0]["tiles"] == 2 and abl[0]["ratio_cublas"] == pytest.approx(1.0) and "planted" in abl[1]["error"]
+    assert ("pingpong", 128, 256, 64, 8, 0) in be.launches
+
+
+@needs_emu
 def test_bench_gpu_backend_launch_code_on_the_emulator():
     """StepsCuda's own launch code (kernels compiled once, maps encoded once, addresses as np.uint64; the small
     shapes' bits) with h100lab.emu standing in for h100lab.cuda and device arrays for torch tensors."""

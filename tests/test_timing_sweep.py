@@ -364,8 +364,15 @@ class FakeGpu:
             out.append(0.25 + 0.01 * (len(self.launches) - n))
         return out
 
+    def _bytes(self, p):
+        """A uint8 view from an allocation, a pointer (np.uint64 / int) or an object with ``.ptr``."""
+        if isinstance(p, FakeArray):
+            return p.buf
+        a, off = self._resolve(getattr(p, "ptr", p))
+        return a.buf[off:]
+
     def memcpy_dtod(self, dst, src, n):
-        dst.buf[:n] = src.buf[:n]
+        self._bytes(dst)[:n] = self._bytes(src)[:n]
 
     def encode_tiled(self, *args):
         return FakeMap(args)
@@ -470,7 +477,7 @@ class FakeGpu:
 
     def _k_copy_tune(self, grid, block, src, dst, total, tile, stages, lag, flags, timeout, err):
         assert block == 32 and 0 <= int(lag) < int(stages) <= 16 and int(total) % int(tile) == 0
-        dst.buf[:int(total)] = src.buf[:int(total)]
+        self._bytes(dst)[:int(total)] = self._bytes(src)[:int(total)]
 
     def _k_copy_latency(self, grid, block, src, offs, nbytes, count, iters, warm, flags, timeout, out, err):
         it, reps, n = int(iters), int(warm) + 1, int(count) * int(nbytes)
@@ -482,19 +489,20 @@ class FakeGpu:
 
     def _k_copy_ws(self, grid, block, src, dst, total, tile, stages, lag, flags, timeout, err):
         assert block == 64 and 0 <= int(lag) < int(stages) <= 16 and int(lag) <= 3 and int(total) % int(tile) == 0
-        dst.buf[:int(total)] = src.buf[:int(total)]
+        self._bytes(dst)[:int(total)] = self._bytes(src)[:int(total)]
 
     def _k_tensor_copy_ws(self, grid, block, tin, tout, bx, by, tiles_x, n_tiles, tile, stages, lag, flags, timeout,
                           err):
         assert block == 64 and 0 <= int(lag) < int(stages) <= 16
         n = int(n_tiles) * int(tile)
-        tout.args[2].buf[:n] = tin.args[2].buf[:n]
+        out = self._bytes(tout.args[2])
+        n = min(n, out.size)
+        out[:n] = self._bytes(tin.args[2])[:n]
 
     def _k_tma_copy(self, grid, block, tin, tout, bx, by, tiles_x, n_tiles, stages, tile):
-        src = tin.args[2]
-        dst = tout.args[2]
-        n = int(n_tiles) * int(tile)
-        dst.buf[:n] = src.buf[:n]
+        out = self._bytes(tout.args[2])
+        n = min(int(n_tiles) * int(tile), out.size)
+        out[:n] = self._bytes(tin.args[2])[:n]
 
 
 @pytest.fixture()
@@ -580,6 +588,10 @@ def test_every_step_on_the_fake_gpu(datadir):
                                        "read_stream", "tma_read"}
     assert all(x["ratio_round"] > 0 for x in cr)
     assert {"copy_latency", "copy_ws", "tensor_copy_ws"} <= {n for n, *_ in gpu.launches}
+    co = data.load("l05/copy_offset").records
+    assert {x["dst_offset"] for x in co} == {o for o in ts.OFFSET_CASES if o + (8 << 20) // 4 <= 8 << 20}
+    assert all(x["correct"] and x["ratio_round"] > 0 and x["ratio_zero"] > 0 for x in co), co[:2]
+    assert {x["round"] for x in co} == {0, 1, 2}
 
 
 @needs_nvrtc

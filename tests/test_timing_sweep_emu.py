@@ -155,6 +155,8 @@ def sweep(tmp_path_factory):
             ("tensor_ws 32×16×3 lag2 L2_128B", "tensor_ws", (32, 16, 3, 1, 2, 0, "L2_128B")),
             ("device_copy 2×256", "device_copy", (2, 256))))
         mp.setattr(ts, "RACE_READS", (("plain", 4, 2, 256),))
+        mp.setattr(ts, "OFFSET_VARIANTS", (("tensor_ws 32×16×3 lag2", "tensor_ws", (32, 16, 3, 1, 2, 0, "L2_256B")),
+                                           ("copy_tune 4K×2 lag1", "copy_tune", (4, 2, 1, 1, 3))))
         mp.setattr(ts, "RACE_TMA_READS", ((4, 2, 1, 1),))
 
         log = io.StringIO()
@@ -281,6 +283,8 @@ def test_latency2_and_copyrace_on_the_emulator(sweep):
     assert {r["kind"] for r in cr} == {"memcpy", "copy_tune", "tma_copy", "ws", "tensor_ws", "device_copy",
                                        "read_stream", "tma_read"}
     assert all(r["bad_words"] == 0 and r["error_bits"] == 0 for r in cr if r["kind"] in ("ws", "tensor_ws"))
+    co = sweep["ds"]["copyoffset"].records                  # copies into dst + offset, checked there
+    assert {r["dst_offset"] for r in co} == {0, 4096, 64 * 1024 + 4096} and all(r["correct"] for r in co), co[:2]
 
 
 def test_every_kernel_of_the_sweep_ran(sweep):

@@ -38,6 +38,8 @@ runs these steps in this order (``--steps`` picks some) and writes one dataset p
                tensor copy with each L2 promotion and box, the warp-specialised copies of ``l05_copy_ws.cu``, the
                vectorised copy) and the read ceilings (best ``ld.global.v4`` streams and TMA read streams at 2 GiB);
                every copy checked word by word, every record with its ratio to the round's memcpy.
+``copyoffset`` → ``l05/copy_offset``: the same race with the destination moved by :data:`OFFSET_CASES` bytes
+               (does where the destination lies against the source change a copy's speed, memcpy's or ours?).
 
 Conventions: the source buffer's 32-bit word *i* holds *i* (``fill_index``), so a checksum or a copied word
 can be checked against its address; "cold" sources are read once per run (a cursor walks the 2 GiB
@@ -71,10 +73,11 @@ __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT
            "latency2_cases", "latency2_offsets", "latency_sources", "RACE_VARIANTS",
            "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
-STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune", "latency2", "copyrace")
+STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune", "latency2", "copyrace", "copyoffset")
 DATASETS = {"cvt": "l01/cvt_bits", "encode": "l04/encode_enum_values", "latency": "l03/tma_latency",
             "sync": "l03/sync_cost", "stream": "l03/stream_sweep", "ceilings": "l05/ceilings",
-            "copytune": "l05/copy_tune", "latency2": "l03/tma_latency_clean", "copyrace": "l05/copy_race"}
+            "copytune": "l05/copy_tune", "latency2": "l03/tma_latency_clean", "copyrace": "l05/copy_race",
+            "copyoffset": "l05/copy_offset"}
 
 BUF_BYTES = 2 << 30          # source and destination buffers of the streams: 2 GiB each (34 × the L2)
 QUICK_BUF_BYTES = 256 << 20
@@ -561,6 +564,23 @@ RACE_VARIANTS = (
     ("tensor_ws 128×64×3 ×2/SM lag1 L2_256B", "tensor_ws", (128, 64, 3, 2, 1, 0, "L2_256B")),
     ("device_copy 4×256", "device_copy", (4, 256)),
 )
+#: step copyoffset: destination offsets (bytes past dst; 16-byte aligned, never a multiple of 128 KiB but 0) and
+#: the copies raced at each
+OFFSET_CASES = (0, 4096, 64 * 1024 + 4096, (1 << 20) + 12 * 1024, (32 << 20) + 20 * 1024, (512 << 20) + 36 * 1024)
+OFFSET_VARIANTS = (
+    ("tensor_ws 256×32×6 lag3 L2_256B", "tensor_ws", (256, 32, 6, 1, 3, 0, "L2_256B")),
+    ("tma_copy 256×64×3 L2_256B", "tma_copy", (256, 64, 3, 1, "L2_256B")),
+    ("copy_tune 64K×2 lag1 hints", "copy_tune", (64, 2, 1, 1, 3)),
+)
+
+
+class _At:
+    """A device address where a backend takes an allocation (``memcpy_dtod`` reads only ``.ptr``)."""
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+
 #: the read race: ld.global.v4 streams (variant, unroll, blocks/SM, threads) and TMA read streams (tile KiB, stages,
 #: CTAs/SM, flags) — the best of l05/ceilings and their neighbours
 RACE_READS = (("plain", 8, 2, 1024), ("nc", 8, 2, 1024), ("plain", 4, 4, 512))
@@ -576,7 +596,8 @@ def estimate_seconds(quick: bool = False, num_sms: int = 132) -> dict[str, float
             "stream": 3.0 + n_stream * 0.012, "ceilings": 25.0 + len(read_configs(quick)) * 0.01,
             "copytune": 8.0 + 0.03 * (len(copytune_cases(quick)) + 5 * len(COPYTUNE_FLAGS) + 60),
             "latency2": 4.0 + 0.02 * len(latency2_cases(quick)),
-            "copyrace": 12.0 + 3 * 0.05 * (len(RACE_VARIANTS) + len(RACE_READS) + len(RACE_TMA_READS))}
+            "copyrace": 12.0 + 3 * 0.05 * (len(RACE_VARIANTS) + len(RACE_READS) + len(RACE_TMA_READS)),
+            "copyoffset": 6.0 + 3 * 0.05 * len(OFFSET_CASES) * (len(OFFSET_VARIANTS) + 1)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1378,19 +1399,24 @@ class Runner:
         return recs
 
     # step copyrace -------------------------------------------------------------------------------
-    def _tensor_maps(self, nb: int, bx: int, by: int, promo: str):
+    def _tensor_maps(self, nb: int, bx: int, by: int, promo: str, dst_off: int = 0):
         src, dst = self.buffers()
+        if dst_off:
+            dst = int(dst.ptr) + dst_off
         cols = min(16384, nb // (4 * 256))                 # 16384 FP32 columns at 1 GiB (as step ceilings)
         rows_t = nb // (4 * cols)
         # a last partial row of boxes: the load fills the rows past the tensor with zeros, the store clips them
         return tuple(self.gpu.encode_tiled("FLOAT32", 2, p, [cols, rows_t], [cols * 4], [bx, by], [1, 1], "NONE",
                                            "NONE", promo, "NONE") for p in (src, dst)), cols // bx, -(-rows_t // by)
 
-    def _race_record(self, name: str, kind: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
-        """One copy of :data:`RACE_VARIANTS`: dst poisoned, a checked launch, then ``reps`` timed launches."""
-        src, dst = self.buffers()
+    def _race_record(self, name: str, kind: str, cfg: tuple, nb: int, reps: int, verify,
+                     dst_off: int = 0) -> dict[str, Any]:
+        """One copy of :data:`RACE_VARIANTS` into ``dst + dst_off``: dst poisoned, a checked launch, then ``reps``
+        timed launches."""
+        src, dst_arr = self.buffers()
+        dst = self.gpu.ptr(dst_arr, dst_off) if dst_off else dst_arr
         err = self.gpu.zeros(1, np.uint32)
-        rec: dict[str, Any] = dict(kind=kind, name=name, config=list(cfg))
+        rec: dict[str, Any] = dict(kind=kind, name=name, config=list(cfg), dst_offset=dst_off)
         if kind == "copy_tune":
             tkb, st, per, lag, flags = cfg
             k = self.gpu.function("l05_copy_tune", "copy_tune")
@@ -1409,7 +1435,7 @@ class Runner:
             bx, by, st, per, promo = cfg
             k = self.gpu.function("l05_tma_copy", "tma_copy")
             k.set_max_dynamic_shared_memory(self.optin - 64)
-            (tin, tout), tx, ty = self._tensor_maps(nb, bx, by, promo)
+            (tin, tout), tx, ty = self._tensor_maps(nb, bx, by, promo, dst_off)
             tile = bx * by * 4
             grid, block, smem = self.num_sms * per, 32, st * (-(-tile // 1024) * 1024) + 1024
             args = (tin, tout, np.int32(bx), np.int32(by), np.int32(tx), np.int32(tx * ty), np.int32(st),
@@ -1418,7 +1444,7 @@ class Runner:
             bx, by, st, per, lag, flags, promo = cfg
             k = self.gpu.function("l05_copy_ws", "tensor_copy_ws")
             k.set_max_dynamic_shared_memory(self.optin)
-            (tin, tout), tx, ty = self._tensor_maps(nb, bx, by, promo)
+            (tin, tout), tx, ty = self._tensor_maps(nb, bx, by, promo, dst_off)
             tile = bx * by * 4
             grid, block, smem = self.num_sms * per, 64, 1024 + st * (-(-tile // 1024) * 1024)
             args = (tin, tout, np.int32(bx), np.int32(by), np.int32(tx), np.int32(tx * ty), np.int32(tile),
@@ -1430,10 +1456,14 @@ class Runner:
             args = (src, dst, np.int64(nb // 16))
         else:
             raise ValueError(f"race variant kind {kind!r}")
-        self.gpu.memset32(dst, 0xFFFFFFFF, nb // 4)
+        self.gpu.memset32(dst_arr, 0xFFFFFFFF, (dst_off + nb) // 4)
         self.gpu.launch(k, grid, block, *args, shared_mem=smem)
         self.gpu.sync()
-        bad = self._copy_bad_words(verify, dst, nb)
+        badc = self.gpu.zeros(1, np.uint64)
+        self.gpu.launch(verify, self.num_sms * 4, 256, self.gpu.ptr(dst_arr, dst_off), np.int64(0), np.int64(nb // 4),
+                        np.int64(self.buf_bytes // 4), badc)
+        self.gpu.sync()
+        bad = int(self.gpu.to_host(badc)[0])
         ms = self.gpu.timed([lambda: self.gpu.launch(k, grid, block, *args, shared_mem=smem)
                              for _ in range(reps + 1)])[1:]
         e = int(self.gpu.to_host(err)[0])
@@ -1441,6 +1471,51 @@ class Runner:
                    min_ms=min(ms), gbps=2 * nb / (_med(ms) * 1e6), samples_ms=ms, bad_words=bad, error_bits=e,
                    correct=bad == 0 and e == 0)
         return rec
+
+    def _memcpy_at(self, nb: int, reps: int, dst_off: int, **extra) -> dict[str, Any]:
+        """``cuMemcpyDtoDAsync`` of ``nb`` bytes from src to ``dst + dst_off``, ``reps`` timed after a warm-up."""
+        src, dst = self.buffers()
+        at = _At(int(dst.ptr) + dst_off) if dst_off else dst
+        ms = self.gpu.timed([lambda: self.gpu.memcpy_dtod(at, src, nb) for _ in range(reps + 1)])[1:]
+        return dict(kind="memcpy", name="cuMemcpyDtoDAsync", config=[], dst_offset=dst_off, **extra, bytes=nb,
+                    moved_bytes=2 * nb, median_ms=_med(ms), min_ms=min(ms), gbps=2 * nb / (_med(ms) * 1e6),
+                    samples_ms=ms, correct=True)
+
+    def step_copyoffset(self) -> list[dict[str, Any]]:
+        """Does where the destination lies against the source change a copy's speed? 3 rounds at 1 GiB: for each
+        destination offset of :data:`OFFSET_CASES`, ``cuMemcpyDtoDAsync`` then the copies of :data:`OFFSET_VARIANTS`
+        into ``dst + offset`` (checked word by word). ``ratio_round``: over the memcpy of the same round and
+        offset; ``ratio_zero``: over the memcpy of the same round at offset 0."""
+        verify = self.gpu.function("l03_stream", "verify_copy")
+        nb = GIB if not self.quick else self.buf_bytes // 4
+        reps = 10 if not self.quick else 2
+        offs = [o for o in OFFSET_CASES if o + nb <= self.buf_bytes]
+        recs: list[dict[str, Any]] = []
+        for rnd in range(3):
+            if self.budget.over():
+                break
+            zero = None
+            for off in offs:
+                mc = self._memcpy_at(nb, reps, off, round=rnd)
+                zero = zero or mc
+                mc["ratio_round"] = 1.0
+                row = [mc]
+                for name, kind, cfg in OFFSET_VARIANTS:
+                    try:
+                        r = self._race_record(name, kind, cfg, nb, reps, verify, dst_off=off)
+                    except Exception as exc:
+                        r = dict(kind=kind, name=name, config=list(cfg), dst_offset=off, correct=False, gbps=0.0,
+                                 error=f"{type(exc).__name__}: {exc}")
+                    r["round"] = rnd
+                    r["ratio_round"] = r["gbps"] / mc["gbps"]
+                    row.append(r)
+                for r in row:
+                    r["ratio_zero"] = r["gbps"] / zero["gbps"]
+                recs += row
+                b = max(row[1:], key=lambda r: r["gbps"])
+                self.say(f"copyoffset round {rnd}, dst + {off}: memcpy {mc['gbps']:.0f} GB/s, best {b['name']} "
+                         f"{b['gbps']:.0f} GB/s = {b['ratio_round']:.3f}× (memcpy at offset 0: {b['ratio_zero']:.3f}×)")
+        return recs
 
     def step_copyrace(self) -> list[dict[str, Any]]:
         """The copy goal and the read goal head to head: 3 rounds, each ``cuMemcpyDtoDAsync`` then every copy of

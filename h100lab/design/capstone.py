@@ -127,12 +127,12 @@ VARIANTS = {
     "cooperative_inflight_tmastore": Variant("cooperative_inflight_tmastore", False, 128, 256, 64, 4, True, True),
     "cooperative_n128_inflight_tmastore": Variant("cooperative_n128_inflight_tmastore", False, 128, 128, 64, 6, True,
                                                   True),
-    # not yet on silicon: the TMA-store epilogue without INFLIGHT (which cost the cooperative mainloop at 16384³)
+    # the TMA-store epilogue without INFLIGHT (INFLIGHT without the TMA store cost the cooperative mainloop at 16384³)
     "cooperative_tmastore": Variant("cooperative_tmastore", False, 128, 256, 64, 4, False, True),
     "cooperative_inflight_cluster2": Variant("cooperative_inflight_cluster2", False, 128, 256, 64, 4, True, False, 2),
     "cooperative_n128_inflight_cluster2": Variant("cooperative_n128_inflight_cluster2", False, 128, 128, 64, 7, True,
                                                   False, 2),
-    # the cluster pairs ran at 33-78 % of cuBLAS on the H200 (data/l08/gemm_bench_cluster2); with the cheaper
+    # the cluster pairs ran well below the default on the H200 (data/l08/gemm_bench_cluster2); with the cheaper
     # remote arrive (one per consumer warp and stage) and with the TMA-store epilogue of the default
     "cooperative_inflight_tmastore_cluster2_ctascope": Variant("cooperative_inflight_tmastore_cluster2_ctascope",
                                                                False, 128, 256, 64, 4, True, True, 2,
@@ -146,7 +146,9 @@ VARIANTS = {
 #: picks from per shape — both decided by the H200's data (data/l08/gemm_bench_tmastore.json, benchmarks/
 #: bench_gemm.py): the stmatrix + TMA-store epilogue was the fastest variant measured at 4096³, 8192³, 16384³ and
 #: 1408 × 3072 × 8192 in its run, its 128 × 128 form at the two-wave 1280 × 3840 × 8192, which is what the wave model
-#: picks (tests/test_l08_bench.py replays this from the data). The cluster-of-2 variants are not measured on silicon.
+#: picks (tests/test_l08_bench.py replays this from the data). A later run (data/l08/gemm_bench_s4) kept the choice:
+#: cooperative_tmastore (no INFLIGHT) came within 1 % of the default at every shape, 16384³ included; the cluster-of-2
+#: variants (data/l08/gemm_bench_cluster2) ran correctly but slower than the default at every shape.
 DEFAULT = "cooperative_inflight_tmastore"
 
 #: the FP8 (e4m3) forms, kept apart from :data:`VARIANTS` (whose entries the bf16 tile calculator of

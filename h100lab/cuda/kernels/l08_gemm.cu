@@ -61,8 +61,8 @@
 //    (a 16-byte-multiple stride of M floats) for those three registers. -DSTAGGER=1: the consumers issue their
 //    blocks in turn (0's block i after 1's block i - 1, 1's block i after 0's), so the tensor cores run one
 //    warpgroup's four wgmmas while the other promotes -- instead of both promoting at once with the tensor cores
-//    idle, the lockstep the shared full barrier leaves them in (H200, data/l08/gemm_bench_fp8: 820 TFLOP/s at 8192^3
-//    without it, 61-66 % of cuBLAS FP8).
+//    idle, the lockstep the shared full barrier leaves them in (without it: data/l08/gemm_bench_fp8, well short of
+//    cuBLAS FP8).
 // Host rules: K a multiple of 8 (16 for FP8: TMA global strides are multiples of 16 B, CUDA Driver API
 // cuTensorMapEncodeTiled); dynamic shared memory = h100lab.design.capstone.Variant.smem_bytes; 384 threads per CTA.
 #include <h100lab/tensormap.cuh>

@@ -41,6 +41,24 @@ def ratios(records) -> dict:
             "read_ratio": tma_read["gbps"] / ld_read["gbps"] if tma_read and ld_read else None}
 
 
+def race_report(ds) -> str:
+    """The head-to-head runs (``--steps copyrace`` / ``copyoffset``): per variant the median over rounds of its
+    ratio to the same round's memcpy (copies) or best ld.global.v4 stream (reads), best first."""
+    import numpy as np
+
+    groups: dict = {}
+    for r in ds.records:
+        if r.get("correct"):
+            groups.setdefault((r["kind"], r["name"], r.get("dst_offset", 0)), []).append(r)
+    rows = sorted(((float(np.median([x["ratio_round"] for x in v])), float(np.median([x["gbps"] for x in v])), k)
+                   for k, v in groups.items() if k[0] not in ("memcpy",)), reverse=True)
+    out = [f"{ds.name} ({ds.describe()}): median over rounds of the same-round ratio"]
+    for ratio, gbps, (kind, name, off) in rows:
+        goal = "" if kind in ("read_stream",) else f" ({'meets' if ratio >= 1.0 else 'below'} 1.00)"
+        out.append(f"  {name}{f' dst + {off} B' if off else ''}: {gbps:.0f} GB/s = {ratio:.3f}{goal}")
+    return "\n".join(out)
+
+
 def _cfg(r) -> str:
     if r is None:
         return "not measured"
@@ -95,6 +113,9 @@ def main(argv=None) -> int:
                        f"flags {b['flags']}" if kind == "copy_tune" else kind)
                 print(f"  best {kind}: {b['gbps']:.0f} GB/s = {b['ratio_round']:.3f} × cuMemcpyDtoDAsync ({cfg}; "
                       f"{'meets' if b['ratio_round'] >= 1.0 else 'below'} the goal of 1.00)")
+    for name in ("l05/copy_race", "l05/copy_offset"):
+        if data.available(name):
+            print(race_report(data.load(name)))
     if a.fit:
         from h100lab.validation import timing as vt
 

@@ -58,8 +58,9 @@ d. **An issue limit per SM.** The SM's TMA unit accepts one copy every ``tma_op_
    of the SM), whatever its size; ``0`` = no limit. The issuing thread spends ``tma_issue_ns`` per copy.
 c'. **The issue overlaps the travel** (``tma_issue_overlap = 1``, what :func:`h100lab.validation.timing.fit` uses):
    the TMA unit starts on a copy when its issuing instruction begins; the thread still spends ``tma_issue_ns``.
-   The data: on the H200 a warm 16-byte copy lands ~54 ns after the issuing thread has spent ~100 ns on
-   ``expect_tx`` + issue (``data/l03/tma_latency``), less than any L2 round trip, so the two run in parallel.
+   (First read of ``data/l03/tma_latency`` — a copy landing ~54 ns after ~100 ns of issue — was the measurement
+   kernel's set-up inside its window; ``data/l03/tma_latency_clean`` shows a ~26 ns issue and a ~130 ns landing
+   after it, :mod:`h100lab.sim.latency`. The streaming fit keeps the overlap: it fits those runs better.)
 e. **Store read-back.** A bulk store reads its shared-memory source at ``tma_store_bytes_per_ns`` (0: at
    ``tma_bytes_per_ns``), occupying the SM's TMA unit that long, and has read it (``cp.async.bulk.wait_group.read``)
    ``tma_store_read_ns`` later. The data: one CTA's copy stream costs ~8 ns more per extra KiB of tile up to
@@ -198,8 +199,8 @@ _H200 = {
                                     "cp.async.bulk.wait_group.read waits for); 0 = tma_bytes_per_ns"),
     "tma_issue_overlap": Param(0, "flag", "estimate",
                                "(c') 1: the TMA unit starts on a copy when its issuing instruction begins, so the "
-                               "issue cost overlaps the copy's travel (the H200: a warm 16-byte copy lands ~54 ns after "
-                               "the issuing thread has spent ~100 ns on expect_tx + issue, data/l03/tma_latency); "
+                               "issue cost overlaps the copy's travel (what the streaming fit uses: it fits those runs "
+                               "better; the single copy's own issue and landing are h100lab.sim.latency's); "
                                "0: the copy starts after the issue cost (model 1)"),
     "period_sharpness": Param(0.0, "exponent", "estimate",
                               "(i) the closed form's period is the k-norm of its bounds (a smooth maximum: a resource "

@@ -133,7 +133,10 @@ class Form:
     to a CTA pair); ``schedule`` ``"persistent"`` (min(SMs, tiles) CTAs walk the grouped order), ``"tiles"`` (one
     tile per CTA) or ``"pairs"`` (two tiles per CTA, one per ping-pong consumer); ``promote`` (FP8 two-level
     accumulation once per k-block); ``out_bytes`` per element of C; ``cta_sync`` (every k-block ends in a
-    ``__syncthreads`` of all warpgroups before its stage is refilled: the ring kernels without a producer)."""
+    ``__syncthreads`` of all warpgroups before its stage is refilled: the ring kernels without a producer);
+    ``overlap`` (default True: the cooperative consumers' k-block loops overlap on the tensor cores, one issuing
+    while the other waits; False — a hypothesis for diagnosis, :func:`h100lab.validation.l08.serial_diagnosis` —
+    a consumer issues only after the other's previous k-block is complete)."""
 
     name: str
     bm: int
@@ -151,6 +154,7 @@ class Form:
     promote: bool = False
     out_bytes: int = 2
     cta_sync: bool = False
+    overlap: bool = True
 
     def __post_init__(self):
         if self.atype not in _K_INSTR:
@@ -322,6 +326,8 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     tc_free = 0.0
     while min(done) < groups:
         i = min((k for k in range(n) if done[k] < groups), key=lambda k: (t[k], k))
+        if not f.overlap:
+            t[i] = max([t[i]] + [finish[k][done[k] - 1] for k in range(n) if k != i and done[k] > 0])
         if i == 0:
             t[i] += extra_cycles
         vis = 0.0
@@ -345,7 +351,8 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     half = groups // 2
     ends = [max(finish[k][j] for k in range(n)) for j in range(groups)]
     period = max((ends[-1] - ends[half - 1]) / (groups - half), n * g * e)
-    own = n * g * (e + w.issue) + w.latency_tail
+    own = n * g * (e + w.issue) + w.latency_tail + (0.0 if f.overlap else (n - 1) * (w.latency_tail + w.wait
+                                                                                      + f.promote_cycles))
     hold = (max(own, period) if depth else own) + w.wait + (extra_cycles + sync_cycles if f.cta_sync else 0.0)
     return IssueTiming(period, n * g * e, f.macs_per_kblock / RATE[f.atype], hold)
 

@@ -11,10 +11,12 @@ shapes, and every record of any later ``data/l08`` timing dataset (step-by-step 
 :func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
 
 **The goal** (the issue): every measured shape and variant within ±10 % (:data:`TOLERANCE`). :func:`report` gives
-the agreement of the calibration and held-out records (fraction within ±10 %, median and worst |error|), per
-shape and per dataset, and says which records miss and why (the notes). The registered checks assert what the
-model achieves (:data:`ACHIEVED_HELD_OUT`, :data:`ACHIEVED_WORST`); their titles say the goal is not met while it
-is not.
+the agreement of the calibration and held-out records (fraction within ±10 %, median and worst |error|) per
+family of kernel (:data:`FAMILIES`: the persistent bf16 capstone forms the model is built for, the step-by-step
+kernels, the FP8 form, clusters of two), per shape and per dataset, and lists the misses. The registered checks
+assert what the model achieves per family (:data:`ACHIEVED`); their titles say the goal is not met while it is
+not. :func:`serial_diagnosis` tests one hypothesis without fitting anything: the FP8 records predicted with the
+two consumers' k-block loops not overlapping (silicon's FP8 kernel behaves so; its bf16 forms do not).
 """
 from __future__ import annotations
 
@@ -27,18 +29,27 @@ from ..data import Dataset
 from . import CheckResult, silicon_check
 from .fit import Agreement, agreement
 
-__all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "Row", "PerfReport",
-           "report", "rows", "throttle_evidence", "check_held_out", "check_worst", "check_calibration"]
+__all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
+           "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
+           "check_calibration", "check_family", "serial_diagnosis"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
-#: the share of held-out records the fitted model gets within ±10 % on the committed data (rounded down to 5 %);
-#: the goal is all of them
-ACHIEVED_HELD_OUT = 0.85
-#: every held-out record is within this relative error
-ACHIEVED_WORST = 0.20
 #: every calibration record is within this relative error (the fit's own residuals)
 CALIBRATION_TOLERANCE = 0.05
+
+#: the kinds of kernel the records hold, each reported apart (:func:`family`), with what the model says of them
+FAMILIES = {
+    "capstone": "the persistent bf16 capstone forms on one CTA per tile (every run): what the model is built for",
+    "steps": "the step-by-step kernels 2–7 (data/l08/gemm_steps): one-stage and ring kernels, one tile per CTA",
+    "fp8": "the FP8 (e4m3) form with per-block scales and two-level accumulation",
+    "cluster": "clusters of two CTAs multicasting B (bf16 and FP8)",
+}
+#: per family: (the least fraction within ±10 %, the largest |error| of any record) the model achieves on the
+#: committed data — regression guards; the goal (every record within ±10 %) is met by none but checked apart
+ACHIEVED = {"capstone": (0.90, 0.20), "steps": (0.50, 0.50), "fp8": (0.0, 0.45), "cluster": (0.0, 0.65)}
+#: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
+ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,7 @@ class Row:
     min_ms: float
     error: float
     bound: str
+    family: str = "capstone"
 
     @property
     def within(self) -> bool:
@@ -68,7 +80,7 @@ class Row:
     def as_dict(self) -> dict:
         M, N, K = self.shape
         return {"M x N x K": f"{M}×{N}×{K}", "kernel": self.kernel, "run": self.dataset.split("/")[-1],
-                "part": self.part, "clock": self.regime, "model (ms)": f"{self.predicted_ms:.4f}",
+                "family": self.family, "part": self.part, "clock": self.regime, "model (ms)": f"{self.predicted_ms:.4f}",
                 "H200 median (ms)": f"{self.measured_ms:.4f}", "error": f"{100 * self.error:+.1f} %",
                 "bound": self.bound}
 
@@ -76,8 +88,8 @@ class Row:
 @dataclass
 class PerfReport:
     """What :func:`report` returns: the ``params`` it used, every ``row``, the agreement of the ``calibration`` and
-    ``held_out`` rows, ``by_shape`` and ``by_dataset`` (held out), records it could not model
-    (``not_modelled``: label → reason) and ``notes``."""
+    ``held_out`` rows, ``by_family`` (:data:`FAMILIES`), ``by_shape`` (capstone family) and ``by_dataset`` (held
+    out), records it could not model (``not_modelled``: label → reason) and ``notes``."""
 
     params: Any
     rows: list
@@ -87,13 +99,14 @@ class PerfReport:
     by_dataset: dict
     not_modelled: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    by_family: dict = field(default_factory=dict)
 
-    def part(self, name: str) -> list:
-        return [r for r in self.rows if r.part == name]
+    def part(self, name: str, family: str | None = None) -> list:
+        return [r for r in self.rows if r.part == name and (family is None or r.family == family)]
 
-    def misses(self) -> list:
-        """Held-out rows outside ±10 %, worst first."""
-        return sorted((r for r in self.part("held-out") if not r.within), key=lambda r: -abs(r.error))
+    def misses(self, family: str | None = None) -> list:
+        """Held-out rows outside ±10 % (of one family, or all), worst first."""
+        return sorted((r for r in self.part("held-out", family) if not r.within), key=lambda r: -abs(r.error))
 
     def summary(self) -> str:
         p = self.params
@@ -102,11 +115,25 @@ class PerfReport:
         lines = [f"constants: tensor clock {p.tensor_ghz:.3f} GHz sustained, {p.throttled_ghz:.3f} GHz throttled "
                  f"(runs of ≥ {p.long_run_ms:.0f} ms), direct-store epilogue {p.direct_store_bytes_per_ns:.1f} B/ns "
                  f"per SM, {l2}", str(self.calibration), str(self.held_out)]
-        lines += [f"  {k}: {a.within}/{a.n} within ±{a.tol:.0%}, median {a.median_error:.1%}"
+        lines += [f"  {k}: {a.within}/{a.n} within ±{a.tol:.0%}, median {a.median_error:.1%}, worst "
+                  f"{a.worst_error:.1%}" for k, a in self.by_family.items()]
+        lines += [f"  capstone at {k}: {a.within}/{a.n} within ±{a.tol:.0%}, median {a.median_error:.1%}"
                   for k, a in self.by_shape.items()]
-        lines += [f"  miss: {r.label}: {100 * r.error:+.1f} %" for r in self.misses()]
+        lines += [f"  miss: {r.label}: {100 * r.error:+.1f} %" for r in self.misses("capstone")]
         lines += [f"  not modelled: {k} ({v})" for k, v in self.not_modelled.items()]
         return "\n".join(lines + self.notes)
+
+
+def family(r: dict, form) -> str:
+    """The :data:`FAMILIES` key of a record: ``cluster`` (clusters of two), else ``fp8`` (e4m3), else ``steps`` (a
+    record of the step-by-step benchmark), else ``capstone``."""
+    if form.cluster > 1:
+        return "cluster"
+    if form.atype != "bf16":
+        return "fp8"
+    if r.get("step") is not None:
+        return "steps"
+    return "capstone"
 
 
 def rows(records: Sequence[dict], params) -> tuple[list, dict]:
@@ -125,12 +152,41 @@ def rows(records: Sequence[dict], params) -> tuple[list, dict]:
         out.append(Row(label, r["dataset"], str(kernel), (r["M"], r["N"], r["K"]), pr.group, pr.raster,
                        "calibration" if perf.is_calibration(r) else "held-out", pr.regime, pr.time_ms,
                        float(r["median_ms"]), float(r.get("min_ms", r["median_ms"])),
-                       pr.time_ms / float(r["median_ms"]) - 1.0, pr.bound))
+                       pr.time_ms / float(r["median_ms"]) - 1.0, pr.bound, family(r, pr.form)))
     return out, skipped
 
 
 def _agree(metric: str, rs: Sequence[Row], tol: float) -> Agreement:
     return agreement(metric, [(r.label, r.predicted_ms, r.measured_ms) for r in rs], tol)
+
+
+def serial_diagnosis(records: Sequence[dict] | None = None, params=None, fam: str = "fp8",
+                     tol: float = TOLERANCE) -> tuple[Agreement, Agreement]:
+    """A hypothesis test, no constant fitted: the held-out records of family ``fam`` predicted as the model has them
+    (consumers overlapping) and with the cooperative consumers' k-block loops not overlapping at all
+    (:attr:`h100lab.design.perf.Form.overlap` False). ``(as modelled, without overlap)``."""
+    from dataclasses import replace as _replace
+
+    from ..design import perf
+
+    p = params if params is not None else perf.calibrated()
+    recs = list(records) if records is not None else perf.load_records(perf.timing_datasets())
+    pairs, serial = [], []
+    for r in recs:
+        try:
+            f = perf.record_form(r)
+        except (perf.NotModelled, KeyError):
+            continue
+        if perf.is_calibration(r) or family(r, f) != fam:
+            continue
+        group, raster = r.get("group", 8), r.get("raster", 0)
+        sms = int(r["grid"]) if f.schedule == "persistent" and r.get("grid") else None
+        a = perf.predict_record(r, p)
+        b = perf.predict(_replace(f, overlap=False), r["M"], r["N"], r["K"], sms=sms, group=group, raster=raster,
+                         params=p, regime=a.regime)
+        pairs.append((perf.record_label(r), a.time_ms, r["median_ms"]))
+        serial.append((perf.record_label(r), b.time_ms, r["median_ms"]))
+    return agreement(f"{fam}, as modelled", pairs, tol), agreement(f"{fam}, consumers not overlapping", serial, tol)
 
 
 def throttle_evidence(datasets: Sequence[str] | None = None) -> list[dict]:
@@ -164,16 +220,18 @@ def report(records: Sequence[dict] | None = None, params=None, tol: float = TOLE
     rs, skipped = rows(recs, p)
     cal = [r for r in rs if r.part == "calibration"]
     held = [r for r in rs if r.part == "held-out"]
-    shapes = list(dict.fromkeys(r.shape for r in held))
+    core = [r for r in held if r.family == "capstone"]
     by_shape = {}
-    for s in shapes:
+    for s in dict.fromkeys(r.shape for r in core):
         name = "×".join(map(str, s))
-        by_shape[name] = _agree(f"held out at {name}", [r for r in held if r.shape == s], tol)
+        by_shape[name] = _agree(f"held out at {name}", [r for r in core if r.shape == s], tol)
+    by_family = {f: _agree(f"held out, {f}", [r for r in held if r.family == f], tol)
+                 for f in FAMILIES if any(r.family == f for r in held)}
     by_ds = {d: _agree(f"held out, {d}", [r for r in held if r.dataset == d], tol)
              for d in dict.fromkeys(r.dataset for r in held)}
     notes = list(p.notes)
     return PerfReport(p, rs, _agree("calibration", cal, tol), _agree("held out", held, tol), by_shape, by_ds,
-                      skipped, notes)
+                      skipped, notes, by_family)
 
 
 _CACHE: dict = {}
@@ -200,23 +258,35 @@ def _floor_check(rs: Sequence[Row], tol: float, floor: float, what: str) -> Chec
                        f"{what}: {within}/{n} within ±{tol:.0%} (floor {floor:.0%})")
 
 
-def check_held_out(rep: PerfReport | None = None) -> CheckResult:
-    """At least :data:`ACHIEVED_HELD_OUT` of the held-out records within ±10 %."""
+def _family_rows(rep: PerfReport, fam: str) -> list:
+    return rep.part("held-out", fam)
+
+
+def check_family(fam: str, rep: PerfReport | None = None, *, worst: bool = False) -> CheckResult:
+    """The held-out records of family ``fam`` (:data:`FAMILIES`) at the level :data:`ACHIEVED` names: at least
+    its fraction within ±10 % (``worst=False``), or every record within its largest error (``worst=True``). No
+    record of the family: no case (the check's dataset is then missing too)."""
     rep = rep or _report()
     if rep is None:
         return CheckResult(0, 0, [], note="cannot calibrate: a calibration record of data/l08 is missing")
-    r = _floor_check(rep.part("held-out"), TOLERANCE, ACHIEVED_HELD_OUT, "held out")
-    return CheckResult(r.cases, r.mismatches, r.examples,
-                       f"{r.note}; median |error| {rep.held_out.median_error:.1%}; goal: every record (not met)"
-                       if rep.held_out.within < rep.held_out.n else r.note)
+    floor, bound = ACHIEVED[fam]
+    rs = _family_rows(rep, fam)
+    r = _floor_check(rs, bound, 1.0, f"held out, {fam}") if worst else \
+        _floor_check(rs, TOLERANCE, floor, f"held out, {fam}")
+    a = rep.by_family.get(fam)
+    goal = "" if a is None or a.within == a.n else f"; goal: every record within ±{TOLERANCE:.0%} (not met)"
+    extra = f"; median |error| {a.median_error:.1%}" if a is not None else ""
+    return CheckResult(r.cases, r.mismatches, r.examples, r.note + extra + goal)
+
+
+def check_held_out(rep: PerfReport | None = None) -> CheckResult:
+    """The capstone family: at least :data:`ACHIEVED_HELD_OUT` of its held-out records within ±10 %."""
+    return check_family("capstone", rep)
 
 
 def check_worst(rep: PerfReport | None = None) -> CheckResult:
-    """Every held-out record within ±:data:`ACHIEVED_WORST`."""
-    rep = rep or _report()
-    if rep is None:
-        return CheckResult(0, 0, [], note="cannot calibrate: a calibration record of data/l08 is missing")
-    return _floor_check(rep.part("held-out"), ACHIEVED_WORST, 1.0, "held out")
+    """The capstone family: every held-out record within ±:data:`ACHIEVED_WORST`."""
+    return check_family("capstone", rep, worst=True)
 
 
 def check_calibration(rep: PerfReport | None = None) -> CheckResult:
@@ -227,15 +297,15 @@ def check_calibration(rep: PerfReport | None = None) -> CheckResult:
     return _floor_check(rep.part("calibration"), CALIBRATION_TOLERANCE, 1.0, "calibration")
 
 
-@silicon_check(f"Capstone GEMM time model, held out (other variants, shapes, tile orders, runs): at least "
-               f"{ACHIEVED_HELD_OUT:.0%} within ±{TOLERANCE:.0%} (goal: every record — not met)", lesson=8,
-               dataset="l08/gemm_bench")
+@silicon_check(f"Capstone GEMM time model, held out, persistent bf16 forms (other variants, shapes, tile orders, "
+               f"runs): at least {ACHIEVED['capstone'][0]:.0%} within ±{TOLERANCE:.0%} (goal: every record — not met)",
+               lesson=8, dataset="l08/gemm_bench")
 def _held(ds: Dataset) -> CheckResult:
     return check_held_out()
 
 
-@silicon_check(f"Capstone GEMM time model, held out: every record within ±{ACHIEVED_WORST:.0%}", lesson=8,
-               dataset="l08/gemm_bench")
+@silicon_check(f"Capstone GEMM time model, held out, persistent bf16 forms: every record within "
+               f"±{ACHIEVED['capstone'][1]:.0%}", lesson=8, dataset="l08/gemm_bench")
 def _worst(ds: Dataset) -> CheckResult:
     return check_worst()
 
@@ -244,3 +314,26 @@ def _worst(ds: Dataset) -> CheckResult:
                lesson=8, dataset="l08/gemm_bench")
 def _calibration(ds: Dataset) -> CheckResult:
     return check_calibration()
+
+
+@silicon_check(f"GEMM time model, held out, step-by-step kernels 2-7: at least {ACHIEVED['steps'][0]:.0%} within "
+               f"±{TOLERANCE:.0%}, every one within ±{ACHIEVED['steps'][1]:.0%} (goal: every record within "
+               f"±{TOLERANCE:.0%} — not met: the one-stage and ring kernels and two-tile ping-pong)", lesson=8,
+               dataset="l08/gemm_steps")
+def _steps(ds: Dataset) -> CheckResult:
+    a, b = check_family("steps"), check_family("steps", worst=True)
+    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+
+
+@silicon_check(f"GEMM time model, held out, FP8 form: every record within ±{ACHIEVED['fp8'][1]:.0%} (goal "
+               f"±{TOLERANCE:.0%} — not met: silicon runs the k-block loop slower than the model's FP8 rate)",
+               lesson=8, dataset="l08/gemm_bench_fp8")
+def _fp8(ds: Dataset) -> CheckResult:
+    return check_family("fp8", worst=True)
+
+
+@silicon_check(f"GEMM time model, held out, clusters of two: every record within ±{ACHIEVED['cluster'][1]:.0%} "
+               f"(goal ±{TOLERANCE:.0%} — not met: the pair's per-k-block handshake is not modelled)", lesson=8,
+               dataset="l08/gemm_bench_cluster2")
+def _cluster(ds: Dataset) -> CheckResult:
+    return check_family("cluster", worst=True)

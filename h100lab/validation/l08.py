@@ -80,7 +80,8 @@ class Row:
     def as_dict(self) -> dict:
         M, N, K = self.shape
         return {"M x N x K": f"{M}×{N}×{K}", "kernel": self.kernel, "run": self.dataset.split("/")[-1],
-                "family": self.family, "part": self.part, "clock": self.regime, "model (ms)": f"{self.predicted_ms:.4f}",
+                "family": self.family, "part": self.part, "clock": self.regime,
+                "model (ms)": f"{self.predicted_ms:.4f}",
                 "H200 median (ms)": f"{self.measured_ms:.4f}", "error": f"{100 * self.error:+.1f} %",
                 "bound": self.bound}
 
@@ -298,7 +299,8 @@ def check_calibration(rep: PerfReport | None = None) -> CheckResult:
 
 
 @silicon_check(f"Capstone GEMM time model, held out, persistent bf16 forms (other variants, shapes, tile orders, "
-               f"runs): at least {ACHIEVED['capstone'][0]:.0%} within ±{TOLERANCE:.0%} (goal: every record — not met)",
+               f"runs): at least {ACHIEVED['capstone'][0]:.0%} within ±{TOLERANCE:.0%} "
+               "(goal: every record — not met)",
                lesson=8, dataset="l08/gemm_bench")
 def _held(ds: Dataset) -> CheckResult:
     return check_held_out()

@@ -394,7 +394,7 @@ def run_timing(be, shapes, sms: int, warmup: int, repeats: int, log=print, varia
             grid = cap.grid_size(v, M, N, vsms)
             rec = {"kind": "time", "variant": variant, "M": M, "N": N, "K": K, "group": group, "raster": raster,
                    "bm": v.bm, "bn": v.bn, "bk": v.bk, "stages": v.stages, "smem_bytes": v.smem_bytes,
-                   "tiles": tm * tn, "grid": grid, "waves": -(-(tm * tn) // grid), "repeats": repeats,
+                   "tiles": tm * tn, "grid": grid, "waves": cap.waves(v, M, N, grid), "repeats": repeats,
                    "warmup": warmup, "cublas_ms": cub_ms, "cluster": v.cluster, "inflight": v.inflight,
                    "tma_store": v.tma_store}
             try:
@@ -603,7 +603,7 @@ def run_fp8(be, checks, shapes, sms: int, warmup: int, repeats: int, log=print, 
             try:
                 vsms = _slots(be, variant, sms)
                 rec.update(grid=cap.grid_size(v, M, N, vsms))
-                rec["waves"] = -(-rec["tiles"] // rec["grid"])
+                rec["waves"] = cap.waves(v, M, N, rec["grid"])
                 C = be.fp8_out(M, N)
                 fn = be.ours_fp8(variant, Q, C, sms=vsms)
                 fn()

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Variant", "VARIANTS", "FP8_VARIANTS", "DEFAULT", "TILE_CANDIDATES", "GemmShapeError", "THREADS",
-           "variant", "check_shape", "tile_counts", "grid_size", "tile_choice", "tensor_maps", "c_map", "launch",
+__all__ = ["Variant", "VARIANTS", "FP8_VARIANTS", "DEFAULT", "FP8_DEFAULT", "TILE_CANDIDATES", "GemmShapeError",
+           "THREADS", "variant", "check_shape", "tile_counts", "grid_size", "waves", "tile_choice", "tensor_maps", "c_map", "launch",
            "reference", "reference_fp8", "quantize_fp8", "fp8_scales", "epilogue_ops", "bf16_round", "fma_f32",
            "flops"]
 
@@ -148,13 +148,21 @@ VARIANTS = {
 #: 1408 × 3072 × 8192 in its run, its 128 × 128 form at the two-wave 1280 × 3840 × 8192, which is what the wave model
 #: picks (tests/test_l08_bench.py replays this from the data). A later run (data/l08/gemm_bench_s4) kept the choice:
 #: cooperative_tmastore (no INFLIGHT) came within 1 % of the default at every shape, 16384³ included; the cluster-of-2
-#: variants (data/l08/gemm_bench_cluster2) ran correctly but slower than the default at every shape.
+#: variants (data/l08/gemm_bench_cluster2) ran correctly but slower than the default at every shape — the remote
+#: empty-barrier arrive's .release.cluster fence, one per consumer warp and stage: without it (``_ctascope``,
+#: data/l08/gemm_bench_cluster2_ctascope) a pair matches the default at the square shapes, yet gains nothing over it
+#: and loses a wave where the tile rows are odd (1408 × 3072: :func:`waves`), so the default stays.
 DEFAULT = "cooperative_inflight_tmastore"
 
 #: the FP8 (e4m3) forms, kept apart from :data:`VARIANTS` (whose entries the bf16 tile calculator of
 #: h100lab.design.tiles checks): cooperative 128 × 128 tiles of 128 K-bytes (a 64 × 128 accumulator and a 64 × 128
 #: partial sum per consumer thread: 128 of its 232 registers), direct or TMA-store epilogue, and B multicast across
 #: CTA pairs. Stages: 7 fill 227 KiB of shared memory, 6 with the TMA-store staging tiles.
+#: the FP8 form the book runs: the staggered consumers with the TMA-store epilogue, within a few per cent of the fastest
+#: FP8 form without clusters at every shape of data/l08/gemm_bench_fp8_stagger (tests/test_l08_fp8_data.py); none
+#: of the forms comes near cuBLAS FP8 there (the kernel's header comment says what is suspected).
+FP8_DEFAULT = "fp8_cooperative_staggered_tmastore"
+
 FP8_VARIANTS = {
     "fp8_cooperative": Variant("fp8_cooperative", False, 128, 128, 128, 7, dtype="e4m3"),
     "fp8_cooperative_tmastore": Variant("fp8_cooperative_tmastore", False, 128, 128, 128, 6, tma_store=True,
@@ -208,6 +216,15 @@ def grid_size(v: Variant, M: int, N: int, sms: int) -> int:
     if v.cluster == 2:
         return 2 * max(1, min(int(sms) // 2, -(-tm // 2) * tn))
     return max(1, min(int(sms), tm * tn))
+
+
+def waves(v: Variant, M: int, N: int, grid: int) -> int:
+    """Rounds of work the persistent grid runs: ceil(tiles / grid), or for clusters of 2 ceil(tile pairs / clusters)
+    (a pair covers tile rows 2p and 2p + 1, so odd tile rows leave half a pair idle)."""
+    tm, tn = tile_counts(v, M, N)
+    if v.cluster == 2:
+        return -(-(-(-tm // 2) * tn) // max(1, grid // 2))
+    return -(-(tm * tn) // max(1, grid))
 
 
 def tile_choice(M: int, N: int, sms: int = 132, candidates=None, margin: float = 0.1) -> str:

@@ -61,8 +61,11 @@
 //    (a 16-byte-multiple stride of M floats) for those three registers. -DSTAGGER=1: the consumers issue their
 //    blocks in turn (0's block i after 1's block i - 1, 1's block i after 0's), so the tensor cores run one
 //    warpgroup's four wgmmas while the other promotes -- instead of both promoting at once with the tensor cores
-//    idle, the lockstep the shared full barrier leaves them in (without it: data/l08/gemm_bench_fp8, well short of
-//    cuBLAS FP8).
+//    idle, the lockstep the shared full barrier leaves them in. Measured (data/l08/gemm_bench_fp8_stagger): a few
+//    per cent at most, so the lockstep is not what keeps the FP8 form well short of cuBLAS FP8; the 128 x 128 tile
+//    is the suspect -- per 128-K block it moves 32 KB into shared memory by TMA and reads 48 KB out of it by wgmma
+//    (B once per consumer) for 4 MFLOP, more bytes per FLOP than the bf16 kernel's 128 x 256 tile at twice the FLOP
+//    rate, and a 256-column tile does not fit the registers with its partial sum.
 // Host rules: K a multiple of 8 (16 for FP8: TMA global strides are multiples of 16 B, CUDA Driver API
 // cuTensorMapEncodeTiled); dynamic shared memory = h100lab.design.capstone.Variant.smem_bytes; 384 threads per CTA.
 #include <h100lab/tensormap.cuh>
@@ -165,7 +168,8 @@ __device__ __forceinline__ unsigned cluster_rank() {
 
 // the same barrier in the CTA of cluster rank `rank` (mapa), arrived on with release at cluster scope (the PTX memory
 // model's form for another CTA's barrier) or, REMOTE_CTA_SCOPE, with mbarrier.arrive's default .release.cta: the
-// stage's reads (wgmmas retired by wait_group) are complete either way; the H200 run decides what the fence costs
+// stage's reads (wgmmas retired by wait_group) are complete either way. On the H200 the cluster-scope fence, one per
+// consumer warp and stage, is what made the pairs slow (data/l08/gemm_bench_cluster2 vs gemm_bench_cluster2_ctascope)
 __device__ __forceinline__ void bar_arrive_remote(unsigned bar, unsigned rank) {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));

@@ -185,7 +185,9 @@ def test_split_is_disjoint_and_complete(records, rep):
     assert not any((r["dataset"], r.get("variant"), r["M"], r["N"], r["K"], r.get("group", 8),
                     r.get("raster", 0)) in keys for r in held)
     # the documented subset exactly: CALIBRATION and THROTTLED_CALIBRATION, one record each
-    want = {(d, v, s) for d, v, s in perf.CALIBRATION} | set(perf.THROTTLED_CALIBRATION)
+    have = {r["dataset"] for r in records}
+    want = {(d, v, s) for d, v, s in perf.CALIBRATION + perf.THROTTLED_CALIBRATION + perf.CLUSTER_CALIBRATION
+            if d in have}
     assert {(r["dataset"], r["variant"], (r["M"], r["N"], r["K"])) for r in cal} == want
     assert len(cal) == len(want)
     assert len(rep.part("calibration")) == len(cal)
@@ -199,9 +201,10 @@ def test_fit_uses_only_the_calibration_subset(params, records):
     a = perf.calibrate(records, wgmma=wgmma, timing=timing)
     b = perf.calibrate(held_changed, wgmma=wgmma, timing=timing)
     c = perf.calibrate(only_cal, wgmma=wgmma, timing=timing)
+    key = lambda p: (p.tensor_ghz, p.throttled_ghz, p.direct_store_bytes_per_ns, p.long_run_ms, p.l2_bytes_per_ns,
+                     p.cluster_fence_ns)
     for p in (b, c):
-        assert (p.tensor_ghz, p.throttled_ghz, p.direct_store_bytes_per_ns, p.long_run_ms) == \
-            (a.tensor_ghz, a.throttled_ghz, a.direct_store_bytes_per_ns, a.long_run_ms)
+        assert key(p) == key(a)
     # and a calibration record does move it
     moved = [dict(r, median_ms=1.2 * r["median_ms"]) if perf.calibration_part(r) == "sustained" else r
              for r in records]
@@ -213,6 +216,19 @@ def test_other_datasets_never_enter_the_fit(records):
     assert not perf.is_calibration(dict(r, dataset="l08/gemm_bench_rerun"))
     assert not perf.is_calibration(dict(r, group=1))
     assert not perf.is_calibration(dict(r, step="epilogue"))
+
+
+def test_cluster_fence(params):
+    """A cluster pair whose consumers release stages with .release.cluster waits for its wgmmas in flight and pays
+    the fence each k-block; the same pair with CTA-scope arrives does not."""
+    fence = perf.form("cooperative_inflight_tmastore_cluster2")
+    cta = perf.form("cooperative_inflight_tmastore_cluster2_ctascope")
+    assert fence.cluster_fence and not cta.cluster_fence and not perf.form("cooperative").cluster_fence
+    a = perf.issue_timing(fence, params.wgmma, 0.0, 0.0, 600.0)
+    b = perf.issue_timing(cta, params.wgmma, 0.0, 0.0, 600.0)
+    assert a.cycles > b.cycles == pytest.approx(b.busy)
+    assert perf.predict(fence, 8192, 8192, 8192, params=params).time_ns > \
+        perf.predict(cta, 8192, 8192, 8192, params=params).time_ns
 
 
 def test_calibrate_needs_its_records(params):

@@ -5,7 +5,9 @@ timing records in ``data/l08`` — calibrated on a documented subset, checked on
 clock, the direct-store epilogue rate, the L2 share at full load, the throttled clock) are fitted on seven
 records — ``cooperative`` and ``pingpong_inflight`` (``l08/gemm_bench``) and ``cooperative_inflight_tmastore``
 (``l08/gemm_bench_tmastore``) at 4096³ and 8192³, and ``cooperative`` at 16384³ (the clock a run that long settles
-at). Every other record is held out: the other variants at every shape, the wave-quantized shapes
+at); a fifth, the cost of a cluster pair's ``release.cluster`` arrive in the k-block loop, on one record of the
+later cluster run (``cooperative_inflight_cluster2`` at 8192³, a documented split: a mechanism the first runs did
+not have). Every other record is held out: the other variants at every shape, the wave-quantized shapes
 1280 × 3840 × 8192 and 1408 × 3072 × 8192, the other tile orders, the second run's records of the calibration
 shapes, and every record of any later ``data/l08`` timing dataset (step-by-step kernels, FP8, clusters:
 :func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
@@ -42,12 +44,12 @@ CALIBRATION_TOLERANCE = 0.05
 FAMILIES = {
     "capstone": "the persistent bf16 capstone forms on one CTA per tile (every run): what the model is built for",
     "steps": "the step-by-step kernels 2–7 (data/l08/gemm_steps): one-stage and ring kernels, one tile per CTA",
-    "fp8": "the FP8 (e4m3) form with per-block scales and two-level accumulation",
-    "cluster": "clusters of two CTAs multicasting B (bf16 and FP8)",
+    "fp8": "the FP8 (e4m3) form with per-block scales and two-level accumulation (its cluster pairs too)",
+    "cluster": "bf16 clusters of two CTAs multicasting B (the pair's fence: one constant, fitted on one record)",
 }
 #: per family: (the least fraction within ±10 %, the largest |error| of any record) the model achieves on the
 #: committed data — regression guards; the goal (every record within ±10 %) is met by none but checked apart
-ACHIEVED = {"capstone": (0.90, 0.20), "steps": (0.50, 0.50), "fp8": (0.0, 0.45), "cluster": (0.0, 0.65)}
+ACHIEVED = {"capstone": (0.90, 0.20), "steps": (0.50, 0.50), "fp8": (0.0, 0.45), "cluster": (0.90, 0.15)}
 #: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
 ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
@@ -126,12 +128,12 @@ class PerfReport:
 
 
 def family(r: dict, form) -> str:
-    """The :data:`FAMILIES` key of a record: ``cluster`` (clusters of two), else ``fp8`` (e4m3), else ``steps`` (a
-    record of the step-by-step benchmark), else ``capstone``."""
-    if form.cluster > 1:
-        return "cluster"
+    """The :data:`FAMILIES` key of a record: ``fp8`` (e4m3, clusters too), else ``cluster`` (bf16 clusters of two),
+    else ``steps`` (a record of the step-by-step benchmark), else ``capstone``."""
     if form.atype != "bf16":
         return "fp8"
+    if form.cluster > 1:
+        return "cluster"
     if r.get("step") is not None:
         return "steps"
     return "capstone"
@@ -165,7 +167,8 @@ def serial_diagnosis(records: Sequence[dict] | None = None, params=None, fam: st
                      tol: float = TOLERANCE) -> tuple[Agreement, Agreement]:
     """A hypothesis test, no constant fitted: the held-out records of family ``fam`` predicted as the model has them
     (consumers overlapping) and with the cooperative consumers' k-block loops not overlapping at all
-    (:attr:`h100lab.design.perf.Form.overlap` False). ``(as modelled, without overlap)``."""
+    (:attr:`h100lab.design.perf.Form.overlap` False). Forms with the cluster pair's fence are left out (the fence
+    already makes each consumer wait for its own wgmmas). ``(as modelled, without overlap)``."""
     from dataclasses import replace as _replace
 
     from ..design import perf
@@ -178,7 +181,7 @@ def serial_diagnosis(records: Sequence[dict] | None = None, params=None, fam: st
             f = perf.record_form(r)
         except (perf.NotModelled, KeyError):
             continue
-        if perf.is_calibration(r) or family(r, f) != fam:
+        if perf.is_calibration(r) or family(r, f) != fam or f.cluster_fence:
             continue
         group, raster = r.get("group", 8), r.get("raster", 0)
         sms = int(r["grid"]) if f.schedule == "persistent" and r.get("grid") else None
@@ -327,15 +330,16 @@ def _steps(ds: Dataset) -> CheckResult:
     return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
 
 
-@silicon_check(f"GEMM time model, held out, FP8 form: every record within ±{ACHIEVED['fp8'][1]:.0%} (goal "
-               f"±{TOLERANCE:.0%} — not met: silicon runs the k-block loop slower than the model's FP8 rate)",
+@silicon_check(f"GEMM time model, held out, FP8 forms: every record within ±{ACHIEVED['fp8'][1]:.0%} (goal "
+               f"±{TOLERANCE:.0%} — not met: silicon's FP8 consumers do not overlap as the model's do)",
                lesson=8, dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
     return check_family("fp8", worst=True)
 
 
-@silicon_check(f"GEMM time model, held out, clusters of two: every record within ±{ACHIEVED['cluster'][1]:.0%} "
-               f"(goal ±{TOLERANCE:.0%} — not met: the pair's per-k-block handshake is not modelled)", lesson=8,
-               dataset="l08/gemm_bench_cluster2")
+@silicon_check(f"GEMM time model, held out, bf16 clusters of two (the pair's release.cluster fence fitted on one "
+               f"record): at least {ACHIEVED['cluster'][0]:.0%} within ±{TOLERANCE:.0%}, every one within "
+               f"±{ACHIEVED['cluster'][1]:.0%}", lesson=8, dataset="l08/gemm_bench_cluster2")
 def _cluster(ds: Dataset) -> CheckResult:
-    return check_family("cluster", worst=True)
+    a, b = check_family("cluster"), check_family("cluster", worst=True)
+    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")

@@ -84,7 +84,8 @@ the ping-pong variants (the most bytes per FLOP) came out too fast — the L2 sh
 ``pingpong_inflight``, was added for that, and the hold of a stage was changed from "two periods with a group in
 flight" to "the stage's own wgmmas" after the first held-out report showed the cooperative variant with a group in
 flight predicted slower than without, where silicon has them equal. The later runs (steps, FP8, clusters, fused
-epilogues, a re-run of four variants) were predicted before they were looked at; the cluster pairs missed by
+epilogues, a re-run of four variants) were first predicted with the model as it stood (for the variants never
+measured before, the predictions were written down before their data came); the cluster pairs missed by
 about 30-55 %, and the run that dropped the ``.release.cluster`` fence (``_ctascope``, matched by the model as it
 stood) pointed at the fence: ``Form.cluster_fence`` and its one constant, fitted on one record, were added then.
 The FP8 form is still off (:func:`h100lab.validation.l08.serial_diagnosis` says how). No constant was ever fitted

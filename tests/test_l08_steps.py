@@ -293,25 +293,28 @@ def test_bench_gpu_backend_launch_code_on_the_emulator():
 # ------------------------------------------------------------------------------------------------
 # the H200 run
 
-_DATA = HERE.parent / "data" / "l08" / "gemm_steps.json"
+_DATA = HERE.parent / "data" / "l08"
+RUNS = ["gemm_steps", "gemm_steps_ablation"]      # the first run and the second (with --ablation), same method
 
 
-def _silicon():
-    if not _DATA.exists():
-        pytest.skip("data/l08/gemm_steps.json is not committed (silicon measurement pending)")
-    obj = json.loads(_DATA.read_text())
+def _silicon(name="gemm_steps"):
+    path = _DATA / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"data/l08/{name}.json is not committed (silicon measurement pending)")
+    obj = json.loads(path.read_text())
     return obj["meta"], obj["records"]
 
 
-def test_silicon_steps_correct():
+@pytest.mark.parametrize("run", RUNS)
+def test_silicon_steps_correct(run):
     """On the H200 every step matched the f32 reference on the ragged checks (bench_gemm's rule), and at the timed
     shapes cuBLAS's output within one bf16 ulp of the largest output (the fused step's bias + ReLU: the f32
     reference); the tensor-core steps wrote exactly cuBLAS's bits there (max |difference| 0: the same k16 chain),
     the naive fma chain differs by rounding; the GPU's bits equal the model's at every small shape."""
-    meta, recs = _silicon()
+    meta, recs = _silicon(run)
     assert meta["gpu"].startswith("NVIDIA H") and meta["complete"]
     assert {r["step"] for r in recs if r["kind"] == "check"} == {s.name for s in steps.STEPS}
-    assert all(r["ok"] for r in recs if r["kind"] in ("check", "time", "skip", "bits"))
+    assert all(r["ok"] for r in recs if r["kind"] in ("check", "time", "skip", "bits", "ablation"))
     assert {(r["step"], r["M"], r["N"], r["K"]) for r in recs if r["kind"] == "bits"} == \
         {(s.name, *shape) for s in steps.STEPS for shape in s.small}
     for r in recs:
@@ -323,12 +326,13 @@ def test_silicon_steps_correct():
                 assert diff == 0, r
 
 
-def test_silicon_steps_order():
-    """What the H200 run shows, shape by shape: along naive → TMA → pipeline → warp-specialized → persistent +
+@pytest.mark.parametrize("run", RUNS)
+def test_silicon_steps_order(run):
+    """What both H200 runs show, shape by shape: along naive → TMA → pipeline → warp-specialized → persistent +
     rasterized → fused epilogue each step is faster than the one before; the ping-pong step (two 64-row tiles per
     CTA, not persistent) is slower than the warp-specialized step it follows; the finished capstone reaches the
     issue's 95 % of cuBLAS at 8192^3."""
-    meta, recs = _silicon()
+    meta, recs = _silicon(run)
     times = {(r["step"], r["M"]): r for r in recs if r["kind"] == "time" and r.get("epilogue", "plain") == "plain"}
     shapes = sorted({m for _, m in times})
     assert shapes == [4096, 8192]
@@ -342,3 +346,23 @@ def test_silicon_steps_order():
     (skip,) = [r for r in recs if r["kind"] == "skip"]
     assert (skip["step"], skip["M"]) == ("naive", 8192) and skip["predicted_s"] > skip["limit_s"]
     assert all(r["identical"] for r in recs if r["kind"] == "bits")
+
+
+def test_silicon_ablation():
+    """The second run's capstone forms between the steps (bench_gemm_steps --ablation), as measured: the ping-pong
+    step's loss is its row-major tile order — in the grouped order (8 tile-rows at a time) ping-pong is faster at
+    both shapes, with two tiles per CTA or persistent, while a wgmma group in flight or persistence alone leave it
+    within a few % of the step; at 8192^3 step 6's gain over step 4 comes with the grouped order (the cooperative
+    form in that order without persistence is within 2 % of step 6), not with persistence (persistent in row-major
+    order is within 2 % of step 4 and slower than the grouped order)."""
+    meta, recs = _silicon("gemm_steps_ablation")
+    ab = {(r["variant"], r["schedule"], r["group"], r["M"]): r["median_ms"] for r in recs if r["kind"] == "ablation"}
+    st = {(r["step"], r["M"]): r["median_ms"] for r in recs if r["kind"] == "time" and r.get("epilogue") == "plain"}
+    for m in (4096, 8192):
+        five = st[("pingpong", m)]
+        assert ab[("pingpong", "pairs", 8, m)] < 0.8 * five and ab[("pingpong", "persistent", 8, m)] < 0.8 * five
+        for same in (ab[("pingpong", "persistent", 1, m)], ab[("pingpong_inflight", "pairs", 1, m)]):
+            assert abs(same / five - 1) < 0.06
+    assert abs(ab[("cooperative", "tiles", 8, 8192)] / st[("persistent", 8192)] - 1) < 0.02
+    assert abs(ab[("cooperative", "persistent", 1, 8192)] / st[("warp_specialized", 8192)] - 1) < 0.02
+    assert ab[("cooperative", "persistent", 1, 8192)] > ab[("cooperative", "tiles", 8, 8192)]

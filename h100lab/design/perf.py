@@ -31,7 +31,7 @@ constants of its own:
   ``mbarrier.arrive.release.cluster``, ``cluster_fence_ns`` — that fence's cost in the k-block loop (fitted on one
   record of the cluster run; lesson 3 measured it unloaded).
 
-**Per k-block** (``bk`` elements of K: one ring stage) of a CTA, the steady period is the smooth maximum of four
+**Per k-block** (``bk`` elements of K: one ring stage) of a CTA, the steady period is the smooth maximum of five
 bounds::
 
     tensor   T_tc  = issue_timing(form).cycles / f               (f: tensor_ghz or throttled_ghz)
@@ -39,9 +39,12 @@ bounds::
                                                        (the SM's TMA unit and its share of L2; B multicast per pair)
     hbm      T_h   = DRAM bytes of the wave / k-blocks / hbm_read_bytes_per_ns
     ring     R / S, R = expect_tx + issue + T_x + tma_latency + miss · dram_latency + wake + hold + arrive
-    P = soft_period([T_tc, T_x, T_h, R / S])
+    producer Q = try_wait (phase complete) + expect_tx + 2 · TMA issue + loop branch   (specialized kernels)
+    P = soft_period([T_tc, T_x, T_h, R / S, Q])
 
-(``hold``: how long the consumers keep a stage, from :func:`issue_timing`; ``miss`` = 1 − the wave's L2 hit rate.)
+(``hold``: how long the consumers keep a stage, from :func:`issue_timing`; ``miss`` = 1 − the wave's L2 hit rate;
+the consumers' own per-k-block warp work — the full-barrier try_wait, ``wgmma.fence``, the empty-barrier arrive,
+the loop branch — runs inside :func:`issue_timing`.)
 **Per tile**: ``k_blocks · P``; cooperative consumers then wait for their last wgmma (``latency_tail + wait``) and
 run the epilogue while the tensor cores idle (exposed); ping-pong consumers run it under the other consumer's
 mainloop (exposed only past that mainloop and after the CTA's last tile). **Per launch**: the CTA with the most
@@ -56,8 +59,10 @@ Assumptions (each a limit of the model, not of the kernel):
   for the wave; nothing survives to the next);
 * the tensor-core issue model is lesson 7's: one wgmma at a time per SM, in issue order; wgmma groups kept in
   flight on one accumulator overlap as that model lets them (lesson 7 reports where it misses on silicon);
-* mbarrier waits that find their phase complete cost nothing on the tensor-core path (they overlap the wgmmas in
-  flight); the producer keeps the ring full across tiles (a persistent CTA's next tile needs no fill);
+* a consumer's mbarrier wait that finds its phase complete costs lesson 3's ``wait_hit_ns`` on its own path (the
+  other consumer's wgmmas fill it), an arrive ``mbarrier_arrive_ns``; lesson 7's ``fence`` and ``loop`` cycles are
+  the rest of a k-block's warp work; the producer keeps the ring full across tiles (a persistent CTA's next tile
+  needs no fill);
 * the epilogue's TMA store costs its source read (``tma_store_bytes_per_ns``, ``tma_store_read_ns``); a direct
   store costs ``bytes / direct_store_bytes_per_ns``; stmatrix, alpha/beta and the conversion are inside those;
 * the clock is one number per regime: ``tensor_ghz`` for launches measured back to back for less than
@@ -324,17 +329,21 @@ class IssueTiming:
 
 @lru_cache(maxsize=256)
 def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0, fence_cycles: float = 0.0,
-                 groups: int = 32) -> IssueTiming:
+                 pre_cycles: float = 0.0, post_cycles: float = 0.0, groups: int = 32) -> IssueTiming:
     """Run ``f.issuers`` warpgroups' k-block loops for ``groups`` k-blocks on lesson 7's wgmma model ``w``
-    (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup issues
+    (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup spends
+    ``pre_cycles`` (its full-barrier wait finding the phase complete, ``wgmma.fence``), issues
     ``f.wgmmas_per_group`` wgmmas (``issue`` cycles each; the tensor cores take them in order, ``exec_cycles``
     each), commits, waits (``wait_group 1`` with ``inflight`` and no promotion, else ``0``; results visible
     ``latency_tail`` after the last one leaves the tensor cores, or ``latency_start`` after it started, whichever
-    is later), pays ``wait``, and with promotion ``f.promote_cycles``; ``extra_cycles`` per k-block on the first
-    warpgroup (a consumer that issues the TMA itself). The next warpgroup to issue is the one whose loop is earliest
-    (ties: the lower one); with ``f.cta_sync`` every warpgroup then waits for all at a barrier that releases
-    ``sync_cycles`` after the last arrives. The period is the slope of the last completion over the second half of
-    the run."""
+    is later), pays ``wait``, with promotion ``f.promote_cycles``, then ``post_cycles`` (the empty-barrier arrive,
+    the loop branch); ``extra_cycles`` per k-block on the first warpgroup (a consumer that issues the TMA itself).
+    The next warpgroup to issue is the one whose loop is earliest (ties: the lower one); with ``f.cta_sync`` every
+    warpgroup then waits for all at a barrier that releases ``sync_cycles`` after the last arrives; without
+    ``f.overlap`` a warpgroup issues only after every other one's last k-block finished (wait and promotion
+    included); with ``f.cluster_fence`` the stage's release waits for every group of the warpgroup still in
+    flight and then ``fence_cycles``. The period is the slope of the last completion over the second half of the
+    run."""
     from ..tensorcore.timing import RATE, exec_cycles
 
     e = exec_cycles(f.atype, f.bn, w)
@@ -352,6 +361,7 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
             t[i] = max([t[i]] + [finish[k][done[k] - 1] for k in range(n) if k != i and done[k] > 0])
         if i == 0:
             t[i] += extra_cycles
+        t[i] += pre_cycles
         vis = 0.0
         for _ in range(g):
             t[i] += w.issue
@@ -366,7 +376,7 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
         if f.cluster_fence and (depth == 0 or done[i] > 0):     # the release.cluster of the stage given back
             t[i] = max([t[i]] + pending[i]) + fence_cycles
             pending[i] = []
-        t[i] += w.wait + f.promote_cycles
+        t[i] += w.wait + f.promote_cycles + post_cycles
         finish[i][done[i]] = max(t[i], vis)
         done[i] += 1
         if f.cta_sync and len(set(done)) == 1:          # every warpgroup finished this k-block: __syncthreads
@@ -376,8 +386,8 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     half = groups // 2
     ends = [max(finish[k][j] for k in range(n)) for j in range(groups)]
     period = max((ends[-1] - ends[half - 1]) / (groups - half), n * g * e)
-    own = n * g * (e + w.issue) + w.latency_tail + (0.0 if f.overlap else (n - 1) * (w.latency_tail + w.wait
-                                                                                      + f.promote_cycles))
+    own = pre_cycles + n * g * (e + w.issue) + w.latency_tail + (0.0 if f.overlap else (n - 1) * (
+        pre_cycles + w.latency_tail + w.wait + f.promote_cycles + post_cycles))
     own += fence_cycles if f.cluster_fence else 0.0
     hold = (max(own, period) if depth else own) + w.wait + (extra_cycles + sync_cycles if f.cta_sync else 0.0)
     return IssueTiming(period, n * g * e, f.macs_per_kblock / RATE[f.atype], hold)
@@ -538,7 +548,9 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     sync = (t.bar_sync_ns + t.bar_sync_per_warp_ns * warps) * ghz if f.cta_sync else 0.0
     fence_ns = p.cluster_fence_ns or (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * 4)
     fence = fence_ns * ghz if f.cluster_fence else 0.0
-    it = issue_timing(f, w, round(extra, 6), round(sync, 6), round(fence, 6))
+    pre = t.wait_hit_ns * ghz + getattr(w, "fence", 0.0)         # full-barrier try_wait (phase complete), fence
+    post = t.mbarrier_arrive_ns * ghz + getattr(w, "loop", 0.0)    # empty-barrier arrive, the loop's branch
+    it = issue_timing(f, w, round(extra, 6), round(sync, 6), round(fence, 6), round(pre, 6), round(post, 6))
     hbm = read_ceiling(t)
     t_tc = it.cycles / ghz
     drain = (w.latency_tail + w.wait) / ghz
@@ -547,6 +559,10 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     else:
         epi = f.c_bytes / p.direct_store_bytes_per_ns
     remote = 0.0 if f.cluster_fence or f.cluster == 1 else t.cluster_arrive_relaxed_ns
+    # the producer thread's own loop per k-block (lesson 3's stream producer): its empty-barrier wait finding the
+    # phase complete, arrive.expect_tx, one TMA issue per copy (A and B, or A and half of B multicast), the branch
+    producer = (t.wait_hit_ns + t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns + getattr(w, "loop", 0.0) / ghz
+                if f.specialized else 0.0)
     waves = []
     for active, dram, hit in lay.waves:
         share = t.tma_bytes_per_ns if p.l2_bytes_per_ns <= 0 else min(t.tma_bytes_per_ns, p.l2_bytes_per_ns / active)
@@ -554,7 +570,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
         t_h = dram / lay.k_blocks / hbm
         ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + t_x + t.tma_latency_ns + (1 - hit) * t.dram_latency_ns
                 + t.wait_wake_ns + it.hold / ghz + t.mbarrier_arrive_ns + remote)
-        bounds = {"tensor": t_tc, "tma": t_x, "hbm": t_h, "ring": ring / f.stages}
+        bounds = {"tensor": t_tc, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": producer}
         period = soft_period(bounds.values(), t)
         main = lay.k_blocks * period
         n_here = 2 if f.schedule == "pairs" else 1
@@ -593,7 +609,7 @@ GAP_PARTS = {
     "issue": "wgmma issue: per-instruction overhead, a lone warpgroup's waits, FP8 promotion",
     "tma": "the SM's TMA unit (L2 → shared memory) near the tensor-core bound",
     "hbm": "DRAM reads of the L2 misses",
-    "ring": "ring latency: too few stages in flight for a stage's round trip",
+    "ring": "the ring: a stage's round trip over too few stages, the producer's own loop",
     "epilogue": "epilogue and last-wgmma drain the tensor cores wait for",
     "fill": "the first stage's load at each CTA start",
 }
@@ -641,7 +657,9 @@ def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int
     mem = {"tma": 0.0, "hbm": 0.0, "ring": 0.0}
     for wv in pr.waves:
         excess = wv.tiles * pr.k_blocks * (wv.period_ns - wv.bounds["tensor"])
-        weights = {n: wv.bounds[n] ** k if k > 0 else float(wv.bounds[n] == max(wv.bounds.values())) for n in mem}
+        part = {"tma": ("tma",), "hbm": ("hbm",), "ring": ("ring", "producer")}
+        weights = {n: sum(wv.bounds[b] ** k if k > 0 else float(wv.bounds[b] == max(wv.bounds.values()))
+                          for b in part[n]) for n in mem}
         tot = sum(weights.values())
         for n in mem:
             mem[n] += excess * (weights[n] / tot if tot else 0.0)

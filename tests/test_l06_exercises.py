@@ -48,8 +48,11 @@ def test_value_mistakes_get_their_hints():
 
 @pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
 @pytest.mark.parametrize("ex, source, words", [
-    ("6.9", "PLANTED_6_9_SBO", "8 rows"), ("6.9", "PROMPT_6_9", "layout-type"),
-    ("6.10", "PLANTED_6_10_ELEMS", "counts bytes"), ("6.11", "PLANTED_6_11_SWAP", "wrong registers"),
+    ("6.9", "PROMPT_6_9", "chapter's descriptor"), ("6.9", "PLANTED_6_9_SBO", "8 rows"),
+    ("6.9", "PLANTED_6_9_TYPE", "layout-type"), ("6.9", "PLANTED_6_9_ORDER", "layout-type"),
+    ("6.10", "PLANTED_6_10_LINEAR", "other 8 KB tile"), ("6.10", "PLANTED_6_10_ELEMS", "counts bytes"),
+    ("6.11", "PLANTED_6_11_CHAPTER", "chapter's 128B"), ("6.11", "PLANTED_6_11_NOXOR", "same XOR"),
+    ("6.11", "PLANTED_6_11_SWAP", "wrong registers"),
     ("6.12", "PLANTED_6_12_EARLY", "after those writes"),
 ])
 def test_kernel_mistakes_are_diagnosed(ex, source, words):
@@ -59,10 +62,30 @@ def test_kernel_mistakes_are_diagnosed(ex, source, words):
 
 @pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
 def test_solution_kernels_pass_and_counts():
-    check("6.11", L.SOLUTION_RS)
+    for ex, source in (("6.9", L.SOLUTION_6_9), ("6.10", L.SOLUTION_6_10), ("6.11", L.SOLUTION_6_11)):
+        check(ex, source)
     A, Bt = L._inputs(1)
     d = L._ss_variant(1, lambda k: 32 * k, lambda k: 32 * k)        # the model's D of the right kernel
     prog = emu.compile(L.SOLUTION_SS, name="ss.cu")
     D = emu.zeros(4096, np.float32)
     emu.launch(prog.function("gemm_ss"), 1, 128, emu.to_device(A), emu.to_device(Bt), D, shared_mem=17 * 1024)
     assert np.array_equal(D.to_host().view(np.uint32), d.reshape(-1).view(np.uint32))
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+def test_variant_tiles_are_what_the_model_reads():
+    """The redesigned tiles mean what their statements say: the 64B-swizzled 64 x 64 x 32 tile (6.9) and the two-atom
+    64 x 64 x 128 tile (6.10) give the model's D through the right descriptors, and the chapter's 128B descriptor
+    on the 64B tile does not."""
+    from h100lab.grading.kernels import run_source
+
+    d9 = L._ss_variant(L._SEED9, lambda s: 32 * s, lambda s: 32 * s, 512, "64B", k=32, stored="64B", row_bytes=64)
+    out = run_source(L.SOLUTION_6_9, L._runner("gemm_ss", L._SEED9, k=32), name="x.cu").outputs["d"]
+    assert np.array_equal(out.view(np.uint32), d9.view(np.uint32))
+    chapter = L._ss_variant(L._SEED9, lambda s: 32 * s, lambda s: 32 * s, 1024, "128B", k=32, stored="64B",
+                            row_bytes=64)
+    assert not np.array_equal(chapter.view(np.uint32), d9.view(np.uint32))
+    d10 = L._ss_variant(L._SEED10, lambda s: (s // 4) * 8192 + 32 * (s % 4), lambda s: (s // 4) * 8192 + 32 * (s % 4),
+                        k=128)
+    out = run_source(L.SOLUTION_6_10, L._runner("gemm_ss", L._SEED10, k=128, smem=33 * 1024), name="y.cu").outputs["d"]
+    assert np.array_equal(out.view(np.uint32), d10.view(np.uint32))

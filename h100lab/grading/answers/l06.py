@@ -3,7 +3,8 @@
 Every reference answer is computed by the model the chapter teaches (h100lab.tensorcore, h100lab.memory) or, for
 a kernel exercise (6.9-6.12), by running the solution kernel on the emulator in the grader's process — never typed
 in. The notebook states each exercise's parameters in its text; the same values are defined here. The kernels are
-cut from h100lab/cuda/kernels/l06_wgmma_gemm.cu (the chapter's SS and RS GEMM tiles). Symptoms recognise a typical
+cut from h100lab/cuda/kernels/l06_wgmma_gemm.cu (the chapter's SS and RS GEMM tiles) and turned into variants (6.9-6.11:
+another swizzle, another K, another A layout) whose fix the book does not print. Symptoms recognise a typical
 mistake by comparing the student's D with the model's D for that mistake (the tile rebuilt in shared-memory bytes,
 read through the mistaken descriptor or fragment). The student edition imports nothing from this module.
 """
@@ -194,41 +195,111 @@ SOLUTION_SS = _HEAD + _HELPERS + _SS_BODY
 SOLUTION_RS = _HEAD + _HELPERS + _RS_BODY
 
 
-def _inputs(seed: int):
+def _sub(text: str, *pairs: tuple[str, str]) -> str:
+    """``text`` with each (old, new) replaced; every old must occur (the cut kernel still has that line)."""
+    for old, new in pairs:
+        assert old in text, f"the chapter kernel no longer has {old!r}"
+        text = text.replace(old, new)
+    return text
+
+
+# The kernel exercises are *variants* of the chapter's tiles (another swizzle, another K, another A layout), so that
+# their fix is no line the book prints: the student reasons from the rule, the chapter's line is a planted mistake.
+_SW128_HELPER = ("// byte offset of 16-byte chunk `chunk` of row `row` in a 1024-aligned 128B-swizzled tile of 128-byte rows\n"
+                 "__device__ __forceinline__ unsigned sw128(unsigned row, unsigned chunk) {\n"
+                 "    return row * 128u + ((chunk ^ (row & 7u)) << 4);\n}\n")
+_LOAD_128 = ("// a 64 x 64 bf16 row-major matrix (128 B per row) from global into a 128B-swizzled tile\n"
+             "__device__ __forceinline__ void load_tile(unsigned char* tile, const uint4* g) {\n"
+             "    for (int i = threadIdx.x; i < 64 * 8; i += blockDim.x) {\n"
+             "        const unsigned row = i / 8, chunk = i % 8;\n"
+             "        *reinterpret_cast<uint4*>(tile + sw128(row, chunk)) = g[i];\n")
+_DESC_128 = ("__device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {\n"
+             "    // the descriptor of a 64-row K-major operand of 128-byte rows stored 128B-swizzled at addr\n"
+             "    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);\n")
+_ADV_128 = "desc_sw128(base + 32 * k), db = desc_sw128(base + 8192 + 32 * k);"
+_LOOP_4 = "for (int k = 0; k < 4; ++k)"
+
+# 6.9: a 64 x 64 x 32 tile whose operands are 64B-swizzled (64-byte rows): the descriptor of that layout
+_HEAD_6_9 = ("// Lesson 6 exercise: one warpgroup computes a 64 x 64 x 32 bf16 -> f32 tile D = A * B.\n"
+             "// A (64 x 32) and Bt (B transposed, 64 x 32) are row-major (K-major) bf16 in global memory: 64 B per row.\n")
+_DESC_OK = "    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (32ull << 32) | (2ull << 62);"
+SOLUTION_6_9 = _sub(
+    SOLUTION_SS, (_HEAD, _HEAD_6_9),
+    (_SW128_HELPER, "// byte offset of 16-byte chunk `chunk` (0-3) of row `row` in a 512-aligned 64B-swizzled tile of "
+                    "64-byte rows\n__device__ __forceinline__ unsigned sw64(unsigned row, unsigned chunk) {\n"
+                    "    return row * 64u + ((chunk ^ ((row >> 1) & 3u)) << 4);\n}\n"),
+    (_LOAD_128, "// a 64 x 32 bf16 row-major matrix (64 B per row) from global into a 64B-swizzled tile\n"
+                "__device__ __forceinline__ void load_tile(unsigned char* tile, const uint4* g) {\n"
+                "    for (int i = threadIdx.x; i < 64 * 4; i += blockDim.x) {\n"
+                "        const unsigned row = i / 4, chunk = i % 4;\n"
+                "        *reinterpret_cast<uint4*>(tile + sw64(row, chunk)) = g[i];\n"),
+    (_DESC_128, "__device__ __forceinline__ unsigned long long desc_sw64(unsigned addr) {\n"
+                "    // the descriptor of a 64-row K-major operand of 64-byte rows stored 64B-swizzled at addr\n"
+                + _DESC_OK + "\n"),
+    ("sa + 8192;", "sa + 4096;"), (_LOOP_4, "for (int k = 0; k < 2; ++k)"),
+    (_ADV_128, "desc_sw64(base + 32 * k), db = desc_sw64(base + 4096 + 32 * k);"))
+PROMPT_6_9 = SOLUTION_6_9.replace(
+    _DESC_OK, "    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);   "
+              "// TODO: the chapter's 128B descriptor; this tile is not that")
+PLANTED_6_9_SBO = SOLUTION_6_9.replace("(32ull << 32)", "(64ull << 32)")      # the chapter's 8-row stride kept
+PLANTED_6_9_RAW = SOLUTION_6_9.replace("(32ull << 32)", "(512ull << 32)")     # bytes, not bytes / 16
+PLANTED_6_9_TYPE = SOLUTION_6_9.replace("(2ull << 62)", "(1ull << 62)")       # the chapter's layout code kept
+PLANTED_6_9_ORDER = SOLUTION_6_9.replace("(2ull << 62)", "(3ull << 62)")      # codes guessed in order of size
+_SEED9 = 609
+_CHAPTER_HINT = ("D is what the chapter's descriptor reads from this tile: that descriptor describes 128-byte rows "
+                 "with the 128-byte swizzle. Here each row is 64 bytes, swizzled in 64-byte atoms: work out every "
+                 "field for this layout.")
+_SBO_HINT = ("Only the first 8 rows of A and of B are read right: SBO is the distance from one group of 8 rows to the "
+             "next, and here a row is 64 bytes.")
+_TYPE_HINT = ("The rows are read with the wrong swizzle: the layout-type field must name the 64-byte swizzle (its "
+              "code is not the modes' order by size).")
+_RAW_HINT = ("The descriptor points outside shared memory: its fields hold byte quantities divided by 16.")
+
+
+def _inputs(seed: int, k: int = 64):
     from h100lab.tensorcore import numerics
 
     rng = np.random.default_rng(seed)
-    return (numerics.from_float(rng.standard_normal((64, 64)), "bf16"),
-            numerics.from_float(rng.standard_normal((64, 64)), "bf16"))
+    return (numerics.from_float(rng.standard_normal((64, k)), "bf16"),
+            numerics.from_float(rng.standard_normal((64, k)), "bf16"))
 
 
-def _runner(kernel: str, seed: int):
+def _runner(kernel: str, seed: int, k: int = 64, smem: int = 17 * 1024):
     def run(program):
         from h100lab import emu
 
-        A, Bt = _inputs(seed)
+        A, Bt = _inputs(seed, k)
         a_d, b_d = emu.to_device(A), emu.to_device(Bt)     # keep the inputs alive while the kernel reads them
         D = emu.zeros(64 * 64, np.float32)
-        st = emu.launch(program.function(kernel), 1, 128, a_d, b_d, D, shared_mem=17 * 1024)
+        st = emu.launch(program.function(kernel), 1, 128, a_d, b_d, D, shared_mem=smem)
         out = D.to_host().reshape(64, 64)
         del a_d, b_d
         return KernelRun({"d": out}, st)
     return run
 
 
-def _image(A, Bt) -> np.ndarray:
-    """The 16 KB shared image the kernels build: A then Bt, each a 1024-aligned 128B-swizzled K-major tile."""
+def _tile_addresses(swizzle: str, row_bytes: int, k: int) -> np.ndarray:
+    """Byte address of every element (64 x k bf16, K-major) in a tile of 1024-aligned swizzle atoms with
+    ``row_bytes`` per row: K beyond one atom's row goes to the next atom column, 64 * row_bytes further."""
     from h100lab.tensorcore import MatrixDescriptor, addresses
 
-    img = np.zeros(16384, np.uint16)
-    a = addresses(MatrixDescriptor(0, 16, 1024, 0, "128B"), "K", 64, 64, "bf16")
+    per = row_bytes // 2
+    a = addresses(MatrixDescriptor(0, 16, 8 * row_bytes, 0, swizzle), "K", 64, per, "bf16")
+    return np.concatenate([a + j * 64 * row_bytes for j in range(k // per)], axis=1)
+
+
+def _image(A, Bt, swizzle="128B", row_bytes=128) -> np.ndarray:
+    """The shared image the SS kernels build: A, then Bt right after it, each in swizzle atoms (``_tile_addresses``)."""
+    k = A.shape[1]
+    a = _tile_addresses(swizzle, row_bytes, k)
+    img = np.zeros(max(2 * 64 * k, 8192), np.uint16)   # at least 16 KB: a mistaken stride reads on (zeros)
     img[a // 2] = A
-    img[(a + 8192) // 2] = Bt
+    img[(a + 128 * k) // 2] = Bt
     return img.view(np.uint8)
 
 
 def _model_d(A_steps, B_steps) -> np.ndarray:
-    """D (64 x 64 f32) of four chained bf16 wgmmas on the given 64 x 16 A and 64 x 16 Bt slices."""
+    """D (64 x 64 f32) of chained bf16 wgmmas on the given 64 x 16 A and 64 x 16 Bt slices."""
     from h100lab.tensorcore import mma
 
     D = None
@@ -237,91 +308,158 @@ def _model_d(A_steps, B_steps) -> np.ndarray:
     return D.view(np.float32)
 
 
-def _ss_variant(seed: int, a_off, b_off, sbo=1024, swizzle="128B") -> np.ndarray:
-    """The model's D when K-step k reads A at byte ``a_off(k)`` and Bt at ``8192 + b_off(k)`` (SS kernel)."""
+def _ss_variant(seed: int, a_off, b_off, sbo=1024, swizzle="128B", *, k=64, stored="128B", row_bytes=128):
+    """The model's D when K-step s reads A at byte ``a_off(s)`` and Bt at ``b_off(s)`` after A (SS kernel) through a
+    descriptor of ``sbo`` and ``swizzle``, the tile stored as ``stored`` atoms of ``row_bytes`` rows; None where that
+    descriptor leaves the image (the kernel faults instead)."""
     from h100lab.tensorcore import MatrixDescriptor, gather
 
-    A, Bt = _inputs(seed)
-    img = _image(A, Bt)
-    As = [gather(img, MatrixDescriptor(a_off(k), 16, sbo, 0, swizzle), "K", 64, 16, "bf16") for k in range(4)]
-    Bs = [gather(img, MatrixDescriptor(8192 + b_off(k), 16, sbo, 0, swizzle), "K", 64, 16, "bf16") for k in range(4)]
+    A, Bt = _inputs(seed, k)
+    img = _image(A, Bt, stored, row_bytes)
+    b0 = 128 * k
+    try:
+        As = [gather(img, MatrixDescriptor(a_off(s), 16, sbo, 0, swizzle), "K", 64, 16, "bf16") for s in range(k // 16)]
+        Bs = [gather(img, MatrixDescriptor(b0 + b_off(s), 16, sbo, 0, swizzle), "K", 64, 16, "bf16")
+              for s in range(k // 16)]
+    except (IndexError, ValueError):
+        return None
     return _model_d(As, Bs)
 
 
 def _same(out, d) -> bool:
-    return out is not None and np.array_equal(np.asarray(out["d"]).view(np.uint32), np.asarray(d).view(np.uint32))
+    return out is not None and d is not None and np.array_equal(np.asarray(out["d"]).view(np.uint32),
+                                                                np.asarray(d).view(np.uint32))
 
 
-def _wgmma_count(out, st):
-    return None if st.wgmma == 4 else f"the kernel issued {st.wgmma} warpgroup wgmmas, not the 4 of a 64 x 64 x 64 tile"
+def _wgmmas(n: int):
+    def prop(out, st):
+        return None if st.wgmma == n else (f"the kernel issued {st.wgmma} warpgroup wgmmas, not the {n} of its "
+                                           f"64 x 64 x {16 * n} tile")
+    return prop
 
 
-# 6.9: the descriptor of a K-major 128B-swizzled tile
-_DESC_OK = ("    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);")
-assert _DESC_OK in SOLUTION_SS
-PROMPT_6_9 = SOLUTION_SS.replace(_DESC_OK, "    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32);   "
-                                          "// TODO: check every field")
-PLANTED_6_9_SBO = SOLUTION_SS.replace("(64ull << 32)", "(8ull << 32)")
-PLANTED_6_9_RAW = SOLUTION_SS.replace("(64ull << 32)", "(1024ull << 32)")
-PLANTED_6_9_TYPE = SOLUTION_SS.replace("(1ull << 62)", "(3ull << 62)")
-_SEED9 = 609
-_SBO_HINT = ("Only the first 8 rows of A and of B are read right: SBO is the distance from one group of 8 rows to the "
-             "next, and here each row is a whole 128-byte swizzled line.")
-_TYPE_HINT = ("Rows 0, 8, 16, ... come out right and the others do not: the tile is swizzled, and the layout-type "
-              "field must name the 128-byte swizzle (its code is not the modes' order by size).")
-_RAW_HINT = ("The descriptor points outside shared memory: its fields hold byte quantities divided by 16.")
+_wgmma_count = _wgmmas(4)
 
 
-def _rows_multiple_of_8_only(out, ref, st):
-    o, r = np.asarray(out["d"]), np.asarray(ref["d"])
-    return np.array_equal(o[::8, ::8], r[::8, ::8]) and not np.array_equal(o, r)
+def _sw64_read(sbo, swizzle):
+    return lambda out, ref, st: _same(out, _ss_variant(_SEED9, lambda s: 32 * s, lambda s: 32 * s, sbo, swizzle,
+                                                       k=32, stored="64B", row_bytes=64))
 
 
-kernel_exercise("6.9", run=_runner("gemm_ss", _SEED9), reference=SOLUTION_SS, points=3, budget=60,
+kernel_exercise("6.9", run=_runner("gemm_ss", _SEED9, k=32), reference=SOLUTION_6_9, points=3, budget=60,
                 symptoms=[Symptom(lambda out, ref, st: out is None and "outside" in str(st), _RAW_HINT),
-                          Symptom(lambda out, ref, st: _same(out, _ss_variant(_SEED9, lambda k: 32 * k,
-                                                                               lambda k: 32 * k, sbo=128)), _SBO_HINT),
-                          Symptom(_rows_multiple_of_8_only, _TYPE_HINT)],
-                properties=[Property(_wgmma_count)],
-                mistakes=[Mistake(_TYPE_HINT, answer=PROMPT_6_9), Mistake(_SBO_HINT, answer=PLANTED_6_9_SBO),
-                          Mistake(_RAW_HINT, answer=PLANTED_6_9_RAW), Mistake(_TYPE_HINT, answer=PLANTED_6_9_TYPE)])
+                          Symptom(_sw64_read(1024, "128B"), _CHAPTER_HINT),
+                          Symptom(_sw64_read(1024, "64B"), _SBO_HINT),
+                          Symptom(_sw64_read(512, "128B"), _TYPE_HINT),
+                          Symptom(_sw64_read(512, "32B"), _TYPE_HINT)],
+                properties=[Property(_wgmmas(2))],
+                mistakes=[Mistake(_CHAPTER_HINT, answer=PROMPT_6_9), Mistake(_SBO_HINT, answer=PLANTED_6_9_SBO),
+                          Mistake(_RAW_HINT, answer=PLANTED_6_9_RAW), Mistake(_TYPE_HINT, answer=PLANTED_6_9_TYPE),
+                          Mistake(_TYPE_HINT, answer=PLANTED_6_9_ORDER)])
 
-# 6.10: the K-advance inside the swizzle atom
-_ADV_OK = "desc_sw128(base + 32 * k), db = desc_sw128(base + 8192 + 32 * k);"
-assert _ADV_OK in SOLUTION_SS
-SOLUTION_6_10 = SOLUTION_SS
-PROMPT_6_10 = SOLUTION_SS.replace(_ADV_OK, "desc_sw128(base), db = desc_sw128(base + 8192);   // TODO: K-step k")
-PLANTED_6_10_ELEMS = SOLUTION_SS.replace(_ADV_OK, "desc_sw128(base + 16 * k), db = desc_sw128(base + 8192 + 16 * k);")
-PLANTED_6_10_B = SOLUTION_SS.replace(_ADV_OK, "desc_sw128(base + 32 * k), db = desc_sw128(base + 8192);")
+# 6.10: the K-advance of a 64 x 64 x 128 tile: K spans two 128B swizzle atoms (8 KB apart) per operand
+_HEAD_6_10 = ("// Lesson 6 exercise: one warpgroup computes a 64 x 64 x 128 bf16 -> f32 tile D = A * B.\n"
+              "// A (64 x 128) and Bt (B transposed, 64 x 128) are row-major (K-major) bf16 in global memory: 256 B "
+              "per row.\n")
+_ADV_OK = ("desc_sw128(base + (k / 4) * 8192 + 32 * (k % 4)), "
+           "db = desc_sw128(base + 16384 + (k / 4) * 8192 + 32 * (k % 4));")
+SOLUTION_6_10 = _sub(
+    SOLUTION_SS, (_HEAD, _HEAD_6_10),
+    (_LOAD_128, "// a 64 x 128 bf16 row-major matrix (256 B per row) from global into two 128B-swizzled 8 KB tiles: "
+                "K 0-63, then K 64-127\n"
+                "__device__ __forceinline__ void load_tile(unsigned char* tile, const uint4* g) {\n"
+                "    for (int i = threadIdx.x; i < 64 * 16; i += blockDim.x) {\n"
+                "        const unsigned row = i / 16, chunk = i % 16;\n"
+                "        *reinterpret_cast<uint4*>(tile + (chunk / 8) * 8192u + sw128(row, chunk % 8)) = g[i];\n"),
+    ("sa + 8192;", "sa + 16384;"), (_LOOP_4, "for (int k = 0; k < 8; ++k)"), (_ADV_128, _ADV_OK))
+PROMPT_6_10 = SOLUTION_6_10.replace(_ADV_OK, "desc_sw128(base), db = desc_sw128(base + 16384);   // TODO: K-step k")
+PLANTED_6_10_LINEAR = SOLUTION_6_10.replace(_ADV_OK, "desc_sw128(base + 32 * k), db = desc_sw128(base + 16384 + 32 * k);")
+PLANTED_6_10_ELEMS = SOLUTION_6_10.replace(_ADV_OK, "desc_sw128(base + (k / 4) * 8192 + 16 * (k % 4)), "
+                                                    "db = desc_sw128(base + 16384 + (k / 4) * 8192 + 16 * (k % 4));")
+PLANTED_6_10_B = SOLUTION_6_10.replace(_ADV_OK, "desc_sw128(base + (k / 4) * 8192 + 32 * (k % 4)), "
+                                                "db = desc_sw128(base + 16384);")
 _SEED10 = 610
+_K128 = dict(k=128)
 _NOADV = ("Every K-step multiplied the same first 16 elements of K: each wgmma must read its own slice of K, moved to by "
           "the descriptors' start addresses.")
+_LINEAR_K = ("K-steps 0-3 are right, 4-7 are not: the second half of K is not further along the same 128-byte rows — "
+             "a swizzle atom's row holds 64 elements, and K 64-127 lie in the other 8 KB tile.")
 _ELEMS = ("The K-steps overlap: one step is 16 bf16 elements of K, and the start address counts bytes.")
 _BONLY = ("A advances along K but B does not: both operands are K-major, and both descriptors must step through K "
           "together.")
-kernel_exercise("6.10", run=_runner("gemm_ss", _SEED10), reference=SOLUTION_6_10, points=3, budget=60,
-                symptoms=[Symptom(lambda out, ref, st: _same(out, _ss_variant(_SEED10, lambda k: 0, lambda k: 0)), _NOADV),
-                          Symptom(lambda out, ref, st: _same(out, _ss_variant(_SEED10, lambda k: 16 * k,
-                                                                               lambda k: 16 * k)), _ELEMS),
-                          Symptom(lambda out, ref, st: _same(out, _ss_variant(_SEED10, lambda k: 32 * k, lambda k: 0)),
-                                  _BONLY)],
-                properties=[Property(_wgmma_count)],
-                mistakes=[Mistake(_NOADV, answer=PROMPT_6_10), Mistake(_ELEMS, answer=PLANTED_6_10_ELEMS),
-                          Mistake(_BONLY, answer=PLANTED_6_10_B)])
 
-# 6.11: the RS kernel's ldmatrix addressing
-_LDSM_OK = '"r"(base + sw128(arow, chunk))'
-assert _LDSM_OK in SOLUTION_RS
-PROMPT_6_11 = SOLUTION_RS.replace(_LDSM_OK, '"r"(base + arow * 128 + chunk * 16)')
-PLANTED_6_11_SWAP = SOLUTION_RS.replace("const unsigned arow = 16 * w + 8 * (mat & 1) + lane % 8;",
-                                        "const unsigned arow = 16 * w + 8 * (mat >> 1) + lane % 8;").replace(
+
+def _k128(a_off, b_off):
+    return lambda out, ref, st: _same(out, _ss_variant(_SEED10, a_off, b_off, **_K128))
+
+
+kernel_exercise("6.10", run=_runner("gemm_ss", _SEED10, k=128, smem=33 * 1024), reference=SOLUTION_6_10, points=3,
+                budget=60,
+                symptoms=[Symptom(_k128(lambda s: 0, lambda s: 0), _NOADV),
+                          Symptom(_k128(lambda s: 32 * s, lambda s: 32 * s), _LINEAR_K),
+                          Symptom(_k128(lambda s: (s // 4) * 8192 + 16 * (s % 4),
+                                        lambda s: (s // 4) * 8192 + 16 * (s % 4)), _ELEMS),
+                          Symptom(_k128(lambda s: (s // 4) * 8192 + 32 * (s % 4), lambda s: 0), _BONLY)],
+                properties=[Property(_wgmmas(8))],
+                mistakes=[Mistake(_NOADV, answer=PROMPT_6_10), Mistake(_LINEAR_K, answer=PLANTED_6_10_LINEAR),
+                          Mistake(_ELEMS, answer=PLANTED_6_10_ELEMS), Mistake(_BONLY, answer=PLANTED_6_10_B)])
+
+# 6.11: the RS kernel's ldmatrix addressing, A stored as four 32B-swizzled column blocks of 16 K
+_SW32_A = ("\n// byte offset of 16-byte chunk `chunk` (0 or 1) of row `row` in a 256-aligned 32B-swizzled tile of "
+           "32-byte rows\n__device__ __forceinline__ unsigned sw32(unsigned row, unsigned chunk) {\n"
+           "    return row * 32u + ((chunk ^ ((row >> 2) & 1u)) << 4);\n}\n\n"
+           "// A (64 x 64 bf16, 128 B per row) from global as four 2 KB column blocks of 16 K each, 32B-swizzled\n"
+           "__device__ __forceinline__ void load_a_sw32(unsigned char* tile, const uint4* g) {\n"
+           "    for (int i = threadIdx.x; i < 64 * 8; i += blockDim.x) {\n"
+           "        const unsigned blk = i / 128, row = (i / 2) % 64, c = i % 2;   // column block, row, chunk in it\n"
+           "        *reinterpret_cast<uint4*>(tile + blk * 2048u + sw32(row, c)) = g[row * 8 + 2 * blk + c];\n"
+           "    }\n}\n")
+_HEAD_6_11 = (_HEAD + "// A is stored for ldmatrix only: 32B-swizzled column blocks (load_a_sw32); Bt as in the chapter.\n")
+_LDSM_CHAPTER = '"r"(base + sw128(arow, chunk))'
+_LDSM_OK = '"r"(base + (chunk >> 1) * 2048u + sw32(arow, chunk & 1))'
+SOLUTION_6_11 = _sub(SOLUTION_RS, (_HEAD, _HEAD_6_11),
+                     ("__device__ __forceinline__ unsigned long long desc_sw128",
+                      _SW32_A.lstrip("\n") + "\n__device__ __forceinline__ unsigned long long desc_sw128"),
+                     ("    load_tile(sa, A);", "    load_a_sw32(sa, A);"), (_LDSM_CHAPTER, _LDSM_OK))
+PROMPT_6_11 = SOLUTION_6_11.replace(_LDSM_OK, '"r"(base + arow * 128 + chunk * 16)')
+PLANTED_6_11_CHAPTER = SOLUTION_6_11.replace(_LDSM_OK, _LDSM_CHAPTER)
+PLANTED_6_11_NOXOR = SOLUTION_6_11.replace(_LDSM_OK, '"r"(base + (chunk >> 1) * 2048u + arow * 32 + (chunk & 1) * 16)')
+PLANTED_6_11_SWAP = SOLUTION_6_11.replace("const unsigned arow = 16 * w + 8 * (mat & 1) + lane % 8;",
+                                          "const unsigned arow = 16 * w + 8 * (mat >> 1) + lane % 8;").replace(
     "const unsigned chunk = 2 * k + (mat >> 1);", "const unsigned chunk = 2 * k + (mat & 1);")
 assert PLANTED_6_11_SWAP.count("mat >> 1") == 1
 _SEED11 = 611
-_LINEAR = ("Rows 0, 8, 16, ... of D are right and the others are not: the A tile is stored 128B-swizzled, so a "
-           "lane's row address must go through the same XOR.")
+_LINEAR = ("D is what ldmatrix reads from a plain row-major A: the A tile is stored in 32-byte-swizzled column "
+           "blocks, so each lane's row address must follow the layout load_a_sw32 wrote.")
+_CHAPTER_LAYOUT = ("D is what the chapter's 128B-swizzled A would give: this A tile is stored differently (column blocks "
+                   "of 16 K, 32-byte rows, 32-byte swizzle) — address the layout this kernel wrote.")
+_NOXOR = ("Rows whose bit 2 is 0 come out right: the column blocks are found, but inside a block the 32-byte swizzle "
+          "moves a lane's 16-byte chunk — its address must go through the same XOR.")
 _SWAP = ("The four matrices arrive in the wrong registers: register j of the A fragment is rows +8·(j & 1) and K "
          "half (j >> 1) — lanes 0-15 address the left 8 columns, lanes 16-31 the right 8.")
+
+
+def _a_sw32_image(A) -> np.ndarray:
+    """A (64 x 64 bf16) as load_a_sw32 stores it: 16-bit words of an 8 KB image."""
+    img = np.zeros(4096, np.uint16)
+    for row in range(64):
+        for chunk in range(8):
+            blk, c = chunk >> 1, chunk & 1
+            off = blk * 2048 + row * 32 + ((c ^ ((row >> 2) & 1)) << 4)
+            img[off // 2:off // 2 + 8] = A[row, 8 * chunk:8 * chunk + 8]
+    return img
+
+
+def _rs_variant(seed: int, address) -> np.ndarray:
+    """The model's D of the RS kernel whose ldmatrix lane for (row, 16-byte K chunk) reads ``address(row, chunk)``."""
+    A, Bt = _inputs(seed)
+    img = _a_sw32_image(A)
+    A_eff = np.zeros_like(A)
+    for row in range(64):
+        for chunk in range(8):
+            off = address(row, chunk)
+            A_eff[row, 8 * chunk:8 * chunk + 8] = img[off // 2:off // 2 + 8]
+    return _model_d([A_eff[:, 16 * k:16 * k + 16] for k in range(4)], [Bt[:, 16 * k:16 * k + 16] for k in range(4)])
 
 
 def _swapped_fragment_d(seed: int) -> np.ndarray:
@@ -335,19 +473,21 @@ def _swapped_fragment_d(seed: int) -> np.ndarray:
     return _model_d(As, [Bt[:, 16 * k:16 * k + 16] for k in range(4)])
 
 
-def _rows_mod8(out, ref, st):
-    o, r = np.asarray(out["d"]), np.asarray(ref["d"])
-    return np.array_equal(o[::8], r[::8]) and not np.array_equal(o, r)
+def _rs_reads(address):
+    return lambda out, ref, st: _same(out, _rs_variant(_SEED11, address))
 
 
-kernel_exercise("6.11", run=_runner("gemm_rs", _SEED11), reference=SOLUTION_RS, points=3, budget=60,
-                symptoms=[Symptom(_rows_mod8, _LINEAR),
+kernel_exercise("6.11", run=_runner("gemm_rs", _SEED11), reference=SOLUTION_6_11, points=3, budget=60,
+                symptoms=[Symptom(_rs_reads(lambda r, c: r * 128 + c * 16), _LINEAR),
+                          Symptom(_rs_reads(lambda r, c: r * 128 + ((c ^ (r & 7)) << 4)), _CHAPTER_LAYOUT),
+                          Symptom(_rs_reads(lambda r, c: (c >> 1) * 2048 + r * 32 + (c & 1) * 16), _NOXOR),
                           Symptom(lambda out, ref, st: _same(out, _swapped_fragment_d(_SEED11)), _SWAP)],
                 properties=[Property(_wgmma_count),
                             Property(lambda out, st: None if st.matrix_wavefronts == 64 else
                                      f"the ldmatrix loads took {st.matrix_wavefronts} wavefronts, not one per 8 x 8 "
                                      "matrix (64): they have bank conflicts")],
-                mistakes=[Mistake(_LINEAR, answer=PROMPT_6_11), Mistake(_SWAP, answer=PLANTED_6_11_SWAP)])
+                mistakes=[Mistake(_LINEAR, answer=PROMPT_6_11), Mistake(_CHAPTER_LAYOUT, answer=PLANTED_6_11_CHAPTER),
+                          Mistake(_NOXOR, answer=PLANTED_6_11_NOXOR), Mistake(_SWAP, answer=PLANTED_6_11_SWAP)])
 
 # 6.12: the missing wgmma.fence of the RS kernel
 _FENCE_LINE = '        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");    // A registers were just written by ldmatrix\n'

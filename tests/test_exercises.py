@@ -17,6 +17,7 @@ Skips cleanly while there are no solutions files.
 """
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -151,10 +152,29 @@ def test_student_edition_imports_nothing_that_computes_an_answer(source):
 
 
 # ---- kernel fixes the student must reason out, not copy -------------------------------------------------------
-#: kernel exercises redesigned so that their fix is no line the book prints (its chapters, exercise stubs and kernel
-#: sources are published on the site): a student who copies a chapter listing does not pass them
-NOT_IN_THE_BOOK = ("4.11", "5.10", "7.8", "8.10")
+#: Every kernel exercise of every set must make the student reason: its fix is no line the book prints (chapters,
+#: exercise stubs and kernel sources are published on the site), so copying a chapter listing does not pass it.
+#: The kernel exercises, found in the solutions files: a solution region opening `kernel_L_N = r"""` or
+#: `SRC_L_N = r'''` (sets 0 and 3) followed by the prompt region the student starts from.
+KERNEL_EXERCISES = [f"{m.group(1)}.{m.group(2)}" for p in SOLUTIONS for m in re.finditer(
+    r"^# BEGIN SOLUTION\n(?:kernel|SRC)_(\d+)_(\d+) = r", p.read_text(encoding="utf-8"), re.M)]
 MIN_FIX_LINE = 20   # characters of code: shorter lines ("}", "++n;") are no evidence of a copy
+#: ALLOW-LIST — kernel exercises whose fix is STILL a line the book prints (or, 2.11, a line the prompt already has),
+#: each waiting for a redesign in the manner of 4.11, 5.10, 6.9-6.11, 7.8 and 8.10 (another shape, swizzle, layout,
+#: protocol variant). They are strict xfails, never skipped: a redesigned one XPASSes and fails until it is removed.
+STILL_PRINTED = {
+    "0.6": "the global index `blockIdx.x * blockDim.x + threadIdx.x` of chapter 0's vector_add",
+    "0.7": "the bounds guard `if (i < n) c[i] = a[i] + b[i];` of chapter 0's vector_add",
+    "2.11": "the fix repeats the prompt's own cluster barrier before exit: a placement this line check cannot see",
+    "2.13": "the atom.global.add.u32 statement of chapter 2's kernels",
+    "3.7": "the empty-barrier wait with parity (round & 1) ^ 1 of chapter 3's pipeline",
+    "3.8": "fence.mbarrier_init.release.cluster, as chapter 3 prints it",
+    "3.9": "fence.proxy.async.shared::cta, as chapter 3 prints it",
+    "5.11": "fence.proxy.async.shared::cta, as chapter 5 prints it",
+    "6.12": "wgmma.fence.sync.aligned at the chapter RS kernel's own place",
+    "7.6": "the stmatrix4(stage + sw128(...)) line of chapter 7's bf16 epilogue",
+    "7.7": "the cvt.rn.satfinite.e4m3x2.f32 statement of chapter 7's e4m3 epilogue",
+}
 
 
 def _sitekit():
@@ -172,20 +192,16 @@ def _sitekit():
 
 def _code(line: str) -> str:
     """A CUDA line as code only: its // comment dropped, whitespace collapsed."""
-    import re
-
     return _sitekit().normalize(re.sub(r"//.*$", "", line))
 
 
 def _fix_lines(ex_id: str) -> list[str]:
     """The code lines (at least MIN_FIX_LINE characters) of exercise ``ex_id``'s solution kernel in solutions/ that
     the kernel the student starts from (its prompt region) does not have: what the student must write."""
-    import re
-
     lesson, number = ex_id.split(".")
-    var = f"kernel_{lesson}_{number}"
+    var = f"(?:kernel|SRC)_{lesson}_{number}"   # sets 0 and 3 name their kernels SRC_L_N
     text = next(p for p in SOLUTIONS if lesson_of_file(p) == int(lesson)).read_text(encoding="utf-8")
-    m = re.search(rf"^# BEGIN SOLUTION\n({var} = r\"\"\".*?)^# END SOLUTION\n# BEGIN PROMPT\n(.*?)^# END PROMPT",
+    m = re.search(rf"^# BEGIN SOLUTION\n({var} = r(?:\"\"\"|''').*?)^# END SOLUTION\n# BEGIN PROMPT\n(.*?)^# END PROMPT",
                   text, re.M | re.S)
     assert m, f"no solution and prompt regions of {var}"
     given = {_code(re.sub(r"^# ?", "", line)) for line in m.group(2).splitlines()}
@@ -197,7 +213,18 @@ def test_a_line_of_a_book_kernel_counts_as_published():
     assert _code(book_line) in _sitekit()._published_sources()
 
 
-@pytest.mark.parametrize("ex_id", NOT_IN_THE_BOOK)
+def test_every_kernel_exercise_is_checked():
+    """The list found in the solutions is exactly the registry's kernel exercises, and the allow-list names only them."""
+    from h100lab.grading import all_exercises
+
+    registered = [e.id for p in SOLUTIONS for e in all_exercises(lesson_of_file(p)) if _is_kernel_exercise(e.id)]
+    assert sorted(KERNEL_EXERCISES) == sorted(registered)
+    assert set(STILL_PRINTED) <= set(KERNEL_EXERCISES)
+
+
+@pytest.mark.parametrize("ex_id", [
+    pytest.param(i, marks=pytest.mark.xfail(strict=True, reason=f"allow-list: {STILL_PRINTED[i]}"))
+    if i in STILL_PRINTED else i for i in KERNEL_EXERCISES])
 def test_kernel_fix_is_no_line_the_book_prints(ex_id):
     fix = _fix_lines(ex_id)
     assert fix, f"exercise {ex_id}: the solution kernel adds no line of {MIN_FIX_LINE}+ characters to its prompt"

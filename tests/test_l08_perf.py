@@ -329,3 +329,19 @@ def test_records_of_later_runs_are_read_and_held_out(params):
     assert perf._not_ours({"variant": "cublas_fp8_block"}) and not perf._not_ours(fp8)
     rs, skipped = l08.rows([dict(base, kind="time", step="naive", dataset="l08/gemm_steps"), fp8], params)
     assert len(rs) == 1 and rs[0].part == "held-out" and "CUDA cores" in next(iter(skipped.values()))
+
+
+def test_figures(params, rep):
+    from h100lab.viz import l08_perf as V
+
+    fig = V.draw_agreement(rep.rows, l08.TOLERANCE)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and "(%)" in ax.get_ylabel() and "(ms)" in ax.get_xlabel()
+    assert V.draw_agreement(rep.rows, by="family").axes[0].get_legend() is not None
+    with pytest.raises(ValueError):
+        V.draw_agreement(rep.rows, by="colour")
+    gaps = {"a": perf.gap_to_peak("cooperative", 4096, 4096, 4096, params=params),
+            "b": perf.gap_to_peak("pingpong", 1280, 3840, 8192, params=params)}
+    fig = V.draw_gap(gaps, perf.GAP_PARTS)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["a", "b"][::-1] or \
+        {t.get_text() for t in fig.axes[0].get_yticklabels()} == {"a", "b"}

@@ -10,18 +10,22 @@ from .style import PALETTE, figure, label
 __all__ = ["draw_agreement", "draw_gap"]
 
 
-def draw_agreement(rows, tol: float = 0.10):
+def draw_agreement(rows, tol: float = 0.10, by: str = "shape"):
     """Model error (predicted / measured − 1, %) per record against the measured time (log scale): calibration
-    records filled, held-out records open, the ±``tol`` band shaded. ``rows``: :class:`h100lab.validation.l08.Row`."""
+    records filled, held-out records open, the ±``tol`` band shaded, one colour per ``by`` (``"shape"`` or
+    ``"family"``). ``rows``: :class:`h100lab.validation.l08.Row`."""
     fig, ax = figure(1, 1, figsize=(8.0, 3.6))
     ax.axhspan(-100 * tol, 100 * tol, color=PALETTE[2], alpha=0.12, lw=0)
     ax.axhline(0, color="0.4", lw=0.8)
-    shapes = list(dict.fromkeys(r.shape for r in rows))
-    for i, s in enumerate(shapes):
+    if by not in ("shape", "family"):
+        raise ValueError(f"by = {by!r}: 'shape' or 'family'")
+    key = (lambda r: r.shape) if by == "shape" else (lambda r: r.family)
+    groups = list(dict.fromkeys(key(r) for r in rows))
+    for i, s in enumerate(groups):
         c = PALETTE[i % len(PALETTE)]
-        name = "×".join(map(str, s))
+        name = "×".join(map(str, s)) if by == "shape" else s
         for part, filled in (("calibration", True), ("held-out", False)):
-            rs = [r for r in rows if r.shape == s and r.part == part]
+            rs = [r for r in rows if key(r) == s and r.part == part]
             if not rs:
                 continue
             ax.scatter([r.measured_ms for r in rs], [100 * r.error for r in rs], s=30, marker="o",

@@ -69,7 +69,9 @@ EPI_SHAPE = (8192, 8192, 8192)
 # the FP8 form (--fp8)
 FP8_VARIANTS = ("fp8_cooperative_staggered_tmastore", "fp8_cooperative_tmastore", "fp8_cooperative_staggered",
                 "fp8_cooperative", "fp8_cooperative_staggered_tmastore_cluster2_ctascope",
-                "fp8_cooperative_tmastore_cluster2")
+                "fp8_cooperative_tmastore_cluster2", "fp8_cooperative_n192_staggered_tmastore",
+                "fp8_cooperative_n192_tmastore", "fp8_cooperative_n192_staggered", "fp8_cooperative_n192",
+                "fp8_cooperative_m256_tmastore", "fp8_cooperative_m256")
 FP8_MODEL_CHECKS = [(256, 256, 1024, False), (200, 136, 528, False), (130, 300, 400, True)]   # + bias and ReLU
 FP8_CHECKS = [(2048, 2048, 2048), (1000, 1504, 1040), (4097, 3001, 2064)]
 CUBLAS_FP8 = ("tensor", "tensor_fast_accum", "rowwise", "block")

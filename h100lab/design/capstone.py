@@ -76,6 +76,7 @@ class Variant:
         fp8 = ("-DFP8=1",) if self.dtype == "e4m3" else ()     # the bf16 forms keep their options (and PTX)
         fp8 += ("-DSTAGGER=1",) if self.stagger else ()
         fp8 += ("-DREMOTE_CTA_SCOPE=1",) if self.remote_cta_scope else ()
+        fp8 += ("-DBM_TILE=256",) if self.bm == 256 and not self.pingpong else ()    # FP8 only (the kernel checks)
         return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}", f"-DBN_TILE={self.bn}",
                 f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}",
                 f"-DCLUSTER={self.cluster}") + fp8
@@ -176,6 +177,21 @@ FP8_VARIANTS = {
     "fp8_cooperative_staggered_tmastore_cluster2_ctascope": Variant(
         "fp8_cooperative_staggered_tmastore_cluster2_ctascope", False, 128, 128, 128, 6, tma_store=True, cluster=2,
         dtype="e4m3", stagger=True, remote_cta_scope=True),
+    # 128 x 192 tiles (-DBN_TILE=192, m64n192k32: 96 accumulators + a 96-register partial sum per consumer thread):
+    # fewer shared-memory bytes per FLOP than 128 x 128 (h100lab.design.tiles.smem_bytes_per_clock); 40 KB stages,
+    # 5 fit 227 KiB, 4 with the TMA-store staging tiles
+    "fp8_cooperative_n192_staggered_tmastore": Variant("fp8_cooperative_n192_staggered_tmastore", False, 128, 192,
+                                                       128, 4, tma_store=True, dtype="e4m3", stagger=True),
+    "fp8_cooperative_n192_tmastore": Variant("fp8_cooperative_n192_tmastore", False, 128, 192, 128, 4,
+                                             tma_store=True, dtype="e4m3"),
+    "fp8_cooperative_n192_staggered": Variant("fp8_cooperative_n192_staggered", False, 128, 192, 128, 5,
+                                              dtype="e4m3", stagger=True),
+    "fp8_cooperative_n192": Variant("fp8_cooperative_n192", False, 128, 192, 128, 5, dtype="e4m3"),
+    # 256 x 128 tiles (-DBM_TILE=256): each consumer runs two m64 blocks through its one partial sum (2 x 64
+    # accumulators + 64); TMA traffic per FLOP as low as a 128 x 256 tile; 48 KB stages, 4 fit either epilogue
+    "fp8_cooperative_m256_tmastore": Variant("fp8_cooperative_m256_tmastore", False, 256, 128, 128, 4,
+                                             tma_store=True, dtype="e4m3"),
+    "fp8_cooperative_m256": Variant("fp8_cooperative_m256", False, 256, 128, 128, 4, dtype="e4m3"),
 }
 TILE_CANDIDATES = ("cooperative_inflight_tmastore", "cooperative_n128_inflight_tmastore")
 

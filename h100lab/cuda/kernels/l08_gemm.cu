@@ -94,26 +94,36 @@
 #ifndef FP8
 #define FP8 0                // 1: e4m3 inputs with per-block scales and two-level accumulation (entry gemm_e4m3)
 #endif
-#if FP8 && (PINGPONG || BN_TILE != 128 || INFLIGHT)
-#error "FP8 is the cooperative kernel with 128-column tiles and one partial sum in flight at a time"
+#if FP8 && (PINGPONG || (BN_TILE != 128 && BN_TILE != 192) || INFLIGHT)
+#error "FP8 is the cooperative kernel with 128- or 192-column tiles and one partial sum in flight at a time"
+#endif
+#ifndef BM_TILE
+#define BM_TILE 128          // the cooperative tile's M: 128, or 256 (FP8, BN_TILE 128: two m64 blocks per consumer)
+#endif
+#if BM_TILE != 128 && (BM_TILE != 256 || !FP8 || BN_TILE != 128 || PINGPONG)
+#error "BM_TILE is 128, or 256 with FP8 and 128-column tiles"
 #endif
 #ifndef STAGGER
 #define STAGGER 0            // 1 (FP8): the two consumers issue their blocks in turn, so one promotes under the other's
 #endif                       //    wgmmas (named barriers 3 and 4)
-#if STAGGER && !FP8
-#error "STAGGER is an FP8 switch"
+#if STAGGER && (!FP8 || BM_TILE != 128)
+#error "STAGGER is an FP8 switch of the 128-row tile"
 #endif
 #ifndef STAGES
 #if PINGPONG
 #define STAGES 5
+#elif BM_TILE == 256
+#define STAGES 4             // 48 KB stages
 #elif BN_TILE == 128
 #define STAGES (FP8 ? 6 : 7)
+#elif BN_TILE == 192
+#define STAGES 4             // 40 KB stages: 4 with the TMA-store staging tiles, 5 without
 #else
 #define STAGES 4
 #endif
 #endif
-#if BN_TILE != 256 && BN_TILE != 128
-#error "BN_TILE is 256 or 128"
+#if BN_TILE != 256 && BN_TILE != 128 && !(FP8 && BN_TILE == 192)
+#error "BN_TILE is 256 or 128 (or 192 with FP8)"
 #endif
 
 namespace {
@@ -127,9 +137,9 @@ constexpr int BM = BN_TILE == 128 ? 128 : 64;  // one consumer warpgroup per til
 constexpr int CONSUMERS_PER_STAGE = 1;
 constexpr int MSUB = BM / 64;                // m64 wgmmas per k16 step of one consumer
 #else
-constexpr int BM = 128;                      // two consumer warpgroups per tile, 64 rows each
+constexpr int BM = BM_TILE;                  // two consumer warpgroups per tile, 64 (or 128) rows each
 constexpr int CONSUMERS_PER_STAGE = 2;
-constexpr int MSUB = 1;
+constexpr int MSUB = BM / 128;               // m64 blocks per consumer
 #endif
 constexpr int A_BYTES = BM * BK * ELEM;
 constexpr int B_BYTES = BN * BK * ELEM;
@@ -227,7 +237,7 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long d
                  : "l"(da), "l"(db), "r"(scale_d) : "memory");
 }
 
-#else
+#elif BN_TILE == 128
 #if FP8   // k32 e4m3 x e4m3; FP8 takes no transpose immediates (K-major only, PTX ISA 9.7.15.5.2)
 #define WGMMA_N128 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"
 #define WGMMA_IMM "1, 1"                     // imm-scale-a, imm-scale-b
@@ -242,11 +252,20 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da
                  : "l"(da), "l"(db), "r"(scale_d) : "memory");
 }
 
+#else                // BN_TILE 192, FP8 only: m64n192k32, 96 accumulators per thread
+__device__ __forceinline__ void wgmma_n192(float (&d)[96], unsigned long long da, unsigned long long db, int scale_d) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %98, 0;\n\t"
+                 "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1;\n\t}"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+                 : "l"(da), "l"(db), "r"(scale_d) : "memory");
+}
 #endif
 
 __device__ __forceinline__ void wgmma_tile(float (&d)[NACC], unsigned long long da, unsigned long long db, int scale_d) {
 #if BN_TILE == 256
     wgmma_n256(d, da, db, scale_d);
+#elif BN_TILE == 192
+    wgmma_n192(d, da, db, scale_d);
 #else
     wgmma_n128(d, da, db, scale_d);
 #endif
@@ -268,15 +287,25 @@ __device__ __forceinline__ void fence_acc(float (&d)[MSUB][NACC]) {
 
 #if FP8
 // the scales one thread needs to promote one 128-K block: A's for its two rows, B's for the tile's column block
+// (BN_TILE 192: the two 128-column blocks of B the tile spans, b2 for the columns from `split` on)
 struct BlockScales {
     float lo, hi, b;
+#if BN_TILE == 192
+    float b2;
+#endif
 };
 
 // block kb's scales (ld.global.nc; rows past M read nothing and get 0): sa block-major, sbt = sb's row of the tile
-__device__ __forceinline__ BlockScales load_scales(const float* __restrict__ sa, const float* __restrict__ sbt, int kb,
-                                                   int M, int rlo) {
+// (sbt2: of its second column block, clamped to the last block of B: columns past N are never stored)
+__device__ __forceinline__ BlockScales load_scales(const float* __restrict__ sa, const float* __restrict__ sbt,
+                                                   const float* __restrict__ sbt2, int kb, int M, int rlo) {
     const float* a = sa + (size_t)kb * M;
+#if BN_TILE == 192
+    return {rlo < M ? __ldg(a + rlo) : 0.f, rlo + 8 < M ? __ldg(a + rlo + 8) : 0.f, __ldg(sbt + kb), __ldg(sbt2 + kb)};
+#else
+    (void)sbt2;
     return {rlo < M ? __ldg(a + rlo) : 0.f, rlo + 8 < M ? __ldg(a + rlo + 8) : 0.f, __ldg(sbt + kb)};
+#endif
 }
 
 // one 128-K block of the stage at a / b (shared addresses): four k32 wgmmas into P, scale-d = 0 on the first (P
@@ -289,6 +318,7 @@ __device__ __forceinline__ void fp8_block(float (&p)[NACC], unsigned a, unsigned
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
+#if BN_TILE == 128
 // two-level accumulation: acc = fma(P, sa[row] * sb, acc) in f32 (rows 16w + g and 8 below: r & 2)
 __device__ __forceinline__ void promote(float (&d)[NACC], const float (&p)[NACC], BlockScales sc) {
     const float s_lo = __fmul_rn(sc.lo, sc.b), s_hi = __fmul_rn(sc.hi, sc.b);
@@ -296,6 +326,27 @@ __device__ __forceinline__ void promote(float (&d)[NACC], const float (&p)[NACC]
     for (int r = 0; r < NACC; ++r)                                  // epilogue: scale_ab
         d[r] = __fmaf_rn(p[r], (r & 2) ? s_hi : s_lo, d[r]);
 }
+
+#else
+// the same for a 192-column tile: its columns 8(r >> 2) + .. below SPLIT take B's first block scale, the rest the
+// second (the split is a multiple of 64, so it falls between two registers' 8-column groups); SPLIT a template
+// argument so each register's scale is chosen at compile time
+template <int SPLIT>
+__device__ __forceinline__ void promote_split(float (&d)[NACC], const float (&p)[NACC], BlockScales sc) {
+    const float s_lo = __fmul_rn(sc.lo, sc.b), s_hi = __fmul_rn(sc.hi, sc.b);
+    const float t_lo = __fmul_rn(sc.lo, sc.b2), t_hi = __fmul_rn(sc.hi, sc.b2);
+#pragma unroll
+    for (int r = 0; r < NACC; ++r)                                  // epilogue: scale_ab
+        d[r] = __fmaf_rn(p[r], 8 * (r >> 2) < SPLIT ? ((r & 2) ? s_hi : s_lo) : ((r & 2) ? t_hi : t_lo), d[r]);
+}
+
+// a 192-column tile at column 192 tn starts at 0 (tn even) or 64 (tn odd) inside a 128-column block of B: it spans
+// exactly two blocks, the second from tile column 128 or 64 on
+__device__ __forceinline__ void promote(float (&d)[NACC], const float (&p)[NACC], BlockScales sc, int split) {
+    if (split == 128) promote_split<128>(d, p, sc);
+    else promote_split<64>(d, p, sc);
+}
+#endif
 #endif
 
 // the epilogue's steps after beta * C for the values of columns col and col + 1 (a column at or past N has none):
@@ -525,8 +576,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
         const unsigned a_off = 0;
         const int row0_in_tile = 0;
 #else
-        const unsigned a_off = c * 64 * 128;                                // rows 64c.. of the 128-row A tile
-        const int row0_in_tile = 64 * c;
+        const unsigned a_off = c * (BM / 2) * 128;                          // rows (BM / 2)c.. of the A tile
+        const int row0_in_tile = (BM / 2) * c;
 #endif
         int tm, tn;
         my_tile(tile, tm, tn);
@@ -534,12 +585,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #if FP8
         // this thread's first row (16w + g; the second is 8 below) and the tile's row of B's scales
         const int rlo = tm * BM + row0_in_tile + 16 * (int)(t / 32) + (int)(t % 32) / 4;
+#if BN_TILE == 192
+        const int sb0 = tn * BN / 128, sb1 = min(sb0 + 1, (N - 1) / 128);   // the two column blocks of B's scales
+        const int split = 128 * (sb0 + 1) - tn * BN;                      // tile column where the second begins
+        const float* sbt = sb + (size_t)sb0 * nk;
+        const float* sbt2 = sb + (size_t)sb1 * nk;
+#else
         const float* sbt = sb + (size_t)tn * nk;
-#pragma unroll
-        for (int r = 0; r < NACC; ++r) d[0][r] = 0.f;                       // the f32 accumulator starts at 0
+        const float* sbt2 = sbt;
 #endif
-#if FP8
-        BlockScales sc = load_scales(sa, sbt, 0, M, rlo);                  // block 0's scales
+#pragma unroll
+        for (int m = 0; m < MSUB; ++m)
+#pragma unroll
+            for (int r = 0; r < NACC; ++r) d[m][r] = 0.f;                   // the f32 accumulator starts at 0
+        BlockScales sc[MSUB];                                               // block 0's scales (rows 64m.. below)
+#pragma unroll
+        for (int m = 0; m < MSUB; ++m) sc[m] = load_scales(sa, sbt, sbt2, 0, M, rlo + 64 * m);
 #endif
         for (int kb = 0; kb < nk; ++kb, ++it) {
             const int s = it % STAGES;
@@ -552,17 +613,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
             const bool last = tile + tile_step >= tiles_iter && kb == nk - 1;
             if (c == 1 || it > 0) asm volatile("bar.sync %0, 256;" :: "r"(3 + c) : "memory");
 #endif
-            fp8_block(p[0], a_base + s * A_BYTES + a_off, b_base + s * B_BYTES);
+            // BM_TILE 256: the consumer's two m64 blocks one after the other through the one partial sum (the
+            // other consumer's wgmmas run while this one promotes); the stage goes back after the last
+#pragma unroll
+            for (int m = 0; m < MSUB; ++m) {
+                fp8_block(p[0], a_base + s * A_BYTES + a_off + m * 64 * 128, b_base + s * B_BYTES);
 #if STAGGER
-            if (c == 0 || !last) asm volatile("bar.arrive %0, 256;" :: "r"(3 + (c ^ 1)) : "memory");
+                if (c == 0 || !last) asm volatile("bar.arrive %0, 256;" :: "r"(3 + (c ^ 1)) : "memory");
 #endif
-            // the next block's scales, loaded while the wgmmas run and used one block later
-            const BlockScales next = kb + 1 < nk ? load_scales(sa, sbt, kb + 1, M, rlo) : sc;
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            fence_acc(p[0]);
-            if (t % 32 == 0) release(bars + 8 * (STAGES + s));              // P holds what the stage gave
-            promote(d[0], p[0], sc);
-            sc = next;
+                // the next block's scales, loaded while the wgmmas run and used one block later
+                const BlockScales next = kb + 1 < nk ? load_scales(sa, sbt, sbt2, kb + 1, M, rlo + 64 * m) : sc[m];
+                asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                fence_acc(p[0]);
+                if (m == MSUB - 1 && t % 32 == 0) release(bars + 8 * (STAGES + s));   // P holds what the stage gave
+#if BN_TILE == 192
+                promote(d[m], p[0], sc[m], split);
+#else
+                promote(d[m], p[0], sc[m]);
+#endif
+                sc[m] = next;
+            }
 #else
             fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");

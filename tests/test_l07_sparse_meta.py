@@ -76,7 +76,8 @@ def _fake_record(c, behaves_as):
         nib = b["nib"][g][0]
         v = c.get("nibbles", range(16))[g]
         d = sparsity.mma_sp(b["vals"][g][0], np.where(nib == v, behaves_as(v), nib), b["B"][g][0].T, None,
-                            atype=sp.atype, btype=sp.btype, dtype=sp.dtype, invalid="hardware")
+                            atype=sp.atype, btype=sp.btype, dtype=sp.dtype, invalid="hardware",
+                            model=l07.numerics_model(sp.atype, sp.dtype, zero_rule=True))
         regs.append(fragments.accumulator_registers(d, sp.n, sp.dtype).astype(np.uint32))
     d = np.concatenate(regs).reshape(-1)
     return dict(c, ok=True, d=pack(d.view(np.uint8)), d1=pack(d.view(np.uint8)))

@@ -225,15 +225,55 @@ def test_more_groups_in_flight_raise_utilisation():
     assert timing.exec_cycles("bf16", 256) == timing.exec_cycles("e4m3", 256) == timing.exec_cycles("sp_bf16", 256) == 128
 
 
-def test_calibration_uses_only_the_documented_subset():
-    recs = [dict(type="bf16", n=64, per_group=16, depth=1, iters=64, cycles=[64 * 16 * 46]),
-            dict(type="bf16", n=256, per_group=16, depth=1, iters=64, cycles=[64 * 16 * 142]),
-            dict(type="bf16", n=64, per_group=1, depth=0, iters=256, cycles=[256 * 300]),
-            dict(type="e4m3", n=256, per_group=16, depth=1, iters=64, cycles=[1])]
+def _timing_record(kernel, atype, n, g, d, sets, cycles):
+    r = dict(id=f"{kernel}_{atype}_{n}_{g}_{d}_{sets}", type=atype, n=n, per_group=g, depth=d, sets=sets,
+             iters=1024 // g if kernel == "l07_wgmma_deps" else 64, cycles=[cycles])
+    if kernel == "l07_wgmma_deps":
+        r.update(kind="timing_dep", static=True, mode="chain")
+    else:
+        r.update(kind="timing")
+    return r
+
+
+def test_calibration_recovers_known_constants_from_the_documented_subset():
+    """Records made by the model itself (fence and wait equal, the depth-3 loop warp-bound, as on the H200)."""
+    truth = timing.WgmmaTiming(issue=timing.ISSUE, min_exec=23.0, slowdown=1.0, overhead=0.5, sparse_extra=18.0,
+                               latency_start=0.0, latency_tail=40.0, wait=6.0, fence=6.0, loop=20.0, work=90.0,
+                               work_wait=(120.0, 110.0, 140.0, 140.0), work_block4=60.0)
+    recs = []
+    for key in timing.CALIBRATION:
+        r = _timing_record(*key, cycles=0)
+        r["cycles"] = [timing.predict_case(r, truth)]
+        recs.append(r)
     p = timing.calibrate(recs)
-    assert p.slowdown == pytest.approx(1.0) and p.overhead == pytest.approx(14.0)
-    assert [timing.is_calibration(r) for r in recs] == [True, True, True, False]
-    assert timing.calibrate(recs[3:]) == timing.PRIOR
+    for f in ("min_exec", "slowdown", "overhead", "sparse_extra", "latency_tail", "loop", "work", "work_block4"):
+        assert getattr(p, f) == pytest.approx(getattr(truth, f), abs=0.1), f
+    assert p.fence + p.wait == pytest.approx(truth.fence + truth.wait)
+    assert p.work_wait == pytest.approx(truth.work_wait, abs=0.1)
+    # records outside the subset change nothing; none at all gives the prior
+    other = _timing_record("l07_wgmma_deps", "bf16", 128, 4, 2, 1, cycles=1)
+    assert not timing.is_calibration(other) and timing.calibrate(recs + [other]) == p
+    assert timing.calibrate([other]) == timing.PRIOR
+
+
+def test_timing_kernel_program_is_what_ptxas_emitted():
+    """l07_wgmma_timing.cu (run-time group size): blocks of 16/8/4 and singles, one empty m64n8 HGMMA per commit."""
+    prog = timing.pattern("bf16", 64, 6, 1, 1, kernel="l07_wgmma_timing")
+    commits = sum(op == ("commit",) for op in prog)
+    assert commits == 1 + 2 + 1                 # a 4-block, two singles, the empty HGMMA
+    assert [op for op in prog if op[0] == "mma"][-1] == ("mma", "f16", 8)
+    dep = timing.pattern("bf16", 64, 6, 1, 4, sets=2)
+    assert sum(op == ("commit",) for op in dep) == 4 and sum(op == ("loop",) for op in dep) == 2
+
+
+def test_no_dependency_between_groups_on_one_accumulator():
+    """Groups in flight overlap: wait_group 1 hides the latency of one m64n256 wgmma per group (measured:
+    data/l07/wgmma_depth, 128.3 cycles per wgmma at depths 1-3)."""
+    p = timing.PRIOR
+    one = timing.simulate(timing.pattern("bf16", 256, 1, 1, 64), p)
+    assert one.cycles / 64 == pytest.approx(timing.exec_cycles("bf16", 256, p), rel=0.05)
+    zero = timing.simulate(timing.pattern("bf16", 256, 1, 0, 64), p)
+    assert zero.cycles > one.cycles * 1.2
 
 
 def test_promotion_cost_falls_with_the_interval():

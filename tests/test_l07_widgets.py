@@ -60,10 +60,14 @@ def test_sparsity_packer_round_trips_and_locates_the_nibbles():
 
 
 def test_commit_wait_timeline_more_groups_in_flight_keep_the_tensor_core_busier():
-    ex = W.commit_wait_timeline()
+    ex = W.commit_wait_timeline(per_group=2, work=40)         # the chapter's setting
     r = ex.result
     assert ex.static() is not None and "model" in ex.text.value
     assert r["curve"][1] > r["curve"][0] and len(r["timeline"].spans) == 8 * r["per_group"]
+    # other work longer than the latency hides it even at wait_group 0 (the H200's latency: ~38 cycles after the
+    # last wgmma leaves the tensor core)
+    long = W.timeline_result(per_group=2, depth=1, work=400)
+    assert long["curve"][1] == pytest.approx(long["curve"][0])
     assert r["utilisation"] == pytest.approx(r["curve"][r["depth"]])
     ex.controls["depth"].value = 0
     assert ex.result["utilisation"] == pytest.approx(r["curve"][0])

@@ -45,7 +45,7 @@ from . import begin
 
 __all__ = ["SPARSE_FORMS", "sparse_cases", "fp8_gemm_cases", "epilogue_cases", "accumulation_cases",
            "timing_cases", "meta_cases", "meta_probe_inputs", "META_PROBES", "META_FORMS", "dep_cases", "DEP_FORMS",
-           "depth_cases", "DEPTH_FORMS", "zero_align_cases", "build_sparse", "model_outputs", "run_case", "run_cases", "main", "FP8_PAIRS",
+           "depth_cases", "DEPTH_FORMS", "zero_align_cases", "numerics_model", "ZERO_EXPONENT_MEASURED", "build_sparse", "model_outputs", "run_case", "run_cases", "main", "FP8_PAIRS",
            "TIMING_FORMS"]
 
 #: name -> (n, dtype, atype, btype, a_source, sp_sel) of the kernels sp_<name> in l07_sparse_probe.cu
@@ -256,7 +256,21 @@ def build_sparse(c: dict[str, Any]) -> dict[str, Any]:
                 meta=meta, c_in=np.concatenate(cins).reshape(-1), vals=V, nib=NB, B=Bs, C=Cs)
 
 
-def model_sparse(c: dict[str, Any], built: dict[str, Any] | None = None) -> np.ndarray:
+#: the exponent a zero factor contributes to the tensor core's alignment as measured (data/l07/sparse_meta,
+#: l07/zero_align: none — the product takes no part); lesson 6's numerics.AccumulatorModel default is -126
+ZERO_EXPONENT_MEASURED = -(1 << 20)
+
+
+def numerics_model(atype: str, dtype: str, zero_rule: bool = False):
+    """The accumulator model the predictions use: :func:`h100lab.tensorcore.numerics.default_model`, or with
+    ``zero_rule`` that model with :data:`ZERO_EXPONENT_MEASURED` (no difference once the default has it)."""
+    from dataclasses import replace
+    from ..tensorcore import numerics
+    m = numerics.default_model(atype, dtype)
+    return replace(m, zero_exponent=min(m.zero_exponent, ZERO_EXPONENT_MEASURED)) if zero_rule else m
+
+
+def model_sparse(c: dict[str, Any], built: dict[str, Any] | None = None, zero_rule: bool = False) -> np.ndarray:
     """The raw D registers (grid·128·d_regs) the model predicts: the packed A and B read back through the same
     descriptors (or A registers), the nibbles read from the sp-meta registers the selector names
     (:func:`~h100lab.tensorcore.sparsity.metadata_from_registers`), :func:`~h100lab.tensorcore.sparsity.mma_sp`
@@ -285,6 +299,7 @@ def model_sparse(c: dict[str, Any], built: dict[str, Any] | None = None) -> np.n
             nib = sparsity.metadata_from_registers(b["meta"].reshape(grid, 128, steps)[g, :, s], sp.atype, sp.sp_sel)
             sd = bool(c["scale_d"]) if s == 0 else True
             D = sparsity.mma_sp(Am, nib, Bm, D, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=sd,
+                                model=numerics_model(sp.atype, sp.dtype, zero_rule),
                                 invalid="hardware" if c["input"] in ("invalid",) + META_PROBES else "raise")
         out = fragments.accumulator_registers(D, sp.n, sp.dtype)
         outs.append(out.astype(np.uint32))
@@ -533,14 +548,15 @@ def _run_accumulation(backend, c, fn):
     return {"d": out.to_host().reshape(-1)}
 
 
-def model_accumulation(c) -> np.ndarray:
+def model_accumulation(c, zero_rule: bool = False) -> np.ndarray:
     """The chained :func:`h100lab.tensorcore.numerics.mma` (each D fed back as C), in register order."""
     from ..tensorcore import fragments, numerics
     b = build_zero_align(c) if c["kind"] == "zero_align" else build_accumulation(c)
     sp = b["spec"]
     D = None
     for A, B in zip(b["A"], b["B"]):
-        D = numerics.mma(A, B.T, D, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=D is not None)
+        D = numerics.mma(A, B.T, D, atype=sp.atype, btype=sp.btype, dtype=sp.dtype, scale_d=D is not None,
+                         model=numerics_model(sp.atype, sp.dtype, zero_rule))
     out = fragments.accumulator_registers(D, 64, sp.dtype)
     return out.astype(np.uint32).reshape(-1)
 
@@ -674,19 +690,20 @@ def run_case(backend, c: dict[str, Any], programs: dict | None = None) -> dict[s
     raise ValueError(f"unknown case kind {kind!r}")
 
 
-def model_outputs(c: dict[str, Any]) -> dict[str, np.ndarray]:
+def model_outputs(c: dict[str, Any], zero_rule: bool = False) -> dict[str, np.ndarray]:
     """The outputs the model predicts for a case (timing cases: none — they are compared by
-    :mod:`h100lab.validation.l07` with the timing model's tolerance)."""
+    :mod:`h100lab.validation.l07` with the timing model's tolerance); ``zero_rule``: with the measured alignment
+    of zero factors (:func:`numerics_model`) for the sparse, chain and zero-alignment cases."""
     kind = c["kind"]
     if kind == "sparse":
-        d = model_sparse(c)
+        d = model_sparse(c, zero_rule=zero_rule)
         return {"d": d, **{f"d{i}": d for i in range(1, c.get("repeat", 1))}}
     if kind == "fp8_gemm":
         return model_fp8_gemm(c)
     if kind == "epilogue":
         return model_epilogue(c)
     if kind in ("accumulation", "zero_align"):
-        return {"d": model_accumulation(c)}
+        return {"d": model_accumulation(c, zero_rule=zero_rule)}
     return {}
 
 

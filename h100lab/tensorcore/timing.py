@@ -2,29 +2,45 @@
 wait_group takes one warpgroup, and how busy it keeps the SM's tensor cores.
 
 The program order is the PTX ISA's (§9.7.15.7: ``wgmma.mma_async`` is issued and returns at once, ``commit_group``
-closes a group, ``wait_group N`` blocks until at most N groups are pending). The cycle counts are a model:
+closes a group, ``wait_group N`` blocks until at most N groups are pending); the program the model runs is the one
+the SASS shows (``WARPGROUP.ARRIVE`` for ``wgmma.fence``, ``HGMMA`` with ``gsb0`` on the wgmma that closes a group,
+``WARPGROUP.DEPBAR.LE gsb0, N`` for the wait). The cycle counts are a model:
 
-* **issue**: the warpgroup spends :attr:`WgmmaTiming.issue` cycles issuing each wgmma;
-* **execution**: the tensor cores take one wgmma at a time, in order, for ``max(min_exec, MACs / rate)`` cycles —
-  ``rate`` the dense peak per SM per clock (hopper-spec-facts §1.1: 2048 MAC for f16/bf16, 1024 tf32, 4096 fp8 /
-  int8; sparse counts the K/2 stored products twice as fast, i.e. the dense cycles of the same N), scaled by
-  :attr:`WgmmaTiming.slowdown`; every dense m64nNk form takes ``N/2`` cycles at peak;
-* **latency**: a wgmma's results are visible :attr:`WgmmaTiming.latency` cycles after it leaves the tensor core;
-  a ``wait_group`` returns when the groups it waits for are visible, plus :attr:`WgmmaTiming.wait` cycles.
+* **warp**: issuing a wgmma costs :attr:`WgmmaTiming.issue`, a ``wgmma.fence`` :attr:`~WgmmaTiming.fence`, a
+  ``wait_group`` :attr:`~WgmmaTiming.wait` after its groups are visible, a taken loop branch
+  :attr:`~WgmmaTiming.loop` (``("work", c)`` for any other instructions);
+* **tensor cores**: one wgmma at a time, in issue order, ``max(min_exec, slowdown·N/2 + overhead)`` cycles
+  (+ ``sparse_extra`` for ``.sp``) — ``rate`` the dense peak per SM per clock (hopper-spec-facts §1.1: 2048 MAC
+  for f16/bf16, 1024 tf32, 4096 fp8 / int8: every dense m64nNk form is ``N/2`` cycles at peak);
+* **latency**: a wgmma's results are visible at ``max(start + latency_start, end + latency_tail)``;
+* **no dependency between groups**: a wgmma that accumulates into registers an earlier group still writes waits
+  for nothing but the tensor core (measured: chained and independent accumulators, and overwriting ones, time
+  the same).
 
-Calibration (:func:`calibrate`) uses a documented subset of ``data/l07/wgmma_timing`` (:func:`is_calibration`:
-bf16 at N = 64 and 256, latency and throughput patterns); every other record — the other N, tf32, e4m3, s8,
-sparse bf16 and the group-depth patterns — is held out (:func:`h100lab.validation.l07.check_timing`).
-Assumptions: one warpgroup alone on the SM; no memory stalls (operands already in shared memory); clock64
-overhead folded into ``wait``. Without the dataset the defaults are priors (peak rate, guessed latency).
+Measured on the H200 (``data/l07/wgmma_depth``: ``l07_wgmma_deps.cu`` with the wait depth compiled in, 1024
+wgmmas per run; :func:`calibrate`): every m64nN bf16 wgmma takes ``N/2`` cycles back to back (0.3 more); a
+group's results are visible ~38 cycles after its last wgmma leaves the tensor core; the warp spends ~12 cycles
+per group on fence, issue and wait and ~22 on a taken loop branch. So one group in flight (``wait_group 1``)
+already hides the latency from N = 256 on and from four m64n64 wgmmas per group; smaller groups want 2–3 — and
+**groups on one chained accumulator overlap exactly like groups on independent ones** (the hypothesis that a
+read-modify-write of the same accumulator serialises them is refuted: ``chain``, ``fresh`` (scale-d = 0) and
+2 or 4 accumulator sets give the same cycles wherever the warp's own loop is not the bound).
 
-Measured on the H200 (data/l07/wgmma_timing, :func:`calibrated`): every dense type takes the same cycles per
-m64nN wgmma — about ``N/2 + 14`` (≥ 35) back to back, i.e. the datasheet's peak rates — and a sparse one about 17
-more; one wgmma waited for alone costs ~270 cycles (N ≤ 128). **Where the model misses** (held out, reported
-by :func:`h100lab.validation.l07.check_timing`): the group-depth patterns with one accumulator chained across
-groups — on the H200 ``wait_group 1`` or ``2`` after small groups buys little (N = 64, one wgmma per group:
-~262–290 cycles per group at every depth), while the model lets the groups overlap; the mechanism (the
-per-group ``wgmma.fence`` or the accumulator dependency across a commit) is not identified.
+The first timing kernel (``l07_wgmma_timing.cu``, ``data/l07/wgmma_timing``) took the group size at run time,
+and ptxas then (read from its cubin with ``cuobjdump -sass``) closes every group with an **empty HGMMA**
+(``HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT, gsb0``), makes each wgmma of a group's remainder (size mod 4) a
+group of its own, recomputes the descriptors and reads the depth through a jump table every iteration.
+``wait_group 1`` there waits for every real wgmma (only the empty one may stay pending), which is why that
+kernel showed no overlap at depth 1; the model runs that program (:func:`pattern` with
+``kernel="l07_wgmma_timing"``) with the loop's extra warp work calibrated on two of its records
+(:data:`CALIBRATION`).
+
+Calibration (:func:`calibrate`) uses a documented subset (:func:`is_calibration`); every other record of
+``l07/wgmma_depth`` and ``l07/wgmma_timing`` is held out (:func:`h100lab.validation.l07.check_timing`).
+``l07/wgmma_deps`` (the same kernels with the depth chosen at run time by a switch) is informative only: the
+switch's branches cost the warp more than the tensor core takes. Assumptions: one warpgroup alone on the SM; no
+memory stalls (operands already in shared memory, the same tile every time); clock64 overhead folded into
+``wait``. Without the datasets the defaults are priors.
 """
 from __future__ import annotations
 
@@ -34,7 +50,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["WgmmaTiming", "PRIOR", "exec_cycles", "simulate", "pattern", "predict_case", "calibrate", "promotion_cost",
-           "two_level_program", "calibrated", "CALIBRATION",
+           "two_level_program", "calibrated", "CALIBRATION", "KERNELS", "kernel_of",
            "is_calibration", "Timeline", "utilisation"]
 
 #: dense tensor-core MACs per SM per clock (hopper-spec-facts §1.1)
@@ -46,24 +62,33 @@ _K = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 
 class WgmmaTiming:
     """Model constants (cycles): ``issue`` per wgmma; execution ``max(min_exec, slowdown·N/2 + overhead)``
     (+ ``sparse_extra`` for ``.sp``); results visible at ``max(start + latency_start, end + latency_tail)``;
-    ``wait`` cost of a wait_group."""
+    ``wait`` cost of a wait_group, ``fence`` of a wgmma.fence, ``loop`` of a taken loop branch. The rest is the
+    extra warp work of ``l07_wgmma_timing.cu``'s loop (run-time group size, :func:`pattern`): ``work`` before its
+    wgmmas (reading the group size, branching to the block sizes, recomputing the descriptors), ``work_wait[d]``
+    between the empty HGMMA and ``wait_group d`` (the depth read through a jump table: each depth its own path),
+    ``work_block4`` more when the group runs through the loop of 4-wgmma blocks."""
 
     issue: float = 8.0
     min_exec: float = 16.0
     slowdown: float = 1.0
     overhead: float = 0.0
     sparse_extra: float = 0.0
-    latency_start: float = 200.0
-    latency_tail: float = 100.0
-    wait: float = 20.0
+    latency_start: float = 0.0
+    latency_tail: float = 40.0
+    wait: float = 4.0
+    fence: float = 0.0
+    loop: float = 20.0
+    work: float = 0.0
+    work_wait: tuple = (0.0, 0.0, 0.0, 0.0)
+    work_block4: float = 0.0
 
 
 PRIOR = WgmmaTiming()
 
 
 def exec_cycles(atype: str, n: int, params: WgmmaTiming = PRIOR) -> float:
-    """Tensor-core cycles of one m64nN wgmma of dense type ``atype`` (``sp_<t>`` for sparse: the dense cycles of the
-    same N plus ``sparse_extra``)."""
+    """Tensor-core cycles of one m64nN wgmma of dense type ``atype`` (``sp_<t>`` for sparse: ``sparse_extra`` more
+    than the dense line of the same N, the same floor ``min_exec``)."""
     sparse = atype.startswith("sp_")
     t = atype[3:] if sparse else atype
     if t not in RATE:
@@ -87,7 +112,12 @@ class Timeline:
 
 
 def simulate(program: Sequence[tuple], params: WgmmaTiming = PRIOR) -> Timeline:
-    """Run ``program``: ("mma", atype, n) | ("commit",) | ("wait", N) | ("fence",) | ("work", cycles)."""
+    """Run ``program``: ("mma", atype, n) | ("commit",) | ("wait", N) | ("fence",) | ("loop",) | ("work", cycles).
+
+    ``mma``: issued ``issue`` cycles later, started when the tensor core is free (in issue order), visible at
+    ``max(start + latency_start, end + latency_tail)`` — whatever accumulator it uses (no dependency between
+    groups, measured); ``commit`` closes the open group (an empty group is visible at once); ``wait N`` blocks
+    until at most N groups are pending, then costs ``wait``; ``fence``, ``loop`` cost their constants."""
     t = 0.0
     tc_free = 0.0
     open_done: list[float] = []
@@ -114,11 +144,9 @@ def simulate(program: Sequence[tuple], params: WgmmaTiming = PRIOR) -> Timeline:
                 groups = groups[len(groups) - n:] if n else []
             t += params.wait
         elif op[0] == "fence":
-            # wgmma.fence on registers that in-flight wgmmas write, modelled as waiting for them [hypothesis;
-            # not used by pattern(): the H200's throughput pattern shows no such drain]
-            pend = open_done + groups
-            if pend:
-                t = max(t, max(pend))
+            t += params.fence
+        elif op[0] == "loop":
+            t += params.loop
         elif op[0] == "work":
             t += float(op[1])
         else:
@@ -126,13 +154,50 @@ def simulate(program: Sequence[tuple], params: WgmmaTiming = PRIOR) -> Timeline:
     return Timeline(t, busy, spans)
 
 
-def pattern(atype: str, n: int, per_group: int, depth: int, iters: int) -> list[tuple]:
-    """The program of ``l07_wgmma_timing.cu``: ``iters`` × (per_group wgmmas, commit, wait depth), wait 0 (its
-    per-group ``wgmma.fence`` is not modelled: see the module docstring's measured miss)."""
+#: the kernels whose loops :func:`pattern` writes out
+KERNELS = ("l07_wgmma_deps", "l07_wgmma_timing")
+
+
+def pattern(atype: str, n: int, per_group: int, depth: int, iters: int, *, sets: int = 1,
+            kernel: str = "l07_wgmma_deps") -> list[tuple]:
+    """The program of a timing kernel's loop: ``iters`` groups of ``per_group`` wgmmas, ``commit``, ``wait depth``,
+    then ``wait 0``.
+
+    ``l07_wgmma_deps`` (compile-time group size and depth): per group a fence, the wgmmas, commit, wait; a loop
+    branch every ``sets`` groups (the loop body holds one group per accumulator set). ``l07_wgmma_timing``
+    (run-time group size, as ptxas compiled it — module docstring): per iteration the loop's extra ``work``, a
+    fence; the group's wgmmas as blocks of 16, 8 and 4 (a fence and one group each) and the size-mod-4 rest one
+    group each (a fence each); an empty m64n8 HGMMA (a fence, its own group); the wait; the loop branch."""
+    if kernel == "l07_wgmma_deps":
+        prog = []
+        for i in range(iters):
+            prog += [("fence",)] + [("mma", atype, n)] * per_group + [("commit",), ("wait", depth)]
+            if (i + 1) % sets == 0:
+                prog.append(("loop",))
+        return prog + [("wait", 0)]
+    if kernel != "l07_wgmma_timing":
+        raise ValueError(f"kernel {kernel!r}: one of {KERNELS}")
+    blocks, rest = [], per_group - per_group % 4
+    for size in (16, 8):
+        while rest >= size and (size == 16 or rest > 4):
+            blocks.append(size)
+            rest -= size
+    blocks += [4] * (rest // 4) + [1] * (per_group % 4)
     prog = []
     for _ in range(iters):
-        prog += [("mma", atype, n)] * per_group + [("commit",), ("wait", depth)]
+        prog += [("work", "pre" if 4 not in blocks else "pre4"), ("fence",)]
+        for size in blocks:
+            prog += [("fence",)] + [("mma", atype, n)] * size + [("commit",)]
+        prog += [("fence",), ("mma", "f16", 8), ("commit",), ("work", f"wait{min(depth, 3)}"), ("wait", depth),
+                 ("loop",)]
     return prog + [("wait", 0)]
+
+
+def _resolve(program, params):
+    """The timing kernel's named extra work (``("work", "pre" | "pre4" | "wait<d>")``) → cycles of ``params``."""
+    named = {"pre": params.work, "pre4": params.work + params.work_block4,
+             **{f"wait{d}": params.work_wait[d] for d in range(4)}}
+    return [("work", named[op[1]]) if op[0] == "work" and isinstance(op[1], str) else op for op in program]
 
 
 def utilisation(atype: str, n: int, per_group: int, depth: int, iters: int = 64,
@@ -141,21 +206,49 @@ def utilisation(atype: str, n: int, per_group: int, depth: int, iters: int = 64,
     return simulate(pattern(atype, n, per_group, depth, iters), params).utilisation
 
 
+def kernel_of(c: dict[str, Any]) -> str:
+    """The kernel a timing record measured: ``l07_wgmma_deps`` (kind ``timing_dep``) or ``l07_wgmma_timing``."""
+    return "l07_wgmma_deps" if c.get("kind") == "timing_dep" else "l07_wgmma_timing"
+
+
 def predict_case(c: dict[str, Any], params: WgmmaTiming = PRIOR) -> float:
-    """Predicted clock64 cycles of a ``l07/wgmma_timing`` case."""
-    return simulate(pattern(c["type"], c["n"], c["per_group"], c["depth"], c["iters"]), params).cycles
+    """Predicted clock64 cycles of a ``l07/wgmma_timing`` or ``l07/wgmma_depth`` record."""
+    if c.get("kind") == "timing_dep" and not c.get("static"):
+        raise ValueError(f"{c['id']}: the run-time depth switch of l07/wgmma_deps is not modelled (its branches cost "
+                         "the warp more than the tensor core takes); l07/wgmma_depth measured the same loops")
+    prog = pattern(c["type"], c["n"], c["per_group"], c["depth"], c["iters"], sets=c.get("sets", 1),
+                   kernel=kernel_of(c))
+    return simulate(_resolve(prog, params), params).cycles
 
 
-#: the documented calibration subset: (type, N, per_group, depth)
-CALIBRATION = {("bf16", 16, 16, 1), ("bf16", 64, 16, 1), ("bf16", 256, 16, 1), ("bf16", 64, 1, 0),
-               ("bf16", 256, 1, 0), ("sp_bf16", 64, 16, 1)}
+#: cycles to issue one wgmma [assumption: the warp's fence + issue + wait, measured together, split with 4 here]
+ISSUE = 4.0
+
+#: the documented calibration subset: (kernel, type, N, per_group, depth, sets)
+CALIBRATION = {("l07_wgmma_deps", "bf16", 64, 16, 1, 1),      # back to back at N = 64  → exec line
+               ("l07_wgmma_deps", "bf16", 256, 4, 1, 1),      # back to back at N = 256 → exec line
+               ("l07_wgmma_deps", "bf16", 64, 1, 0, 1),       # one wgmma waited for    → latency_tail
+               ("l07_wgmma_deps", "bf16", 64, 1, 0, 4),       # the same, 4 groups per loop → loop
+               ("l07_wgmma_deps", "bf16", 64, 1, 3, 1),       # warp-bound loop         → issue + fence + wait
+               ("l07_wgmma_timing", "bf16", 16, 16, 1, 1),    # timing kernel: min_exec
+               ("l07_wgmma_timing", "sp_bf16", 64, 16, 1, 1),  # timing kernel: sparse_extra
+               ("l07_wgmma_timing", "bf16", 256, 1, 0, 1),    # timing kernel: work (the latency shows)
+               ("l07_wgmma_timing", "bf16", 64, 1, 0, 1),     # timing kernel: work_wait[0] (warp-bound)
+               ("l07_wgmma_timing", "bf16", 64, 1, 1, 1),     # timing kernel: work_wait[1]
+               ("l07_wgmma_timing", "bf16", 64, 1, 2, 1),     # timing kernel: work_wait[2] (= [3])
+               ("l07_wgmma_timing", "bf16", 64, 4, 0, 1)}     # timing kernel: work_block4
+
+
+def _key(c: dict[str, Any]) -> tuple:
+    return (kernel_of(c), c["type"], c["n"], c["per_group"], c["depth"], c.get("sets", 1))
 
 
 def is_calibration(c: dict[str, Any]) -> bool:
-    """Whether a timing record belongs to :data:`CALIBRATION`: bf16 throughput at N = 16, 64, 256, bf16 latency at
-    N = 64, 256, sparse bf16 throughput at N = 64. Everything else (tf32, e4m3, s8, other N, sparse at other N,
-    every group-depth pattern) is held out."""
-    return (c["type"], c["n"], c["per_group"], c["depth"]) in CALIBRATION
+    """Whether a timing record belongs to :data:`CALIBRATION` (chained mode, compile-time depth for
+    ``l07_wgmma_deps``). Everything else is held out; ``l07/wgmma_deps`` records (run-time depth) are neither."""
+    if c.get("kind") == "timing_dep" and (not c.get("static") or c.get("mode") != "chain"):
+        return False
+    return _key(c) in CALIBRATION
 
 
 def _med(r):
@@ -163,12 +256,22 @@ def _med(r):
 
 
 def calibrate(records: Sequence[dict[str, Any]], prior: WgmmaTiming = PRIOR) -> WgmmaTiming:
-    """Fit the constants on the calibration subset (:func:`is_calibration`) of ``l07/wgmma_timing``:
-    throughput per wgmma at N = 64, 256 → ``slowdown`` and ``overhead`` (a line in N/2); at N = 16 → ``min_exec``;
-    sparse N = 64 → ``sparse_extra``; latency at N = 64 → ``latency_start`` (issue, wait at their priors
-    [assumption]) and at N = 256 → ``latency_tail``. Without calibration records: the prior."""
-    cal = {(r["type"], r["n"], r["per_group"], r["depth"]): r for r in records
-           if r.get("ok", True) and r.get("cycles") and is_calibration(r)}
+    """Fit the constants on the calibration subset (:func:`is_calibration`), each from the record that isolates it:
+
+    * ``slowdown``, ``overhead``: cycles per wgmma of back-to-back groups at N = 64 and 256 (a line in N/2);
+    * ``loop``: one group per loop vs four (``sets`` 1 vs 4) at depth 0, N = 64: 3/4 of a loop branch apart;
+    * ``issue + fence + wait``: the warp-bound loop (depth 3, one m64n64 wgmma per group) minus ``loop`` — split
+      as ``issue`` = :data:`ISSUE` and the rest half to ``fence``, half to ``wait`` [assumption: the three are
+      not separable here; the split only matters for long groups, where the tensor core binds];
+    * ``latency_tail``: one wgmma waited for (depth 0, N = 64) minus the warp's share and the execution;
+      ``latency_start`` 0 (no floor measured: the depth-0 loop grows by exactly the execution from N = 64 to 256);
+    * the timing kernel (one constant per record, by bisection, in this order and twice round): ``work`` (N =
+      256, one wgmma per group, depth 0: the tensor core's latency shows), ``work_wait[d]`` (N = 64, one wgmma,
+      depth d = 0, 1, 2; depth 3 as 2: the jump table sends 2 and 3 the same way), ``work_block4`` (N = 64, 4
+      per group), ``min_exec`` (N = 16 back to back), ``sparse_extra`` (sparse N = 64 back to back).
+
+    Without calibration records: the prior."""
+    cal = {_key(r): r for r in records if r.get("ok", True) and r.get("cycles") and is_calibration(r)}
     if not cal:
         return prior
     p = prior
@@ -176,29 +279,67 @@ def calibrate(records: Sequence[dict[str, Any]], prior: WgmmaTiming = PRIOR) -> 
     def per(key):
         r = cal[key]
         return _med(r) / (r["iters"] * r["per_group"])
-    if ("bf16", 64, 16, 1) in cal and ("bf16", 256, 16, 1) in cal:
-        a, b = per(("bf16", 64, 16, 1)), per(("bf16", 256, 16, 1))
+
+    d = "l07_wgmma_deps"
+    t = "l07_wgmma_timing"
+    if (d, "bf16", 64, 16, 1, 1) in cal and (d, "bf16", 256, 4, 1, 1) in cal:
+        a, b = per((d, "bf16", 64, 16, 1, 1)), per((d, "bf16", 256, 4, 1, 1))
         slope = (b - a) / (128 - 32)
         p = replace(p, slowdown=slope, overhead=a - slope * 32)
-    if ("bf16", 16, 16, 1) in cal:
-        p = replace(p, min_exec=per(("bf16", 16, 16, 1)))
-    if ("sp_bf16", 64, 16, 1) in cal:
-        p = replace(p, sparse_extra=per(("sp_bf16", 64, 16, 1)) - exec_cycles("bf16", 64, p))
-    if ("bf16", 64, 1, 0) in cal:
-        r = cal[("bf16", 64, 1, 0)]
-        p = replace(p, latency_start=_med(r) / r["iters"] - p.issue - p.wait)
-    if ("bf16", 256, 1, 0) in cal:
-        r = cal[("bf16", 256, 1, 0)]
-        p = replace(p, latency_tail=_med(r) / r["iters"] - p.issue - p.wait - exec_cycles("bf16", 256, p))
+    if (d, "bf16", 64, 1, 0, 1) in cal and (d, "bf16", 64, 1, 0, 4) in cal:
+        p = replace(p, loop=(per((d, "bf16", 64, 1, 0, 1)) - per((d, "bf16", 64, 1, 0, 4))) * 4 / 3)
+    if (d, "bf16", 64, 1, 3, 1) in cal:
+        rest = per((d, "bf16", 64, 1, 3, 1)) - p.loop - ISSUE
+        p = replace(p, issue=ISSUE, fence=rest / 2, wait=rest / 2)
+    if (d, "bf16", 64, 1, 0, 1) in cal:
+        p = replace(p, latency_start=0.0, latency_tail=per((d, "bf16", 64, 1, 0, 1)) - p.issue - p.fence - p.wait -
+                    p.loop - exec_cycles("bf16", 64, p))
+    # refine by simulation (the closed forms above ignore the loop's start and drain): each constant from its record
+    steps = [((d, "bf16", 64, 16, 1, 1), lambda q, v: replace(q, overhead=v), -16.0, 64.0),
+             ((d, "bf16", 256, 4, 1, 1), lambda q, v: replace(q, slowdown=v), 0.5, 2.0),
+             ((d, "bf16", 64, 1, 3, 1), lambda q, v: replace(q, fence=v, wait=v), 0.0, 200.0),
+             ((d, "bf16", 64, 1, 0, 1), lambda q, v: replace(q, latency_tail=v), 0.0, 1000.0)] + \
+        [((t, "bf16", 256, 1, 0, 1), lambda q, v: replace(q, work=v), 0.0, 2000.0)] + \
+        [((t, "bf16", 64, 1, k, 1), lambda q, v, k=k: replace(q, work_wait=q.work_wait[:k] + (v,) * (4 - k)), 0.0,
+          2000.0) for k in range(3)] + \
+        [((t, "bf16", 64, 4, 0, 1), lambda q, v: replace(q, work_block4=v), -500.0, 2000.0),
+         ((t, "bf16", 16, 16, 1, 1), lambda q, v: replace(q, min_exec=v), 1.0, 128.0),
+         ((t, "sp_bf16", 64, 16, 1, 1), lambda q, v: replace(q, sparse_extra=v), 0.0, 128.0)]
+    for _ in range(3):
+        for key, make, lo, hi in steps:
+            if key in cal:
+                p = make(p, _fit(lambda v: make(p, v), cal[key], lo, hi))
     return p
 
 
+def _fit(make, r, lo: float, hi: float) -> float:
+    """The value of one constant (``make(v)`` → params) that makes :func:`predict_case` of record ``r`` equal its
+    median cycles: bisection (the prediction grows with each of these constants)."""
+    want = _med(r)
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if predict_case(r, make(mid)) < want:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
 def calibrated() -> WgmmaTiming:
-    """:func:`calibrate` on ``data/l07/wgmma_timing`` when the dataset exists, else :data:`PRIOR`."""
+    """:func:`calibrate` on ``data/l07/wgmma_depth`` and ``data/l07/wgmma_timing`` (those present), else
+    :data:`PRIOR`; once per data folder and process."""
     from .. import data
-    if not data.available("l07/wgmma_timing"):
-        return PRIOR
-    return calibrate(data.load("l07/wgmma_timing").records)
+    key = str(data.data_dir())
+    if key not in _CALIBRATED:
+        recs = []
+        for name in ("l07/wgmma_depth", "l07/wgmma_timing"):
+            if data.available(name):
+                recs += data.load(name).records
+        _CALIBRATED[key] = calibrate(recs) if recs else PRIOR
+    return _CALIBRATED[key]
+
+
+_CALIBRATED: dict[str, WgmmaTiming] = {}
 
 
 def two_level_program(n: int = 64, k_steps: int = 64, interval: int = 4, promote_cycles: float = 40.0,

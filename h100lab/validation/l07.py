@@ -14,22 +14,30 @@ import numpy as np
 from ..data import Dataset
 from . import CheckResult, silicon_check
 
-__all__ = ["check", "compare_record", "check_timing", "meta_rules", "DATASETS", "BIT_EXACT", "TIMING_TOLERANCE"]
+__all__ = ["check", "compare_record", "check_timing", "meta_rules", "same_cycles", "switch_costs", "zero_rule_check",
+           "DATASETS",
+           "BIT_EXACT", "ZERO_RULE", "TIMING", "TIMING_TOLERANCE"]
 
-BIT_EXACT = ("l07/sparse", "l07/fp8_gemm", "l07/epilogue", "l07/fp8_accumulation", "l07/sparse_meta")
-DATASETS = BIT_EXACT + ("l07/wgmma_timing", "l07/wgmma_deps")
+BIT_EXACT = ("l07/sparse", "l07/fp8_gemm", "l07/epilogue", "l07/fp8_accumulation")
+#: bit-exact under the measured alignment of zero factors (:func:`zero_rule_check`)
+ZERO_RULE = ("l07/sparse_meta", "l07/zero_align")
+TIMING = ("l07/wgmma_depth", "l07/wgmma_timing")
+DATASETS = BIT_EXACT + ZERO_RULE + TIMING + ("l07/wgmma_deps",)
 #: a held-out timing case passes when the model is within this relative error of the median measured cycles
-TIMING_TOLERANCE = 0.25
+#: (every held-out record of l07/wgmma_depth and l07/wgmma_timing is, the largest error 11.5 %; 128 of 130 are
+#: within ±10 %)
+TIMING_TOLERANCE = 0.15
 
 
-def compare_record(r: dict[str, Any]) -> tuple[int, int, dict | None]:
-    """(values compared, values different, first difference or None) for one bit-exact record."""
+def compare_record(r: dict[str, Any], zero_rule: bool = False) -> tuple[int, int, dict | None]:
+    """(values compared, values different, first difference or None) for one bit-exact record; ``zero_rule``: the
+    prediction with the measured alignment of zero factors (:func:`h100lab.measure.l07.numerics_model`)."""
     from ..measure.l04 import unpack
     from ..measure.l07 import model_outputs
 
     if not r.get("ok", False):
         return 1, 1, {"id": r["id"], "error": r.get("error", "did not run")}
-    want = model_outputs(r)
+    want = model_outputs(r, zero_rule=zero_rule)
     n = bad = 0
     first = None
     for k, m in want.items():
@@ -46,16 +54,16 @@ def compare_record(r: dict[str, Any]) -> tuple[int, int, dict | None]:
     return n, bad, first
 
 
-def check(records: Sequence[dict[str, Any]], per_value: bool = False) -> CheckResult:
+def check(records: Sequence[dict[str, Any]], per_value: bool = False, zero_rule: bool = False) -> CheckResult:
     """Records (or, with ``per_value``, output values) whose silicon outputs differ from the model's; timing
-    records go to :func:`check_timing`."""
+    records go to :func:`check_timing`. ``zero_rule``: predict with the measured alignment of zero factors."""
     if records and records[0].get("kind") == "timing":
         return check_timing(records)
     cases = mism = 0
     examples = []
     unmodelled = []
     for r in records:
-        n, b, first = compare_record(r)
+        n, b, first = compare_record(r, zero_rule=zero_rule)
         if n == 0:
             unmodelled.append(r["id"])
             continue
@@ -77,7 +85,7 @@ def meta_rules(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     codes; ``[v]`` = the gather rule, ``[]`` = no gather code explains it), ``deterministic`` (the repeated launch
     gave the same bits)."""
     from ..measure.l04 import unpack
-    from ..measure.l07 import build_sparse, META_PROBES
+    from ..measure.l07 import build_sparse, META_PROBES, numerics_model
     from ..tensorcore import fragments, sparsity
 
     out = []
@@ -99,7 +107,8 @@ def meta_rules(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
             def explains(code):
                 want = sparsity.mma_sp(A, np.where(nib == v, code, nib), B, None, atype=sp.atype, btype=sp.btype,
-                                       dtype=sp.dtype, invalid="hardware")
+                                       dtype=sp.dtype, invalid="hardware",
+                                       model=numerics_model(sp.atype, sp.dtype, zero_rule=True))
                 return bool((want == got).all())
             codes = [v] if explains(v) else [c for c in range(16) if c != v and explains(c)]
             valid = v in sparsity.VALID_TF32 if sp.atype == "tf32" else v not in sparsity.INVALID_2_4
@@ -108,13 +117,16 @@ def meta_rules(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TOLERANCE) -> CheckResult:
+def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TOLERANCE,
+                 calibration: Sequence[dict[str, Any]] | None = None) -> CheckResult:
     """Calibrate :mod:`h100lab.tensorcore.timing` on its documented subset (:func:`~h100lab.tensorcore.timing.
-    is_calibration`) and count the held-out records whose prediction is off by more than ``tolerance``."""
+    is_calibration`) of ``calibration`` (default: ``records``) and count the held-out ``records`` whose prediction
+    is off by more than ``tolerance``. The note gives the largest error and the count within ±10 %."""
     from ..tensorcore import timing
-    ok = [r for r in records if r.get("ok")]
+    ok = [r for r in (records if calibration is None else calibration) if r.get("ok")]
     params = timing.calibrate(ok)
-    cases = mism = 0
+    cases = mism = within10 = 0
+    worst = 0.0
     examples = []
     for r in records:
         if r.get("ok") and timing.is_calibration(r):
@@ -126,12 +138,58 @@ def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TO
             continue
         got = float(np.median(r["cycles"]))
         want = timing.predict_case(r, params)
-        if abs(want - got) > tolerance * got:
+        err = abs(want - got) / got
+        worst = max(worst, err)
+        within10 += err <= 0.10
+        if err > tolerance:
             mism += 1
             if len(examples) < 5:
                 examples.append({"id": r["id"], "silicon": got, "model": round(want, 1)})
-    return CheckResult(cases, mism, examples, f"{cases} held-out records, tolerance {tolerance:.0%}; calibrated on "
-                       "h100lab.tensorcore.timing.CALIBRATION")
+    return CheckResult(cases, mism, examples, f"{cases} held-out records, tolerance {tolerance:.0%} ({within10} within "
+                       f"±10 %, largest error {worst:.1%}); calibrated on h100lab.tensorcore.timing.CALIBRATION")
+
+
+def _timing_records() -> list[dict[str, Any]]:
+    from .. import data
+    return [r for name in TIMING if data.available(name) for r in data.load(name).records]
+
+
+def same_cycles(records: Sequence[dict[str, Any]], tolerance: float = 0.02) -> CheckResult:
+    """Groups on one accumulator that every wgmma reads (``chain``) and groups that overwrite it (``fresh``,
+    scale-d = 0) take the same cycles at every depth and N of ``l07/wgmma_depth``: the tensor core keeps no
+    dependency between groups (:mod:`h100lab.tensorcore.timing`)."""
+    by = {(r["mode"], r["n"], r["sets"], r["per_group"], r["depth"]): r for r in records if r.get("ok")}
+    cases = mism = 0
+    examples = []
+    for (mode, n, a, g, d), r in by.items():
+        twin = by.get(("chain", n, a, g, d))
+        if mode != "fresh" or twin is None:
+            continue
+        cases += 1
+        x, y = float(np.median(r["cycles"])), float(np.median(twin["cycles"]))
+        if abs(x - y) > tolerance * y:
+            mism += 1
+            examples.append({"id": r["id"], "fresh": x, "chain": y})
+    return CheckResult(cases, mism, examples, f"{cases} fresh/chain pairs, within ±{tolerance:.0%}")
+
+
+def switch_costs(deps: Sequence[dict[str, Any]], static: Sequence[dict[str, Any]]) -> CheckResult:
+    """Every ``l07/wgmma_deps`` record (the wait depth chosen by a run-time switch) takes at least as long as its
+    compile-time twin in ``l07/wgmma_depth`` (2 % clock noise allowed): the switch only adds warp work, which is
+    why the model leaves that dataset out."""
+    twin = {(r["mode"], r["n"], r["sets"], r["per_group"], r["depth"]): r for r in static if r.get("ok")}
+    cases = mism = 0
+    examples = []
+    for r in deps:
+        t = twin.get((r["mode"], r["n"], r["sets"], r["per_group"], r["depth"]))
+        if not r.get("ok") or t is None:
+            continue
+        cases += 1
+        x, y = float(np.median(r["cycles"])), float(np.median(t["cycles"]))
+        if x < 0.98 * y:
+            mism += 1
+            examples.append({"id": r["id"], "run_time": x, "compile_time": y})
+    return CheckResult(cases, mism, examples, f"{cases} records with a compile-time twin")
 
 
 @silicon_check("Sparse wgmma (2:4 / 1:2): every output of every type, selector and metadata kind", lesson=7,
@@ -156,23 +214,51 @@ def _accumulation(ds: Dataset) -> CheckResult:
     return check(ds.records, per_value=True)
 
 
+def zero_rule_check(records: Sequence[dict[str, Any]]) -> CheckResult:
+    """:func:`check` (per value) with the measured alignment of zero factors — a product with a zero factor takes
+    no part (:data:`h100lab.measure.l07.ZERO_EXPONENT_MEASURED`) — and, in the note, how many outputs lesson 6's
+    default accumulator model (a zero counted with exponent -126) gets wrong; none once that default is changed."""
+    res = check(records, per_value=True, zero_rule=True)
+    plain = check(records, per_value=True)
+    note = (f"with the measured zero rule; the default numerics model differs on {plain.mismatches} of {plain.cases} "
+            "outputs (numerics.AccumulatorModel.zero_exponent = -126 counts a zero)" if plain.mismatches else
+            "the default numerics model already has the measured zero rule")
+    return CheckResult(res.cases, res.mismatches, res.examples, note)
+
+
 @silicon_check("Sparse metadata probe: every 4-bit metadata value (valid and invalid) on designed inputs, tf32 and f16",
                lesson=7, dataset="l07/sparse_meta")
 def _sparse_meta(ds: Dataset) -> CheckResult:
-    return check(ds.records, per_value=True)
+    return zero_rule_check(ds.records)
 
 
-#: the share of held-out timing records the model gets within TIMING_TOLERANCE today; the goal is all of them.
-#: Not met: the patterns with 1-4 wgmmas per group and wait_group 1 or 2 on one chained accumulator (the H200
-#: barely overlaps the extra groups in flight; the model lets them overlap) — see h100lab.tensorcore.timing
-TIMING_ACHIEVED = 0.80
-
-
-@silicon_check(f"wgmma timing model on held-out types, N and group depths: at least {TIMING_ACHIEVED:.0%} within "
-               f"±{TIMING_TOLERANCE:.0%} (goal: all — not met)", lesson=7, dataset="l07/wgmma_timing")
+@silicon_check(f"wgmma timing model, held out: every record of the first timing kernel (run-time group size) within "
+               f"±{TIMING_TOLERANCE:.0%}", lesson=7, dataset="l07/wgmma_timing")
 def _timing(ds: Dataset) -> CheckResult:
-    r = check_timing(ds.records)
-    within = 1 - r.mismatches / r.cases if r.cases else 0.0
-    return CheckResult(1, int(within < TIMING_ACHIEVED), r.examples,
-                       f"{r.cases - r.mismatches} of {r.cases} held-out records ({within:.0%}) within "
-                       f"±{TIMING_TOLERANCE:.0%}; {r.note}")
+    return check_timing(ds.records, calibration=_timing_records())
+
+
+@silicon_check(f"wgmma timing model, held out: every group size, depth, N and accumulator set of l07_wgmma_deps.cu "
+               f"(depth compiled in) within ±{TIMING_TOLERANCE:.0%}", lesson=7, dataset="l07/wgmma_depth")
+def _depth(ds: Dataset) -> CheckResult:
+    return check_timing(ds.records, calibration=_timing_records())
+
+
+@silicon_check("wgmma groups on a chained accumulator time like overwritten ones (no dependency between groups)",
+               lesson=7, dataset="l07/wgmma_depth")
+def _chain(ds: Dataset) -> CheckResult:
+    return same_cycles(ds.records)
+
+
+@silicon_check("wgmma depth chosen at run time: never faster than compiled in (the switch is warp work)", lesson=7,
+               dataset="l07/wgmma_deps")
+def _switch(ds: Dataset) -> CheckResult:
+    from .. import data
+    static = data.load("l07/wgmma_depth").records if data.available("l07/wgmma_depth") else []
+    return switch_costs(ds.records, static)
+
+
+@silicon_check("Tensor-core alignment: a product with a zero factor takes no part (dense tf32 and bf16)", lesson=7,
+               dataset="l07/zero_align")
+def _zero(ds: Dataset) -> CheckResult:
+    return zero_rule_check(ds.records)

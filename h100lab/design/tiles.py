@@ -12,7 +12,10 @@ math warpgroups; each warpgroup owns (BM / consumers) × BN of the accumulators 
 * registers: accumulators m/64 · n/2 per thread (f32) plus, for RS, the A fragment of one k16 step
   (m/64 · 4 registers, doubled to overlap ldmatrix with the wgmma) and ``overhead`` registers for addresses,
   loop counters and the epilogue ([model]: 24 by default) — within the consumers' ``setmaxnreg`` count
-  (:func:`h100lab.design.registers.best_split`).
+  (:func:`h100lab.design.registers.best_split`);
+* shared-memory bandwidth (:func:`smem_bytes_per_clock`): 32 banks × 4 B = 128 B per clock per SM (CUDA C++
+  Programming Guide §20.4.3 — each bank delivers 32 bits per clock; ``h100lab.specs`` ``smem_banks`` and
+  ``smem_bank_bytes``) against what an SS mainloop moves per clock at the tensor core's dense rate.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from .registers import accumulator_registers, best_split
 
 __all__ = ["SMEM_LIMIT", "TileError", "Tile", "smem_bytes", "max_stages", "consumer_registers", "evaluate",
-           "candidates", "choose"]
+           "candidates", "choose", "SmemTraffic", "smem_bytes_per_clock"]
 
 SMEM_LIMIT = 232448        #: bytes of shared memory one CTA may opt in to on sm_90
 
@@ -127,3 +130,78 @@ def choose(tiles: list[Tile] | None = None, min_stages: int = 3) -> Tile:
     if not ok:
         raise TileError("no configuration fits the limits")
     return max(ok, key=lambda t: (t.intensity, t.stages, t.a_source == "ss"))
+
+
+# ------------------------------------------------------------------------------------------------
+# shared-memory bandwidth of an SS mainloop
+
+#: bytes per element and the tensor core's dense rate (h100lab.specs.FLOP_PER_SM_PER_CLOCK key) of each input type
+_DTYPES = {"bf16": (2, "bf16"), "f16": (2, "fp16"), "e4m3": (1, "fp8"), "e5m2": (1, "fp8")}
+
+
+@dataclass(frozen=True)
+class SmemTraffic:
+    """Shared-memory bytes per clock of one SM running a BM × BN tile's mainloop at the tensor core's dense rate:
+    ``reads`` (the wgmmas' SS operands), ``writes`` (the TMA filling the stages), ``total``, the bandwidth
+    ``limit`` (B/clk), ``tensor_cycles`` per ``bk_bytes`` of K, and ``bound`` = min(1, limit / total), the fraction
+    of the tensor rate the shared memory could feed if nothing else limited it."""
+
+    dtype: str
+    bm: int
+    bn: int
+    wgmma_n: int
+    tensor_cycles: float
+    reads: float
+    writes: float
+    limit: float
+
+    @property
+    def total(self) -> float:
+        return self.reads + self.writes
+
+    @property
+    def bound(self) -> float:
+        return min(1.0, self.limit / self.total)
+
+
+def smem_bytes_per_clock(dtype: str, bm: int, bn: int, wgmma_n: int | None = None, bk_bytes: int = 128,
+                         spec=None) -> SmemTraffic:
+    """Shared-memory traffic of an SS wgmma mainloop on a BM × BN tile (A: BM × K, B: BN × K, both K-major in
+    shared memory) per clock when the tensor core runs at its dense rate (h100lab.specs.FLOP_PER_SM_PER_CLOCK: 2048
+    MAC/clk/SM for bf16, 4096 for e4m3 — every m64nNkK wgmma takes N/2 cycles either way).
+
+    Per ``bk_bytes`` of K (one 128-byte swizzle row per stage, as the capstone's ring):
+
+    * tensor cycles = BM · BN · K / rate;
+    * reads: the tile takes (BM / 64) · (BN / ``wgmma_n``) m64 × ``wgmma_n`` wgmmas per k-step, each reading its A
+      slab (64 rows) and its B slab (``wgmma_n`` rows) over the K bytes — (BM / 64) · (BN / n) · (64 + n) · K bytes,
+      however the rows are shared among consumer warpgroups (cooperative or ping-pong);
+    * writes: the TMA fills one stage, (BM + BN) · K bytes;
+    * limit: ``spec.smem_banks · spec.smem_bank_bytes`` = 128 B/clk (CUDA C++ Programming Guide §20.4.3).
+
+    [model: a wgmma reads each operand byte from shared memory exactly once (B is not re-read per sub-partition,
+    no operand is cached between wgmmas), the TMA's writes share the same 128 B/clk, and ldmatrix / epilogue
+    traffic (outside the mainloop) is not counted.] Examples, ``bk_bytes`` = 128: bf16 128 × 256 (m64n256k16) reads
+    80 and writes 48 B/clk, 128 in all; e4m3 128 × 128 (m64n128k32) 96 + 64 = 160; e4m3 128 × 192 85.3 + 53.3 =
+    138.7; e4m3 256 × 128 96 + 48 = 144."""
+    from ..specs import FLOP_PER_SM_PER_CLOCK, H200_SXM
+
+    spec = H200_SXM if spec is None else spec
+    if dtype not in _DTYPES:
+        raise TileError(f"dtype {dtype!r}: one of {sorted(_DTYPES)} (the wgmma input types with a dense rate here)")
+    n = bn if wgmma_n is None else wgmma_n
+    if bm < 64 or bm % 64:
+        raise TileError(f"BM = {bm}: a multiple of the wgmma M = 64")
+    if not (8 <= n <= 256 and n % 8 == 0):
+        raise TileError(f"wgmma N = {n}: a multiple of 8 in 8..256 (PTX ISA §9.7.15.5.1)")
+    if bn % n:
+        raise TileError(f"BN = {bn} is not a whole number of wgmma N = {n} columns")
+    if bk_bytes < 1:
+        raise TileError("bk_bytes >= 1")
+    elem, rate_key = _DTYPES[dtype]
+    k = bk_bytes / elem                                          # K elements per stage
+    cycles = bm * bn * k / (FLOP_PER_SM_PER_CLOCK[rate_key] / 2)
+    reads = (bm // 64) * (bn // n) * (64 + n) * bk_bytes
+    writes = (bm + bn) * bk_bytes
+    limit = spec.smem_banks * spec.smem_bank_bytes
+    return SmemTraffic(dtype, bm, bn, n, cycles, reads / cycles, writes / cycles, float(limit))

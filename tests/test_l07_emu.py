@@ -65,3 +65,18 @@ def test_timing_kernels_run_and_count_wgmmas():
         c = dict(c, iters=3, launches=1)
         out = l07.run_case(emu, c)
         assert out["cycles"][0] > 0
+
+
+def test_dependency_kernels_run_on_the_emulator():
+    """l07_wgmma_deps.cu: the run-time and compile-time depth entry points, chained and overwritten, 1-4 sets."""
+    cases = [c for c in l07.dep_cases() if c["id"] in ("dep_chain_n64_a2_g2_d1", "dep_fresh_n64_a1_g4_d0")] + \
+        [c for c in l07.depth_cases() if c["id"] in ("dep_chain_n64_a4_g1_d3_static", "dep_fresh_n256_a1_g1_d2_static")]
+    assert len(cases) == 4
+    for c in cases:
+        out = l07.run_case(emu, dict(c, iters=c["sets"] * 2, launches=1))
+        assert out["cycles"][0] > 0, c["id"]
+
+
+def test_zero_alignment_probe_on_the_emulator_is_the_models():
+    for c in l07.zero_align_cases():
+        _same(c)

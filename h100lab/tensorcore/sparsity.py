@@ -172,11 +172,12 @@ def check_metadata(nib, atype: str) -> None:
     granularity(atype)
     if atype == "tf32":
         bad = ~np.isin(nib, VALID_TF32)
-        rule = "tf32 (1:2) metadata is 0b0100 (element 0 kept) or 0b1110 (element 1 kept); other values are undefined"
+        rule = ("tf32 (1:2) metadata is 0b0100 (element 0 kept) or 0b1110 (element 1 kept); other values are undefined "
+                "(the H200 splices the B element from 16-bit halves: sparsity.gather_b, mma_sp(invalid='hardware'))")
     else:
         bad = np.isin(nib, INVALID_2_4)
         rule = ("2:4 metadata names two different positions: 0b0000, 0b0101, 0b1010 and 0b1111 are invalid "
-                "(undefined behaviour)")
+                "(undefined behaviour; the H200 sends both values to that position: mma_sp(invalid='hardware'))")
     if bad.any():
         where = np.argwhere(bad)[0]
         raise SparsityError(f"metadata nibble 0b{int(nib[tuple(where)]):04b} at row {where[0]}, group "

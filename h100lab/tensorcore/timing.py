@@ -18,7 +18,7 @@ the SASS shows (``WARPGROUP.ARRIVE`` for ``wgmma.fence``, ``HGMMA`` with ``gsb0`
   the same).
 
 Measured on the H200 (``data/l07/wgmma_depth``: ``l07_wgmma_deps.cu`` with the wait depth compiled in, 1024
-wgmmas per run; :func:`calibrate`): every m64nN bf16 wgmma takes ``N/2`` cycles back to back (0.3 more); a
+wgmmas per run; :func:`calibrate`): every m64nN bf16 wgmma takes ``N/2`` cycles back to back (0.2 more); a
 group's results are visible ~38 cycles after its last wgmma leaves the tensor core; the warp spends ~12 cycles
 per group on fence, issue and wait and ~22 on a taken loop branch. So one group in flight (``wait_group 1``)
 already hides the latency from N = 256 on and from four m64n64 wgmmas per group; smaller groups want 2–3 — and

@@ -10,7 +10,7 @@ the SASS shows (``WARPGROUP.ARRIVE`` for ``wgmma.fence``, ``HGMMA`` with ``gsb0`
   ``wait_group`` :attr:`~WgmmaTiming.wait` after its groups are visible, a taken loop branch
   :attr:`~WgmmaTiming.loop` (``("work", c)`` for any other instructions);
 * **tensor cores**: one wgmma at a time, in issue order, ``max(min_exec, slowdown·N/2 + overhead)`` cycles
-  (+ ``sparse_extra`` for ``.sp``) — ``rate`` the dense peak per SM per clock (hopper-spec-facts §1.1: 2048 MAC
+  (``sparse_extra`` added inside the max for ``.sp``) — ``rate`` the dense peak per SM per clock (hopper-spec-facts §1.1: 2048 MAC
   for f16/bf16, 1024 tf32, 4096 fp8 / int8: every dense m64nNk form is ``N/2`` cycles at peak);
 * **latency**: a wgmma's results are visible at ``max(start + latency_start, end + latency_tail)``;
 * **no dependency between groups**: a wgmma that accumulates into registers an earlier group still writes waits
@@ -27,13 +27,13 @@ read-modify-write of the same accumulator serialises them is refuted: ``chain``,
 2 or 4 accumulator sets give the same cycles wherever the warp's own loop is not the bound).
 
 The first timing kernel (``l07_wgmma_timing.cu``, ``data/l07/wgmma_timing``) took the group size at run time,
-and ptxas then (read from its cubin with ``cuobjdump -sass``) closes every group with an **empty HGMMA**
+and ptxas then (read with ``cuobjdump -sass`` from the cubin NVRTC 13.0 built on the H200) closes every group with an **empty HGMMA**
 (``HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT, gsb0``), makes each wgmma of a group's remainder (size mod 4) a
 group of its own, recomputes the descriptors and reads the depth through a jump table every iteration.
 ``wait_group 1`` there waits for every real wgmma (only the empty one may stay pending), which is why that
 kernel showed no overlap at depth 1; the model runs that program (:func:`pattern` with
-``kernel="l07_wgmma_timing"``) with the loop's extra warp work calibrated on two of its records
-(:data:`CALIBRATION`).
+``kernel="l07_wgmma_timing"``) with the loop's extra warp work per code path calibrated on five of its records
+and its ``min_exec`` and ``sparse_extra`` on two more (:data:`CALIBRATION`).
 
 Calibration (:func:`calibrate`) uses a documented subset (:func:`is_calibration`); every other record of
 ``l07/wgmma_depth`` and ``l07/wgmma_timing`` is held out (:func:`h100lab.validation.l07.check_timing`).

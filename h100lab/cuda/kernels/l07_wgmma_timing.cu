@@ -7,6 +7,10 @@
 // Thread 0 records clock64 cycles (PTX ISA 10.x %clock64) around the loop. per_group = 1, depth = 0 measures
 // the chain latency; large per_group or depth the issue-limited throughput. Operands: a fixed non-zero byte
 // pattern in shared memory read through host-given descriptors; sparse metadata 0x44444444 (positions 0, 1).
+// Read from the cubin (cuobjdump -sass): with per_group known only at run time, ptxas closes every group with an
+// empty HGMMA (64x8x16, gsb0) and makes each wgmma of the size-mod-4 rest a group of its own, so wait_group 1 here
+// waits for every real wgmma — l07_wgmma_deps.cu measures group depth with compile-time group sizes instead
+// (h100lab/tensorcore/timing.py models both programs).
 // The kernels are instances of one template, timing<Acc, NREG>() below: it is written once and takes the form's
 // wgmma as a function. Each entry point at the end of the file is an extern "C" wrapper that names its instruction
 // and immediates (TIMING: dense, TIMING_SP: sparse); the entry points are TIMING_FORMS in h100lab/measure/l07.py.

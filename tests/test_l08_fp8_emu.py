@@ -40,22 +40,41 @@ def _run(variant, M, N, K, ctas=1, *, alpha=1.0, beta=0.0, bias=False, relu=Fals
 
 @pytest.mark.parametrize("variant", FP8)
 def test_square_bit_exact(variant):
-    """128 x 256 x 512 (256 x 256 for a cluster pair): four 128-K blocks, each promoted with its own scales."""
-    M = 128 * cap.FP8_VARIANTS[variant].cluster
-    got, want, st, v = _run(variant, M, 256, 512, alpha=1.5)
+    """Two tiles side by side (a cluster pair: on top of each other), four 128-K blocks, each promoted with its own
+    scales: BM x 2BN x 512 — for 192-column tiles the second tile starts 64 columns into a 128-column block of B's
+    scales (the first at one's start). The wgmmas the emulator counts and the TMA bytes it moved are those of
+    h100lab.design.tiles.smem_bytes_per_clock's shared-memory model of the tile."""
+    from h100lab.design import tiles as tl
+    from h100lab.tensorcore.timing import RATE
+    v = cap.FP8_VARIANTS[variant]
+    M, N = v.bm * v.cluster, 2 * v.bn // v.cluster
+    got, want, st, v = _run(variant, M, N, 512, alpha=1.5)
     assert np.array_equal(got, want)
-    tiles = np.prod(cap.tile_counts(v, M, 256))
-    assert st.wgmma == (M // 64) * (256 // 128) * 4 * 4            # 64-row consumers x tiles x blocks x k32 steps
-    assert st.tma_bytes == tiles * 4 * v.stage_bytes + (M * 256 * 2 if v.tma_store else 0)
-    assert v.stage_bytes == 2 * 128 * 128                          # 128 rows of A and of B, 128 bytes of K each
+    tiles = int(np.prod(cap.tile_counts(v, M, N)))
+    assert st.wgmma == (M // 64) * (N // v.bn) * 4 * 4             # m64 blocks x tile columns x blocks x k32 steps
+    assert st.tma_bytes == tiles * 4 * v.stage_bytes + (M * N * 2 if v.tma_store else 0)
+    assert v.stage_bytes == (v.bm + v.bn) * 128                    # BM rows of A and BN of B, 128 bytes of K each
+    t = tl.smem_bytes_per_clock(v.dtype, v.bm, v.bn)
+    blocks = tiles * 4
+    # every m64 x BN x k32 wgmma: BN / 2 cycles at the dense rate, reading 64 + BN rows of 32 bytes
+    assert t.tensor_cycles * blocks == st.wgmma * 64 * v.bn * 32 / RATE["e4m3"]
+    assert t.reads * t.tensor_cycles * blocks == st.wgmma * (64 + v.bn) * 32
+    assert t.writes * t.tensor_cycles * blocks == tiles * 4 * v.stage_bytes
 
 
 @pytest.mark.parametrize("variant, M, N, K, beta", [("fp8_cooperative", 200, 135, 272, 0.5),
                                                      ("fp8_cooperative_tmastore", 200, 136, 528, 0.0),
-                                                     ("fp8_cooperative_tmastore_cluster2", 200, 136, 400, 0.0)])
+                                                     ("fp8_cooperative_tmastore_cluster2", 200, 136, 400, 0.0),
+                                                     ("fp8_cooperative_n192_staggered_tmastore", 200, 328, 400, 0.0),
+                                                     ("fp8_cooperative_n192", 200, 330, 272, 0.5),
+                                                     ("fp8_cooperative_n192_tmastore", 72, 100, 144, 0.0),
+                                                     ("fp8_cooperative_m256", 300, 136, 272, 0.5),
+                                                     ("fp8_cooperative_m256_tmastore", 130, 264, 400, 0.0)])
 def test_ragged_bit_exact(variant, M, N, K, beta):
-    """Ragged M, N and K (K = 272, 400, 528: the last 128-K block partly TMA zero fill, its scales still applied);
-    odd N takes the direct stores; a second tile row of the cluster pair is half empty."""
+    """Ragged M, N and K (K = 144 .. 528: the last 128-K block partly TMA zero fill, its scales still applied);
+    odd N takes the direct stores; a second tile row of the cluster pair is half empty; 192-column tiles whose
+    second 128-column scale block is partly (N = 328, 330) or wholly (N = 100: clamped to B's last block) past N;
+    256-row tiles whose second consumer has 44 rows (M = 300) or 2 (M = 130)."""
     got, want, _, _ = _run(variant, M, N, K, alpha=-0.75, beta=beta)
     assert np.array_equal(got, want)
 
@@ -90,7 +109,8 @@ def test_model_is_the_two_level_accumulation():
 
 @pytest.mark.parametrize("variant", FP8)
 def test_racecheck_with_shuffled_warps(variant):
-    got, want, _, _ = _run(variant, 128 * cap.FP8_VARIANTS[variant].cluster, 128, 256, racecheck=True, seed=3)
+    v = cap.FP8_VARIANTS[variant]
+    got, want, _, _ = _run(variant, v.bm * v.cluster, 128, 256, racecheck=True, seed=3)
     assert np.array_equal(got, want)
 
 
@@ -113,7 +133,9 @@ def test_shape_and_scale_rules():
 def test_variants_fit_the_h200():
     for v in cap.FP8_VARIANTS.values():
         assert v.smem_bytes <= 227 * 1024 and v.dtype == "e4m3" and v.entry == "gemm_e4m3"
-        assert "-DFP8=1" in v.options and v.bn == 128 and not v.pingpong and not v.inflight
+        assert "-DFP8=1" in v.options and not v.pingpong and not v.inflight
+        assert (v.bm, v.bn) in ((128, 128), (128, 192), (256, 128)) and not (v.stagger and v.bm == 256)
+        assert ("-DBM_TILE=256" in v.options) == (v.bm == 256)
         # one more stage would not fit: the ring is as deep as shared memory allows
         from dataclasses import replace
         assert replace(v, stages=v.stages + 1).smem_bytes > 227 * 1024

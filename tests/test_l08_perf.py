@@ -88,7 +88,7 @@ def test_gap_parts_sum_to_the_prediction(params, name, M, N, k8, group, raster):
     assert set(g.parts) == set(perf.GAP_PARTS)
     assert math.isclose(g.peak_us + sum(g.parts.values()), g.total_us, rel_tol=1e-9)
     assert math.isclose(g.total_us, p.time_ns * 1e-3, rel_tol=1e-12)
-    for k in ("waves", "issue", "tma", "hbm", "ring", "epilogue", "fill"):
+    for k in ("waves", "issue", "tma", "smem", "hbm", "ring", "epilogue", "fill"):
         assert g.parts[k] >= -1e-9 * g.total_us, k
 
 
@@ -146,6 +146,45 @@ def test_fp8_form_promotes_and_runs_at_twice_the_rate(params):
     a = perf.predict(bf, 8192, 8192, 8192, params=params)
     b = perf.predict(f8, 8192, 8192, 8192, params=params)
     assert b.time_ns < a.time_ns
+
+
+def test_shared_memory_bound(params):
+    """The shared-memory bound (tiles.smem_bytes_per_clock against 32 banks x 4 B per clock): a 128 x 256
+    cooperative tile moves at most the bytes the tensor cores' time allows; 64 x 256 ping-pong, 128-column and FP8
+    128 x 128 tiles move more (160 B/clk at the tensor rate) and are bound by it."""
+    from h100lab.design import tiles
+
+    f = perf.form("cooperative")
+    assert f.smem_bytes == pytest.approx(tiles.smem_bytes_per_clock("bf16", 128, 256).total * f.smem.tensor_cycles)
+    w = perf.predict(f, 8192, 8192, 8192, params=params).waves[0]
+    assert w.bounds["smem"] <= w.bounds["tensor"]
+    for v in ("pingpong_inflight", "cooperative_n128", "pingpong_n128_inflight"):
+        w = perf.predict(v, 8192, 8192, 8192, params=params).waves[0]
+        assert w.bounds["smem"] > w.bounds["tensor"], v
+        assert perf.predict(v, 8192, 8192, 8192, params=params).bound == "smem"
+    f8 = perf.Form("e4m3", 128, 128, 128, 6, atype="e4m3", promote=True, epilogue="tma")
+    assert f8.smem_bytes / f8.smem.limit > 1.2 * f8.smem.tensor_cycles
+
+
+def test_l2_share_not_needed(params, records):
+    """With the shared-memory bound, fitting the L2 share (calibrate(fit_l2=True)) changes no family's held-out
+    count within ±10 %: the default leaves it out."""
+    assert params.l2_bytes_per_ns == 0
+    with_l2 = perf.calibrate(records, wgmma=params.wgmma, timing=params.timing, fit_l2=True)
+    a, b = l08.report(records, params), l08.report(records, with_l2)
+    assert {k: v.within for k, v in a.by_family.items()} == {k: v.within for k, v in b.by_family.items()}
+
+
+def test_ring_kernel_issue_order(params):
+    """In a ring kernel without a producer, the thread issuing the TMA holds up only its own warpgroup: while its
+    issue takes less than the other warpgroup's wgmmas, it costs the k-block loop nothing; a longer one shows."""
+    f = perf.step_form("pipeline")
+    w = params.wgmma
+    base = perf.issue_timing(f, w, 0.0, 20.0)
+    short = perf.issue_timing(f, w, 0.5 * base.busy / 2, 20.0)
+    long = perf.issue_timing(f, w, 2.0 * base.busy, 20.0)
+    assert short.cycles == pytest.approx(base.cycles)
+    assert long.cycles > base.cycles + base.busy / 2
 
 
 def test_steps(params):
@@ -326,6 +365,10 @@ def test_records_of_later_runs_are_read_and_held_out(params):
         assert perf.predict_record(r, params).time_ns > 0
     assert perf.predict_record(clu, params).grid == 120
     assert perf.predict_record(step, params).form.cta_sync
+    abl = dict(base, kind="ablation", variant="pingpong", schedule="pairs", group=1, raster=0, grid=512,
+               dataset="l08/gemm_steps_ablation")
+    assert perf.record_form(abl).schedule == "pairs" and "(pairs)" in perf.record_label(abl)
+    assert l08.family(abl, perf.record_form(abl)) == "ablation" and not perf.is_calibration(abl)
     assert perf._not_ours({"variant": "cublas_fp8_block"}) and not perf._not_ours(fp8)
     rs, skipped = l08.rows([dict(base, kind="time", step="naive", dataset="l08/gemm_steps"), fp8], params)
     assert len(rs) == 1 and rs[0].part == "held-out" and "CUDA cores" in next(iter(skipped.values()))

@@ -21,30 +21,39 @@ constants of its own:
 * the **schedule** — :mod:`h100lab.design.schedule`: the persistent grouped tile order (or one tile per CTA for
   the non-persistent steps), the tiles of each CTA, the waves, and the L2-reuse estimate of each wave
   (:func:`~h100lab.design.schedule.l2_reuse`: a wave's distinct A and B panels come from DRAM once);
+* the **shared memory** — :func:`h100lab.design.tiles.smem_bytes_per_clock`: the SS wgmmas read A once and B once
+  per 64 rows of the tile, the TMA writes every stage, all against 32 banks × 4 B per SM clock (a spec value);
 * fitted here on a documented subset of ``data/l08`` (:func:`calibrate`): ``tensor_ghz`` — the clock the tensor
   cores sustain under this load (the H200 runs below its boost clock; no clock is typed in);
   ``direct_store_bytes_per_ns`` — how fast one SM's consumer warps write a C tile with ``st.global`` (the epilogue
-  without TMA store); ``l2_bytes_per_ns`` — what L2 delivers to the SMs' TMA units together, shared by the CTAs of
-  a wave (lesson 3 measured one SM alone: ``tma_bytes_per_ns``; here every SM loads at once; 0 when the fit finds
-  one SM's own rate the tighter limit at full load); for runs long enough to reach the power limit,
+  without TMA store); optionally (``calibrate(fit_l2=True)``, off by default since the shared-memory bound came in:
+  the held-out agreement is the same with or without it) ``l2_bytes_per_ns`` — what L2 delivers to the SMs' TMA
+  units together, shared by the CTAs of a wave; for runs long enough to reach the power limit,
   ``throttled_ghz``; and, for cluster pairs whose consumers give a stage back to the peer CTA with
   ``mbarrier.arrive.release.cluster``, ``cluster_fence_ns`` — that fence's cost in the k-block loop (fitted on one
   record of the cluster run; lesson 3 measured it unloaded).
 
-**Per k-block** (``bk`` elements of K: one ring stage) of a CTA, the steady period is the smooth maximum of five
+**Per k-block** (``bk`` elements of K: one ring stage) of a CTA, the steady period is the smooth maximum of six
 bounds::
 
     tensor   T_tc  = issue_timing(form).cycles / f               (f: tensor_ghz or throttled_ghz)
     tma      T_x   = (A tile + B tile / cluster) / min(tma_bytes_per_ns, l2_bytes_per_ns / active CTAs)
-                                                       (the SM's TMA unit and its share of L2; B multicast per pair)
+                                                       (the SM's TMA unit [and its share of L2]; B multicast per pair)
+    smem     T_s   = (wgmma operand reads + stage writes [+ a ping-pong TMA-store epilogue's 2 · C bytes / k-blocks])
+                     / (128 B/clk · f)
     hbm      T_h   = DRAM bytes of the wave / k-blocks / hbm_read_bytes_per_ns
-    ring     R / S, R = expect_tx + issue + T_x + tma_latency + miss · dram_latency + wake + hold + arrive
+    ring     R / S, R = expect_tx + issue + A+B bytes / tma_bytes_per_ns + tma_latency + miss · dram_latency
+                        + wake + hold − try_wait hit + arrive
     producer Q = try_wait (phase complete) + expect_tx + 2 · TMA issue + loop branch   (specialized kernels)
-    P = soft_period([T_tc, T_x, T_h, R / S, Q])
+    P = soft_period([T_tc, T_x, T_s, T_h, R / S, Q])
 
 (``hold``: how long the consumers keep a stage, from :func:`issue_timing`; ``miss`` = 1 − the wave's L2 hit rate;
 the consumers' own per-k-block warp work — the full-barrier try_wait, ``wgmma.fence``, the empty-barrier arrive,
-the loop branch — runs inside :func:`issue_timing`.)
+the loop branch — runs inside :func:`issue_timing`. In the ring's round trip one stage's bytes move at the SM's own
+TMA rate — the L2 share is a throughput limit, the ``tma`` bound — and consumers blocked on the stage pay lesson
+3's wake instead of the try_wait that finds a completed phase. A ring kernel without a producer (``cta_sync``)
+frees a stage with its ``__syncthreads``, not an arrive; the thread that issues its TMA delays only its own
+warpgroup, so the other warpgroup's wgmmas go first.)
 **Per tile**: ``k_blocks · P``; cooperative consumers then wait for their last wgmma (``latency_tail + wait``) and
 run the epilogue while the tensor cores idle (exposed); ping-pong consumers run it under the other consumer's
 mainloop (exposed only past that mainloop and after the CTA's last tile). **Per launch**: the CTA with the most
@@ -56,7 +65,12 @@ Assumptions (each a limit of the model, not of the kernel):
 
 * every CTA is alike and alone on its SM (the ring takes most of the shared memory); the CTAs of a wave share L2's
   delivery and HBM equally; the L2's capacity and its two partitions are not modelled (a wave's panels stay in L2
-  for the wave; nothing survives to the next);
+  for the wave; nothing survives to the next) — the tile order enters only through a wave's distinct panels, so
+  the model does not see why the ping-pong form (64 × 256 tiles, the most bytes per FLOP) runs 1.3–2.1× slower in
+  the row-major order than in the grouped one (``l08/gemm_steps_ablation``) while the cooperative form loses
+  0–7 %: at 4096³ both orders touch the same number of panels per wave;
+* a wgmma reads each shared-memory operand byte once (:func:`h100lab.design.tiles.smem_bytes_per_clock`) and the
+  shared-memory bound and the tensor-core bound slow each other as the memory bounds do (the smooth maximum);
 * the tensor-core issue model is lesson 7's: one wgmma at a time per SM, in issue order; wgmma groups kept in
   flight on one accumulator overlap as that model lets them (lesson 7 reports where it misses on silicon);
 * a consumer's mbarrier wait that finds its phase complete costs lesson 3's ``wait_hit_ns`` on its own path (the
@@ -93,8 +107,13 @@ epilogues, a re-run of four variants) were first predicted with the model as it 
 measured before, the predictions were written down before their data came); the cluster pairs missed by
 about 30-55 %, and the run that dropped the ``.release.cluster`` fence (``_ctascope``, matched by the model as it
 stood) pointed at the fence: ``Form.cluster_fence`` and its one constant, fitted on one record, were added then.
-The FP8 form is still off (:func:`h100lab.validation.l08.serial_diagnosis` says how). No constant was ever fitted
-on a held-out record.
+The step kernels 2–3 were then 21–35 % too slow: the issue loop let the TMA-issuing thread hold up both
+warpgroups, and the ring's round trip counted the re-arm and TMA issue twice, charged a try_wait hit on top of the
+wake, and moved a lone stage at the L2 share — fixed as above, no constant. The shared-memory bound (a spec value)
+came next: the ping-pong and 128-column forms and FP8 move 160 B/clk at the tensor rate, and with it the fitted L2
+share no longer improves any held-out figure, so it is no longer fitted. The FP8 form is still off
+(:func:`h100lab.validation.l08.serial_diagnosis` says how), and so is the ping-pong form in row-major order. No
+constant was ever fitted on a held-out record.
 """
 from __future__ import annotations
 
@@ -115,7 +134,8 @@ DATASETS = ("l08/gemm_bench", "l08/gemm_bench_tmastore")
 
 #: the documented calibration subset at the sustained clock: (dataset, variant, (M, N, K)) with group 8, raster M —
 #: the first cooperative form (direct-store epilogue), the finished one (TMA-store epilogue, a group in flight) and
-#: ping-pong with a group in flight (the most bytes per FLOP: 64 × 256 tiles; what sets the L2 share) at the two
+#: ping-pong with a group in flight (the most bytes per FLOP: 64 × 256 tiles; what sets the L2 share when it is
+#: fitted, ``calibrate(fit_l2=True)``; with the shared-memory bound it is one more record of the clock) at the two
 #: square shapes below the power limit
 CALIBRATION = tuple((d, v, s) for d, v in (("l08/gemm_bench", "cooperative"),
                                            ("l08/gemm_bench_tmastore", "cooperative_inflight_tmastore"),
@@ -231,6 +251,21 @@ class Form:
     def stage_bytes(self) -> int:
         """Bytes a ring stage holds (what lands in this CTA's shared memory per k-block)."""
         return (self.bm + self.bn) * self.bk * self.elem_bytes
+
+    @property
+    def smem(self):
+        """The shared-memory traffic of this tile's mainloop, :func:`h100lab.design.tiles.smem_bytes_per_clock`
+        (its SS wgmmas' operand reads — A once, B once per 64 rows of the tile — and the TMA's writes of a stage,
+        all of B multicast or not, per ``bk`` elements of K; its ``limit``: 32 banks × 4 B per clock)."""
+        from .tiles import smem_bytes_per_clock
+        return smem_bytes_per_clock(self.atype, self.bm, self.bn, bk_bytes=self.bk * self.elem_bytes)
+
+    @property
+    def smem_bytes(self) -> float:
+        """Shared-memory bytes one k-block of one CTA moves (:attr:`smem`: bytes per clock at the tensor core's
+        dense rate × that rate's cycles per k-block)."""
+        s = self.smem
+        return s.total * s.tensor_cycles
 
     @property
     def c_bytes(self) -> int:
@@ -356,7 +391,9 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     finish = [[0.0] * groups for _ in range(n)]
     tc_free = 0.0
     while min(done) < groups:
-        i = min((k for k in range(n) if done[k] < groups), key=lambda k: (t[k], k))
+        # the next to issue: the warpgroup ready first (its loop's time plus, for the one whose thread issues the
+        # TMA, that issue: the other warpgroup's wgmmas go ahead of it meanwhile)
+        i = min((k for k in range(n) if done[k] < groups), key=lambda k: (t[k] + (extra_cycles if k == 0 else 0), k))
         if not f.overlap:
             t[i] = max([t[i]] + [finish[k][done[k] - 1] for k in range(n) if k != i and done[k] > 0])
         if i == 0:
@@ -389,7 +426,7 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     own = pre_cycles + n * g * (e + w.issue) + w.latency_tail + (0.0 if f.overlap else (n - 1) * (
         pre_cycles + w.latency_tail + w.wait + f.promote_cycles + post_cycles))
     own += fence_cycles if f.cluster_fence else 0.0
-    hold = (max(own, period) if depth else own) + w.wait + (extra_cycles + sync_cycles if f.cta_sync else 0.0)
+    hold = (max(own, period) if depth else own) + w.wait + (sync_cycles if f.cta_sync else 0.0)
     return IssueTiming(period, n * g * e, f.macs_per_kblock / RATE[f.atype], hold)
 
 
@@ -549,7 +586,10 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     fence_ns = p.cluster_fence_ns or (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * 4)
     fence = fence_ns * ghz if f.cluster_fence else 0.0
     pre = t.wait_hit_ns * ghz + getattr(w, "fence", 0.0)         # full-barrier try_wait (phase complete), fence
-    post = t.mbarrier_arrive_ns * ghz + getattr(w, "loop", 0.0)    # empty-barrier arrive, the loop's branch
+    # the empty-barrier arrive (none in a ring kernel without a producer: its __syncthreads frees the stage), the
+    # loop's branch
+    arrive = 0.0 if f.cta_sync else t.mbarrier_arrive_ns
+    post = arrive * ghz + getattr(w, "loop", 0.0)
     it = issue_timing(f, w, round(extra, 6), round(sync, 6), round(fence, 6), round(pre, 6), round(post, 6))
     hbm = read_ceiling(t)
     t_tc = it.cycles / ghz
@@ -563,14 +603,22 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     # phase complete, arrive.expect_tx, one TMA issue per copy (A and B, or A and half of B multicast), the branch
     producer = (t.wait_hit_ns + t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns + getattr(w, "loop", 0.0) / ghz
                 if f.specialized else 0.0)
+    # shared memory (f.smem: the SS wgmmas' reads and the TMA's writes against 32 banks × 4 B per SM clock); a
+    # ping-pong TMA-store epilogue (stmatrix into the staging tile, the bulk store reading it) runs under the other
+    # consumer's mainloop and shares it
+    sm_bytes = f.smem_bytes + (2 * f.c_bytes / lay.k_blocks if f.pingpong and f.epilogue == "tma" else 0.0)
+    t_sm = sm_bytes / (f.smem.limit * ghz)
     waves = []
     for active, dram, hit in lay.waves:
         share = t.tma_bytes_per_ns if p.l2_bytes_per_ns <= 0 else min(t.tma_bytes_per_ns, p.l2_bytes_per_ns / active)
         t_x = f.tma_bytes / share
         t_h = dram / lay.k_blocks / hbm
-        ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + t_x + t.tma_latency_ns + (1 - hit) * t.dram_latency_ns
-                + t.wait_wake_ns + it.hold / ghz + t.mbarrier_arrive_ns + remote)
-        bounds = {"tensor": t_tc, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": producer}
+        # a stage's round trip: the producer re-arms and issues, the bytes move and land, the consumers blocked on
+        # it wake (lesson 3's wake, in place of the try_wait that finds a completed phase), hold it, give it back
+        ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.tma_bytes / t.tma_bytes_per_ns + t.tma_latency_ns + (1 - hit) * t.dram_latency_ns
+                + t.wait_wake_ns + it.hold / ghz - t.wait_hit_ns + arrive + remote)
+        bounds = {"tensor": t_tc, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": producer,
+                  "smem": t_sm}
         period = soft_period(bounds.values(), t)
         main = lay.k_blocks * period
         n_here = 2 if f.schedule == "pairs" else 1
@@ -608,6 +656,7 @@ GAP_PARTS = {
     "waves": "SMs idle in a partial last wave, and tile padding past M, N, K",
     "issue": "wgmma issue: per-instruction overhead, a lone warpgroup's waits, FP8 promotion",
     "tma": "the SM's TMA unit (L2 → shared memory) near the tensor-core bound",
+    "smem": "shared-memory bandwidth (the TMA's writes and the wgmmas' operand reads) near the tensor-core bound",
     "hbm": "DRAM reads of the L2 misses",
     "ring": "the ring: a stage's round trip over too few stages, the producer's own loop",
     "epilogue": "epilogue and last-wgmma drain the tensor cores wait for",
@@ -654,10 +703,10 @@ def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int
     tiles_run = sum(wv.tiles for wv in pr.waves)
     work_ns = tiles_run * pr.k_blocks * ideal_kb
     tc_ns = tiles_run * pr.k_blocks * tc_kb
-    mem = {"tma": 0.0, "hbm": 0.0, "ring": 0.0}
+    mem = {"tma": 0.0, "smem": 0.0, "hbm": 0.0, "ring": 0.0}
     for wv in pr.waves:
         excess = wv.tiles * pr.k_blocks * (wv.period_ns - wv.bounds["tensor"])
-        part = {"tma": ("tma",), "hbm": ("hbm",), "ring": ("ring", "producer")}
+        part = {"tma": ("tma",), "smem": ("smem",), "hbm": ("hbm",), "ring": ("ring", "producer")}
         weights = {n: sum(wv.bounds[b] ** k if k > 0 else float(wv.bounds[b] == max(wv.bounds.values()))
                           for b in part[n]) for n in mem}
         tot = sum(weights.values())
@@ -673,8 +722,9 @@ def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int
 # ------------------------------------------------------------------------------------------------
 # records, calibration
 
-#: record kinds that hold a timed launch (``benchmarks/bench_gemm.py``: ``time``; its ``--fp8`` run: ``fp8_time``)
-TIME_KINDS = ("time", "fp8_time")
+#: record kinds that hold a timed launch (``benchmarks/bench_gemm.py``: ``time``; its ``--fp8`` run: ``fp8_time``;
+#: ``benchmarks/bench_gemm_steps.py --ablation``: ``ablation`` — a capstone variant in a named schedule and order)
+TIME_KINDS = ("time", "fp8_time", "ablation")
 
 
 def timing_datasets() -> list[str]:
@@ -716,6 +766,8 @@ def record_form(r: dict) -> Form:
     capstone variant it names."""
     if r.get("step") is not None:
         return step_form(r["step"])
+    if r.get("schedule") is not None:
+        return form(r["variant"], schedule=r["schedule"])
     return form(r["variant"])
 
 
@@ -732,6 +784,8 @@ def record_label(r: dict) -> str:
     if r.get("group", 8) != 8 or r.get("raster", 0) != 0:
         extra = f" group {r.get('group', 8)} raster {'MN'[r.get('raster', 0)]}"
     who = r.get("variant") if r.get("step") is None else f"step {r['step']}"
+    if r.get("step") is None and r.get("schedule") is not None:
+        who += f" ({r['schedule']})"
     return f"{r['M']}×{r['N']}×{r['K']} {who}{extra} [{r['dataset'].split('/')[-1]}]"
 
 
@@ -772,15 +826,18 @@ def is_calibration(r: dict) -> bool:
     return calibration_part(r) is not None
 
 
-def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = True) -> PerfParams:
+def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = False) -> PerfParams:
     """Fit the model's constants on the calibration subset of ``records`` (:func:`is_calibration`; records carry
     ``dataset`` and ``launches`` as :func:`load_records` gives them): ``tensor_ghz`` and
     ``direct_store_bytes_per_ns`` by robust least squares (:func:`h100lab.validation.fit.least_squares`, log
     ratios of the median times) on the sustained part, then ``throttled_ghz`` on the throttled part with those
     fixed; ``long_run_ms`` = the geometric mean of the longest sustained calibration run and the shortest throttled
     one (launches × median). ``wgmma``: lesson 7's constants (default :func:`h100lab.tensorcore.timing.calibrated`);
-    ``timing``: memory model 2 (default :func:`h100lab.validation.timing.fit` on the committed datasets). Raises
-    ValueError without sustained calibration records."""
+    ``timing``: memory model 2 (default :func:`h100lab.validation.timing.fit` on the committed datasets).
+    ``fit_l2``: also fit the L2 share at full load (``l2_bytes_per_ns``) on the sustained part — off by default:
+    with the shared-memory bound the fit puts it near one SM's TMA rate and every held-out figure is the same
+    without it (``tests/test_l08_perf.py`` checks both). Raises ValueError without sustained calibration
+    records."""
     import numpy as np
 
     from ..specs import H200_SXM

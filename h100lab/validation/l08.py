@@ -1,25 +1,27 @@
 """Lesson 8 model-vs-silicon: the capstone GEMM's time model (:mod:`h100lab.design.perf`) against the H200's
 timing records in ``data/l08`` — calibrated on a documented subset, checked on every other record.
 
-**The split** (:func:`h100lab.design.perf.is_calibration`): the model's four constants (the sustained tensor
-clock, the direct-store epilogue rate, the L2 share at full load, the throttled clock) are fitted on seven
-records — ``cooperative`` and ``pingpong_inflight`` (``l08/gemm_bench``) and ``cooperative_inflight_tmastore``
+**The split** (:func:`h100lab.design.perf.is_calibration`): the model's three constants (the sustained tensor
+clock, the direct-store epilogue rate, the throttled clock; the L2 share at full load is no longer fitted since the
+shared-memory bound, a spec value, came in) are fitted on seven records — ``cooperative`` and ``pingpong_inflight`` (``l08/gemm_bench``) and ``cooperative_inflight_tmastore``
 (``l08/gemm_bench_tmastore``) at 4096³ and 8192³, and ``cooperative`` at 16384³ (the clock a run that long settles
 at); a fifth, the cost of a cluster pair's ``release.cluster`` arrive in the k-block loop, on one record of the
 later cluster run (``cooperative_inflight_cluster2`` at 8192³, a documented split: a mechanism the first runs did
 not have). Every other record is held out: the other variants at every shape, the wave-quantized shapes
 1280 × 3840 × 8192 and 1408 × 3072 × 8192, the other tile orders, the second run's records of the calibration
-shapes, and every record of any later ``data/l08`` timing dataset (step-by-step kernels, FP8, clusters:
-:func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
+shapes, and every record of any later ``data/l08`` timing dataset (step-by-step kernels, the ablation between
+them, FP8, clusters: :func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
 
 **The goal** (the issue): every measured shape and variant within ±10 % (:data:`TOLERANCE`). :func:`report` gives
 the agreement of the calibration and held-out records (fraction within ±10 %, median and worst |error|) per
 family of kernel (:data:`FAMILIES`: the persistent bf16 capstone forms the model is built for, the step-by-step
-kernels, the FP8 form, clusters of two), per shape and per dataset, and lists the misses. The registered checks
+kernels, the ablation between them, the FP8 form, clusters of two), per shape and per dataset, and lists the misses. The registered checks
 assert what the model achieves per family (:data:`ACHIEVED`); their titles say the goal is not met while it is
 not. :func:`serial_diagnosis` tests one hypothesis without fitting anything: the FP8 records predicted with the
-two consumers' k-block loops not overlapping (the bf16 forms clearly overlap; for FP8 the verdict depends on
-lesson 7's wgmma constants: closer to silicon with the re-measured ones, not with the first).
+two consumers' k-block loops not overlapping (the bf16 forms clearly overlap; FP8 predicted that way, with the
+shared-memory bound, lands most of its held-out non-fence records within ±10 % with lesson 7's re-measured
+constants, where the model as built lands almost none — a diagnosis, not the model: no mechanism yet says why
+FP8's consumers would serialize).
 """
 from __future__ import annotations
 
@@ -45,12 +47,17 @@ CALIBRATION_TOLERANCE = 0.05
 FAMILIES = {
     "capstone": "the persistent bf16 capstone forms on one CTA per tile (every run): what the model is built for",
     "steps": "the step-by-step kernels 2–7 (data/l08/gemm_steps): one-stage and ring kernels, one tile per CTA",
+    "ablation": "capstone forms between the steps (data/l08/gemm_steps_ablation): one schedule or tile order changed "
+                "at a time (persistent, one or two tiles per CTA; grouped or row-major order)",
     "fp8": "the FP8 (e4m3) form with per-block scales and two-level accumulation (its cluster pairs too)",
     "cluster": "bf16 clusters of two CTAs multicasting B (the pair's fence: one constant, fitted on one record)",
 }
 #: per family: (the least fraction within ±10 %, the largest |error| of any record) the model achieves on the
-#: committed data — regression guards; the goal (every record within ±10 %) is met by none but checked apart
-ACHIEVED = {"capstone": (0.85, 0.25), "steps": (0.50, 0.50), "fp8": (0.0, 0.50), "cluster": (0.90, 0.15)}
+#: committed data (lesson 7's re-measured wgmma constants, the shared-memory bound) — regression guards; the goal
+#: (every record within ±10 %) is checked apart: :func:`report` lists the misses (the ping-pong form in row-major
+#: tile order among the steps and the ablation, too fast; FP8, too fast)
+ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.0, 0.40),
+            "cluster": (0.95, 0.10)}
 #: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
 ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
@@ -115,7 +122,7 @@ class PerfReport:
     def summary(self) -> str:
         p = self.params
         l2 = (f"L2 → SMs {p.l2_bytes_per_ns / 1e3:.1f} TB/s shared" if p.l2_bytes_per_ns > 0 else
-              "L2 share not binding")
+              "L2 share not fitted (the shared-memory bound)")
         lines = [f"constants: tensor clock {p.tensor_ghz:.3f} GHz sustained, {p.throttled_ghz:.3f} GHz throttled "
                  f"(runs of ≥ {p.long_run_ms:.0f} ms), direct-store epilogue {p.direct_store_bytes_per_ns:.1f} B/ns "
                  f"per SM, {l2}", str(self.calibration), str(self.held_out)]
@@ -130,13 +137,16 @@ class PerfReport:
 
 def family(r: dict, form) -> str:
     """The :data:`FAMILIES` key of a record: ``fp8`` (e4m3, clusters too), else ``cluster`` (bf16 clusters of two),
-    else ``steps`` (a record of the step-by-step benchmark), else ``capstone``."""
+    else ``steps`` (a record of the step-by-step benchmark), else ``ablation`` (its ``--ablation`` records: a
+    capstone variant in a named schedule and tile order), else ``capstone``."""
     if form.atype != "bf16":
         return "fp8"
     if form.cluster > 1:
         return "cluster"
     if r.get("step") is not None:
         return "steps"
+    if r.get("kind") == "ablation":
+        return "ablation"
     return "capstone"
 
 
@@ -324,10 +334,19 @@ def _calibration(ds: Dataset) -> CheckResult:
 
 @silicon_check(f"GEMM time model, held out, step-by-step kernels 2-7: at least {ACHIEVED['steps'][0]:.0%} within "
                f"±{TOLERANCE:.0%}, every one within ±{ACHIEVED['steps'][1]:.0%} (goal: every record within "
-               f"±{TOLERANCE:.0%} — not met: the one-stage and ring kernels and two-tile ping-pong)", lesson=8,
+               f"±{TOLERANCE:.0%} — not met: the ping-pong step in row-major tile order)", lesson=8,
                dataset="l08/gemm_steps")
 def _steps(ds: Dataset) -> CheckResult:
     a, b = check_family("steps"), check_family("steps", worst=True)
+    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+
+
+@silicon_check(f"GEMM time model, held out, capstone forms between the steps (schedule and tile order one at a "
+               f"time): at least {ACHIEVED['ablation'][0]:.0%} within ±{TOLERANCE:.0%}, every one within "
+               f"±{ACHIEVED['ablation'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: ping-pong "
+               f"in row-major tile order)", lesson=8, dataset="l08/gemm_steps_ablation")
+def _ablation(ds: Dataset) -> CheckResult:
+    a, b = check_family("ablation"), check_family("ablation", worst=True)
     return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
 
 

@@ -21,6 +21,7 @@ MEASURED = {
     "l07_sparse_probe": "8a7eb98ea3c9c7de1a8b74fb3542021d7cf7e798",
     "l07_sparse_probe_more": "8a7eb98ea3c9c7de1a8b74fb3542021d7cf7e798",
     "l07_wgmma_timing": "cf2dece2071902ad784b3431bda0ac0591064459",
+    "l07_wgmma_deps": "17a302987a292665b895125e2ecd75ec5aa478f8",   # data/l07/wgmma_depth (the run-time-depth wgmma_deps run used its parent)
     # the version before their helpers moved into h100lab/mbarrier.cuh and l07_fp8_gemm's kernels into templates
     "l03_tma_latency": "391b4c0773acab588ec66674c20327d4b7c4f522",
     "l03_stream": "391b4c0773acab588ec66674c20327d4b7c4f522",

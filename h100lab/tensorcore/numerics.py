@@ -53,7 +53,9 @@ class AccumulatorModel:
     ``align_bits``: fractional bits kept below the largest term's exponent; ``rounding``: how each aligned term
     is cut, ``"rz"`` (toward zero) or ``"rd"`` (toward -inf); ``f32_bits``: fraction bits of an f32 result
     (23, or 13 for fp8 inputs); ``f32_rounding``: ``"rz"`` or ``"rne"``; ``f16_rounding``: ``"rne"`` or ``"rz"``;
-    ``zero_exponent``: the exponent a zero input or zero C contributes; ``zero_sign``: sign of an exact-zero
+    ``zero_exponent``: the exponent a zero input or zero C contributes (measured: none — a product with a zero
+    factor does not take part in the alignment, data/l07/sparse_meta and l07/zero_align; the default puts it
+    far below any real term); ``zero_sign``: sign of an exact-zero
     sum, ``"+"`` or ``"ieee"`` (-0 only when every term is -0); ``overflow``: ``"inf"`` or ``"saturate"``."""
 
     align_bits: int = 25
@@ -61,7 +63,7 @@ class AccumulatorModel:
     f32_bits: int = 23
     f32_rounding: str = "rz"
     f16_rounding: str = "rne"
-    zero_exponent: int = -126
+    zero_exponent: int = -(1 << 20)
     zero_sign: str = "+"
     overflow: str = "inf"
 

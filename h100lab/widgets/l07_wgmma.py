@@ -188,15 +188,13 @@ _PARAMS: dict = {}
 
 
 def timing_params() -> tuple[timing.WgmmaTiming, bool]:
-    """The timing model's constants: calibrated on ``data/l07/wgmma_timing`` when the dataset is present
-    (:func:`h100lab.tensorcore.timing.calibrate`), else the priors; and whether they were calibrated."""
+    """The timing model's constants: :func:`h100lab.tensorcore.timing.calibrated` (fitted on the documented
+    calibration records of ``data/l07/wgmma_depth`` and ``data/l07/wgmma_timing``) when a dataset is present, else
+    the priors; and whether they were calibrated."""
     if "p" not in _PARAMS:
         from .. import data
-        if data.available("l07/wgmma_timing"):
-            recs = [r for r in data.load("l07/wgmma_timing").records if r.get("ok")]
-            _PARAMS["p"] = (timing.calibrate(recs), True)
-        else:
-            _PARAMS["p"] = (timing.PRIOR, False)
+        fitted = any(data.available(n) for n in ("l07/wgmma_depth", "l07/wgmma_timing"))
+        _PARAMS["p"] = (timing.calibrated() if fitted else timing.PRIOR, fitted)
     return _PARAMS["p"]
 
 

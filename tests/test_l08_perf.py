@@ -388,3 +388,20 @@ def test_figures(params, rep):
     fig = V.draw_gap(gaps, perf.GAP_PARTS)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["a", "b"][::-1] or \
         {t.get_text() for t in fig.axes[0].get_yticklabels()} == {"a", "b"}
+
+
+def test_clock_run_predicted_at_the_measured_sm_clock_and_the_fitted_throttled_clock_is_the_measured_one():
+    """data/l08/clock_under_load (nvidia-smi's SM clock during seconds of back-to-back launches) is never fitted on:
+    at the clock it read, the model predicts each run's time within the tolerance; and the clock fitted on one
+    16384³ benchmark record is the clock nvidia-smi read while 16384³ ran for seconds."""
+    from h100lab import data
+    if not data.available("l08/clock_under_load"):
+        pytest.skip("data/l08/clock_under_load not committed")
+    rows = l08.clock_rows()
+    assert len(rows) == 2 and all(abs(r["error"]) <= l08.TOLERANCE for r in rows)
+    p = l08.report().params
+    r16 = next(r for r in rows if r["M"] == 16384)
+    assert abs(1000 * p.throttled_ghz / r16["sm_mhz"] - 1) < 0.03
+    r8 = next(r for r in rows if r["M"] == 8192)
+    # seconds of load lower the clock below what the short benchmark bursts ran at, and the time follows it
+    assert r8["sm_mhz"] < 1000 * p.tensor_ghz and r8["measured_ms"] > r8["model_fitted_clock_ms"]

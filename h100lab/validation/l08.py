@@ -36,7 +36,7 @@ from .fit import Agreement, agreement
 
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
-           "check_calibration", "check_family", "serial_diagnosis"]
+           "check_calibration", "check_family", "serial_diagnosis", "clock_rows"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -363,3 +363,48 @@ def _fp8(ds: Dataset) -> CheckResult:
 def _cluster(ds: Dataset) -> CheckResult:
     a, b = check_family("cluster"), check_family("cluster", worst=True)
     return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+
+
+def clock_rows(ds: Dataset | None = None, params=None) -> list[dict]:
+    """The clock run (``data/l08/clock_under_load``: the default capstone form and cuBLAS launched back to back for
+    seconds while nvidia-smi read the SM clock) against the model, nothing fitted on it: per capstone run, the
+    measured median SM clock, the model's time at the fitted clock of its regime and at the measured clock, and
+    the measured time per launch. [assumption: the tensor clock the model fits is the SM clock nvidia-smi reports;
+    this run is the test of that assumption.]"""
+    from dataclasses import replace
+
+    from .. import data
+    from ..design import capstone as cap
+    from ..design import perf
+    ds = ds if ds is not None else (data.load("l08/clock_under_load") if data.available("l08/clock_under_load")
+                                    else None)
+    if ds is None:
+        return []
+    p = params if params is not None else (_report().params if _report() is not None else None)
+    if p is None:
+        return []
+    out = []
+    for r in ds.records:
+        if not r.get("ok") or r["gemm"] == "cublas":
+            continue
+        v = cap.variant(r["gemm"])
+        ghz = r["median_sm_mhz"] / 1000.0
+        fitted = perf.predict(v, r["M"], r["N"], r["K"], sms=132, params=p, launches=10).time_ms
+        at_clock = perf.predict(v, r["M"], r["N"], r["K"], sms=132,
+                                params=replace(p, tensor_ghz=ghz, throttled_ghz=ghz), launches=10).time_ms
+        out.append({"gemm": r["gemm"], "M": r["M"], "N": r["N"], "K": r["K"], "sm_mhz": r["median_sm_mhz"],
+                    "measured_ms": r["median_launch_ms"], "model_fitted_clock_ms": fitted,
+                    "model_measured_clock_ms": at_clock, "error": at_clock / r["median_launch_ms"] - 1})
+    return out
+
+
+@silicon_check(f"Capstone GEMM time model at the SM clock nvidia-smi read during seconds of back-to-back launches "
+               f"(nothing fitted on this run): every run within ±{TOLERANCE:.0%}", lesson=8,
+               dataset="l08/clock_under_load")
+def _clock(ds: Dataset) -> CheckResult:
+    rs = clock_rows(ds)
+    bad = [r for r in rs if abs(r["error"]) > TOLERANCE]
+    return CheckResult(len(rs), len(bad), [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+                                           for r in bad[:5]],
+                       note="; ".join(f"{r['M']}³ at {r['sm_mhz']:.0f} MHz: model {r['model_measured_clock_ms']:.3f} "
+                                      f"ms vs {r['measured_ms']:.3f} ms ({100 * r['error']:+.1f} %)" for r in rs))

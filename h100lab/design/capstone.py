@@ -17,10 +17,18 @@ per-block dequantisation scales as DeepSeek-V3 / DeepGEMM — ``sa`` (M × ⌈K/
 block) and ``sb`` (⌈N/128⌉ × ⌈K/128⌉, one per 128 × 128 block of B) — two-level accumulation per 128-K block
 (:func:`h100lab.tensorcore.accumulate.fp8_gemm`, interval 4), bf16 out::
 
-    v = FP8_VARIANTS["fp8_cooperative_tmastore"]
+    v = FP8_VARIANTS[FP8_DEFAULT]              # or fp8_tile_choice(M, N)
     k = backend.compile_kernel("l08_gemm", options=v.options).function(v.entry)
     dsa, dsb = (backend.to_device(x) for x in fp8_scales(sa, sb))
     launch(backend, k, v, A8, B8, C, M, N, K, scales=(dsa, dsb))
+
+Its tile: 128 × 192 (``-DBN_TILE=192``) by default. The 128 × 128 form ran at 847-921 TFLOP/s at 8192³ against cuBLAS
+FP8's 1244-1346; the hypothesis that shared-memory bandwidth held it there (:func:`h100lab.design.tiles.
+smem_bytes_per_clock`: 160 B/clk needed at the tensor rate, 128 available) led to the 128 × 192 and 256 × 128 tiles
+(139 and 144 B/clk), which the H200 ran at 1202 and 1114 TFLOP/s (data/l08/gemm_bench_fp8_n192, _m256). The wider
+tiles are confirmed; the mechanism is not: each gained more than lifting a shared-memory bound could give (×1.2-1.3
+against ×1.15 / ×1.11), and 128 × 128 ran far under the 80 % of the FP8 peak its bound allows — the per-stage and
+per-block fixed costs the wider tiles also cut per FLOP remain the suspect (tests/test_l08_fp8_data.py).
 
 Rules it checks (each raises :class:`GemmShapeError` naming the rule): M, N, K ≥ 1; K a multiple of 8 (16 for
 e4m3: a TMA global stride is a multiple of 16 bytes, CUDA Driver API ``cuTensorMapEncodeTiled``); the grid at most
@@ -32,8 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Variant", "VARIANTS", "FP8_VARIANTS", "DEFAULT", "FP8_DEFAULT", "TILE_CANDIDATES", "GemmShapeError",
-           "THREADS", "variant", "check_shape", "tile_counts", "grid_size", "waves", "tile_choice", "tensor_maps", "c_map", "launch",
+__all__ = ["Variant", "VARIANTS", "FP8_VARIANTS", "DEFAULT", "FP8_DEFAULT", "TILE_CANDIDATES", "FP8_TILE_CANDIDATES",
+           "GemmShapeError", "THREADS", "variant", "check_shape", "tile_counts", "grid_size", "waves", "tile_choice",
+           "fp8_tile_choice", "tensor_maps", "c_map", "launch",
            "reference", "reference_fp8", "quantize_fp8", "fp8_scales", "epilogue_ops", "bf16_round", "fma_f32",
            "flops"]
 
@@ -156,13 +165,17 @@ VARIANTS = {
 DEFAULT = "cooperative_inflight_tmastore"
 
 #: the FP8 (e4m3) forms, kept apart from :data:`VARIANTS` (whose entries the bf16 tile calculator of
-#: h100lab.design.tiles checks): cooperative 128 × 128 tiles of 128 K-bytes (a 64 × 128 accumulator and a 64 × 128
-#: partial sum per consumer thread: 128 of its 232 registers), direct or TMA-store epilogue, and B multicast across
-#: CTA pairs. Stages: 7 fill 227 KiB of shared memory, 6 with the TMA-store staging tiles.
-#: the FP8 form the book runs: the staggered consumers with the TMA-store epilogue, within a few per cent of the fastest
-#: FP8 form without clusters at every shape of data/l08/gemm_bench_fp8_stagger (tests/test_l08_fp8_data.py); none
-#: of the forms comes near cuBLAS FP8 there (the kernel's header comment says what is suspected).
-FP8_DEFAULT = "fp8_cooperative_staggered_tmastore"
+#: h100lab.design.tiles checks): cooperative tiles of 128 K-bytes per stage — 128 × 128 (a 64 × 128 accumulator and a
+#: 64 × 128 partial sum per consumer thread: 128 of its 232 registers; 7 stages fill 227 KiB, 6 with the TMA-store
+#: staging tiles), 128 × 192 (96 + 96 registers; 5 or 4 stages) and 256 × 128 (two 64 × 128 accumulators and one
+#: partial sum; 4 stages) — direct or TMA-store epilogue, and B multicast across CTA pairs.
+#: the FP8 form the book runs: the 128 × 192 tile with the TMA-store epilogue, the fastest FP8 form measured at 4096³,
+#: 8192³, 16384³ and 1280 × 3840 × 8192 (data/l08/gemm_bench_fp8_n192: 1202 TFLOP/s at 8192³, 97 % of cuBLAS FP8
+#: with the same block scales, 89 % of cuBLAS with per-tensor scales; the 128 × 128 forms 847-921); at
+#: 1408 × 3072 × 8192 its 176 tiles leave the second wave two-thirds idle and the 128 × 128 form is faster, which
+#: :func:`fp8_tile_choice` picks (tests/test_l08_fp8_data.py replays both from the data). Before it, the 128 × 128
+#: staggered form with the TMA store (data/l08/gemm_bench_fp8_stagger).
+FP8_DEFAULT = "fp8_cooperative_n192_tmastore"
 
 FP8_VARIANTS = {
     "fp8_cooperative": Variant("fp8_cooperative", False, 128, 128, 128, 7, dtype="e4m3"),
@@ -194,6 +207,8 @@ FP8_VARIANTS = {
     "fp8_cooperative_m256": Variant("fp8_cooperative_m256", False, 256, 128, 128, 4, dtype="e4m3"),
 }
 TILE_CANDIDATES = ("cooperative_inflight_tmastore", "cooperative_n128_inflight_tmastore")
+#: the FP8 (large, small) tile pair :func:`fp8_tile_choice` picks from
+FP8_TILE_CANDIDATES = ("fp8_cooperative_n192_tmastore", "fp8_cooperative_tmastore")
 
 
 def variant(name: str) -> Variant:
@@ -252,13 +267,28 @@ def tile_choice(M: int, N: int, sms: int = 132, candidates=None, margin: float =
     candidates = TILE_CANDIDATES if candidates is None else tuple(candidates)
 
     def cost(name):
-        v = VARIANTS[name]
+        v = variant(name)
         tm, tn = tile_counts(v, M, N)
         grid = grid_size(v, M, N, sms)
         return -(-(tm * tn) // grid) * v.bm * v.bn
     first = candidates[0]
     best = min(candidates, key=cost)
     return best if cost(best) <= (1 - margin) * cost(first) else first
+
+
+def fp8_tile_choice(M: int, N: int, sms: int = 132) -> str:
+    """:func:`tile_choice` between the FP8 tiles of :data:`FP8_TILE_CANDIDATES` (128 × 192 first, 128 × 128), with
+    the margin the shared-memory model grants the wider tile per FLOP: 1 − bound(128 × 128) / bound(128 × 192)
+    (h100lab.design.tiles.smem_bytes_per_clock: 0.8 / 0.92 of the tensor rate, a margin of 0.13). [model: the
+    measured per-FLOP gain of 128 × 192 at full waves is larger (data/l08/gemm_bench_fp8_n192: ×1.22-1.31 at 8192³
+    and 16384³), so this margin keeps the 128 × 192 tile only where it loses at most 13 % of wave area, a
+    conservative pick.]"""
+    from .tiles import smem_bytes_per_clock
+
+    big, small = (variant(n) for n in FP8_TILE_CANDIDATES)
+    margin = 1 - (smem_bytes_per_clock(small.dtype, small.bm, small.bn).bound
+                  / smem_bytes_per_clock(big.dtype, big.bm, big.bn).bound)
+    return tile_choice(M, N, sms, FP8_TILE_CANDIDATES, margin)
 
 
 def _addr(x) -> int:

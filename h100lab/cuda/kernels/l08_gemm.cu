@@ -40,7 +40,7 @@
 //    + bias[col] when a bias is given (a bf16 vector of N, per column; add.rn.f32), ReLU when relu != 0
 //    (max.f32 with 0: exact, so emulator and H200 agree bit for bit; -0 and NaN give +0), cvt.rn.bf16x2.f32; direct
 //    global stores with bounds checks for ragged M and N, or the stmatrix + TMA store (-DTMA_STORE=1, beta == 0).
-//  * -DFP8=1 (cooperative, BN_TILE 128): entry gemm_e4m3, A (M x K) and B (N x K) e4m3 bytes, K-major, with
+//  * -DFP8=1 (cooperative, BN_TILE 128 or 192): entry gemm_e4m3, A (M x K) and B (N x K) e4m3 bytes, K-major, with
 //    per-block scales as DeepSeek-V3 / DeepGEMM: sa one f32 per row of A per 128-K block (1 x 128), stored
 //    block-major (sa[kb * M + row]), sb one f32 per 128 x 128 block of B (sb[(col / 128) * nk + kb]). A stage is
 //    one scale block: 128 bytes of K per row (the same 128B-swizzled TMA tiles, now 128 e4m3 elements), consumed by
@@ -65,7 +65,27 @@
 //    per cent at most, so the lockstep is not what keeps the FP8 form well short of cuBLAS FP8; the 128 x 128 tile
 //    is the suspect -- per 128-K block it moves 32 KB into shared memory by TMA and reads 48 KB out of it by wgmma
 //    (B once per consumer) for 4 MFLOP, more bytes per FLOP than the bf16 kernel's 128 x 256 tile at twice the FLOP
-//    rate, and a 256-column tile does not fit the registers with its partial sum.
+//    rate, and a 256-column tile does not fit the registers with its partial sum. Two wider tiles that do fit:
+//    -DBN_TILE=192 (FP8): 128 x 192 tiles, m64n192k32, 96 + 96 registers for acc and P; a tile at column 192 tn
+//    spans two 128-column blocks of B's scales, the second from tile column 128 (tn even) or 64 (tn odd), so each
+//    register's scale is picked at compile time in one of two unrolled promotions (promote_split); the second
+//    block's index is clamped to B's last (columns past N are never stored). 40 KB stages: 5, or 4 with the TMA
+//    store. -DBM_TILE=256 (FP8, BN_TILE 128): 256 x 128 tiles, each consumer runs its two m64 blocks one after the
+//    other through the one partial sum (2 x 64 + 64 registers), the stage going back after the second; 48 KB
+//    stages, 4. Shared-memory traffic at the tensor rate (h100lab.design.tiles.smem_bytes_per_clock, 128 B/clk
+//    available): 128 x 128 needs 96 (wgmma reads) + 64 (TMA writes) = 160 B/clk, 128 x 192 139, 256 x 128 144,
+//    the bf16 128 x 256 tile 128. Measured (data/l08/gemm_bench_fp8_n192, _m256; H200): the wider tiles win where
+//    waves are full -- 8192^3: 128 x 192 (TMA store) 1202 TFLOP/s, 256 x 128 1114, the best 128 x 128 921-927;
+//    cuBLAS FP8 1346 (per-tensor) / 1244 (block scales) -- so 128 x 192 is the FP8 default. The shared-memory
+//    bandwidth hypothesis is NOT confirmed as the mechanism: both gains (x1.2-1.3 at 8192^3 and 16384^3) exceed the
+//    x1.15 / x1.11 that removing a shared-memory bound could give, and the 128 x 128 form runs at < 50 % of the
+//    FP8 dense peak, far under the 80 % its bound allows (the bf16 128 x 128 tile, the same 160 B/clk, reaches
+//    ~70 % of the bf16 peak). What the wider tiles also cut is fixed cost per FLOP: 128 x 192 has 2/3 of the
+//    stages, full-barrier waits, waits for P and promotions per FLOP; 256 x 128 half the stages and barriers, the
+//    same waits for P -- these per-stage / per-block costs are the remaining suspect (not measured apart here).
+//    The stagger lost 2-10 % at every shape of that run (it won a few per cent at 4096^3 in its own): no dependable
+//    gain. Where 128 x 192 tiles leave a wave mostly idle (1408 x 3072: 176 tiles on 132 SMs) 128 x 128 is faster
+//    (h100lab.design.capstone.fp8_tile_choice).
 // Host rules: K a multiple of 8 (16 for FP8: TMA global strides are multiples of 16 B, CUDA Driver API
 // cuTensorMapEncodeTiled); dynamic shared memory = h100lab.design.capstone.Variant.smem_bytes; 384 threads per CTA.
 #include <h100lab/tensormap.cuh>

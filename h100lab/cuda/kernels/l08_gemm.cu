@@ -80,7 +80,11 @@
 //    bandwidth hypothesis is NOT confirmed as the mechanism: both gains (x1.2-1.3 at 8192^3 and 16384^3) exceed the
 //    x1.15 / x1.11 that removing a shared-memory bound could give, and the 128 x 128 form runs at < 50 % of the
 //    FP8 dense peak, far under the 80 % its bound allows (the bf16 128 x 128 tile, the same 160 B/clk, reaches
-//    ~70 % of the bf16 peak). What the wider tiles also cut is fixed cost per FLOP: 128 x 192 has 2/3 of the
+//    ~70 % of the bf16 peak). Those fractions are of the spec's 1830 MHz peaks; under load the H200 ran near
+//    1500 MHz (data/l08/clock_under_load, a bf16 run), which would put the FP8 128 x 128 form near 57 % -- still
+//    under its bound -- and the bf16 128 x 128 tile near 87 %, above its 80 %: if so, the model counts more
+//    shared-memory traffic than the hardware moves (an upper estimate; FP8's own clock was not read). What the
+//    wider tiles also cut is fixed cost per FLOP: 128 x 192 has 2/3 of the
 //    stages, full-barrier waits, waits for P and promotions per FLOP; 256 x 128 half the stages and barriers, the
 //    same waits for P -- these per-stage / per-block costs are the remaining suspect (not measured apart here).
 //    The stagger lost 2-10 % at every shape of that run (it won a few per cent at 4096^3 in its own): no dependable

@@ -50,10 +50,16 @@ def parse_samples(text: str) -> list[dict]:
 
 def run_one(gpu, which: str, M: int, N: int, K: int, seconds: float) -> dict:
     t = gpu.torch
-    A, B, C = gpu.inputs(M, N, K, seed=1)
-    if which == "cublas":
+    if which.startswith("fp8") or which.startswith("cublas_fp8"):          # e4m3 with block scales (bench_gemm)
+        Q = gpu.fp8_inputs(M, N, K, seed=1)
+        C = gpu.fp8_out(M, N)
+        fn = (gpu.cublas_fp8(Q, C, which[len("cublas_fp8_"):]) if which.startswith("cublas_fp8")
+              else gpu.ours_fp8(which, Q, C, sms=gpu.slots(which, gpu.sm_count())))
+    elif which == "cublas":
+        A, B, C = gpu.inputs(M, N, K, seed=1)
         fn = gpu.cublas(A, B, C)
     else:
+        A, B, C = gpu.inputs(M, N, K, seed=1)
         fn = gpu.ours(which, A, B, C, M, N, K, sms=gpu.slots(which, gpu.sm_count()))
     for _ in range(3):
         fn()
@@ -89,6 +95,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="data folder (default: the repo's)")
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--gemms", default=None, help="comma-separated: capstone variants (bf16 or FP8_VARIANTS), "
+                    "cublas, cublas_fp8_<mode> (default: the bf16 default form and cublas)")
+    ap.add_argument("--shapes", default=None, help="comma-separated cubes, e.g. 8192,16384 (default: both)")
+    ap.add_argument("--name", default=DATASET)
     args = ap.parse_args(argv)
     if args.out:
         os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
@@ -98,8 +108,10 @@ def main(argv=None) -> int:
     meta = dict(gpu.metadata(cmd), query=QUERY, note="clocks and power read by nvidia-smi -lms 50 while the GEMM "
                 "launches back to back; nothing set")
     recs, failed = [], 0
-    for M, N, K in SHAPES:
-        for which in (gpu.cap.DEFAULT, "cublas"):
+    gemms = args.gemms.split(",") if args.gemms else [gpu.cap.DEFAULT, "cublas"]
+    shapes = [(int(x),) * 3 for x in args.shapes.split(",")] if args.shapes else SHAPES
+    for M, N, K in shapes:
+        for which in gemms:
             try:
                 r = run_one(gpu, which, M, N, K, args.seconds)
                 print(f"{which:32s} {M}x{N}x{K}: {r['median_launch_ms']:.3f} ms, SM clock median "
@@ -109,7 +121,7 @@ def main(argv=None) -> int:
                 traceback.print_exc()
                 r = {"kind": "run", "gemm": which, "M": M, "N": N, "K": K, "ok": False, "error": repr(exc)[:500]}
             recs.append(r)
-    path = data.write(DATASET, recs, dict(meta, complete=True))
+    path = data.write(args.name, recs, dict(meta, complete=True))
     print(f"wrote {path} ({len(recs)} records, {failed} failed)")
     return 1 if failed else 0
 

@@ -385,7 +385,7 @@ def clock_rows(ds: Dataset | None = None, params=None) -> list[dict]:
         return []
     out = []
     for r in ds.records:
-        if not r.get("ok") or r["gemm"] == "cublas":
+        if not r.get("ok") or r["gemm"].startswith("cublas"):
             continue
         v = cap.variant(r["gemm"])
         ghz = r["median_sm_mhz"] / 1000.0

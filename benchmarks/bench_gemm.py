@@ -71,7 +71,9 @@ FP8_VARIANTS = ("fp8_cooperative_staggered_tmastore", "fp8_cooperative_tmastore"
                 "fp8_cooperative", "fp8_cooperative_staggered_tmastore_cluster2_ctascope",
                 "fp8_cooperative_tmastore_cluster2", "fp8_cooperative_n192_staggered_tmastore",
                 "fp8_cooperative_n192_tmastore", "fp8_cooperative_n192_staggered", "fp8_cooperative_n192",
-                "fp8_cooperative_m256_tmastore", "fp8_cooperative_m256")
+                "fp8_cooperative_m256_tmastore", "fp8_cooperative_m256", "fp8_cooperative_n192_tmastore_lead2",
+                "fp8_cooperative_n192_tmastore_lead3", "fp8_cooperative_tmastore_lead2",
+                "fp8_cooperative_m256_tmastore_lead2")
 FP8_MODEL_CHECKS = [(256, 256, 1024, False), (200, 136, 528, False), (130, 300, 400, True)]   # + bias and ReLU
 FP8_CHECKS = [(2048, 2048, 2048), (1000, 1504, 1040), (4097, 3001, 2064)]
 CUBLAS_FP8 = ("tensor", "tensor_fast_accum", "rowwise", "block")
@@ -601,7 +603,7 @@ def run_fp8(be, checks, shapes, sms: int, warmup: int, repeats: int, log=print, 
             tm, tn = cap.tile_counts(v, M, N)
             rec = {"kind": f"fp8_{what}", "variant": variant, "M": M, "N": N, "K": K, "dtype": v.dtype, "bm": v.bm,
                    "bn": v.bn, "bk": v.bk, "stages": v.stages, "tma_store": v.tma_store, "cluster": v.cluster,
-                   "smem_bytes": v.smem_bytes, "tiles": tm * tn}
+                   "stagger": v.stagger, "scale_lead": v.scale_lead, "smem_bytes": v.smem_bytes, "tiles": tm * tn}
             try:
                 vsms = _slots(be, variant, sms)
                 rec.update(grid=cap.grid_size(v, M, N, vsms))

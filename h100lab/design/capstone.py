@@ -65,7 +65,11 @@ class Variant:
     elements, 128 bytes of K per stage either way) and ``stagger`` (FP8, ``-DSTAGGER=1``: the two consumers issue
     their 128-K blocks in turn, so one promotes while the other's wgmmas run) and ``remote_cta_scope`` (cluster
     of 2, ``-DREMOTE_CTA_SCOPE=1``: the remote empty-barrier arrive with the default .release.cta semantics instead
-    of .release.cluster)."""
+    of .release.cluster) and ``scale_lead`` (FP8, ``-DSCALE_LEAD=n``: k-blocks ahead a consumer fetches its block
+    scales — 1, the first form: loaded after the block's wgmmas are issued and copied into place at the block's end,
+    a copy that waits for the load, so every 128-K block lasts at least one global-load round trip; 2 or 3: a
+    register ring of that depth, the k-loop unrolled by it, each load issued after the promotion that last read its
+    registers and first read ``scale_lead`` blocks later; the arithmetic, so the output, is the same)."""
 
     name: str
     pingpong: bool
@@ -79,6 +83,7 @@ class Variant:
     dtype: str = "bf16"
     stagger: bool = False
     remote_cta_scope: bool = False
+    scale_lead: int = 1
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -86,6 +91,7 @@ class Variant:
         fp8 += ("-DSTAGGER=1",) if self.stagger else ()
         fp8 += ("-DREMOTE_CTA_SCOPE=1",) if self.remote_cta_scope else ()
         fp8 += ("-DBM_TILE=256",) if self.bm == 256 and not self.pingpong else ()    # FP8 only (the kernel checks)
+        fp8 += (f"-DSCALE_LEAD={self.scale_lead}",) if self.scale_lead != 1 else ()   # FP8 only (the kernel checks)
         return (f"-DPINGPONG={int(self.pingpong)}", f"-DSTAGES={self.stages}", f"-DBN_TILE={self.bn}",
                 f"-DINFLIGHT={int(self.inflight)}", f"-DTMA_STORE={int(self.tma_store)}",
                 f"-DCLUSTER={self.cluster}") + fp8
@@ -205,6 +211,17 @@ FP8_VARIANTS = {
     "fp8_cooperative_m256_tmastore": Variant("fp8_cooperative_m256_tmastore", False, 256, 128, 128, 4,
                                              tma_store=True, dtype="e4m3"),
     "fp8_cooperative_m256": Variant("fp8_cooperative_m256", False, 256, 128, 128, 4, dtype="e4m3"),
+    # the block scales fetched 2 or 3 k-blocks ahead through a register ring (-DSCALE_LEAD): the first form's
+    # end-of-block register copy (and, for B's warp-uniform scales, the R2UR into a uniform register) waits for the
+    # load issued in the same block (nvdisasm of -DFP8=1 -DBN_TILE=128 / 192 -DTMA_STORE=1)
+    "fp8_cooperative_n192_tmastore_lead2": Variant("fp8_cooperative_n192_tmastore_lead2", False, 128, 192, 128, 4,
+                                                   tma_store=True, dtype="e4m3", scale_lead=2),
+    "fp8_cooperative_n192_tmastore_lead3": Variant("fp8_cooperative_n192_tmastore_lead3", False, 128, 192, 128, 4,
+                                                   tma_store=True, dtype="e4m3", scale_lead=3),
+    "fp8_cooperative_tmastore_lead2": Variant("fp8_cooperative_tmastore_lead2", False, 128, 128, 128, 6,
+                                              tma_store=True, dtype="e4m3", scale_lead=2),
+    "fp8_cooperative_m256_tmastore_lead2": Variant("fp8_cooperative_m256_tmastore_lead2", False, 256, 128, 128, 4,
+                                                   tma_store=True, dtype="e4m3", scale_lead=2),
 }
 TILE_CANDIDATES = ("cooperative_inflight_tmastore", "cooperative_n128_inflight_tmastore")
 #: the FP8 (large, small) tile pair :func:`fp8_tile_choice` picks from

@@ -58,7 +58,17 @@
 //    wait_group 1 retired.) Scales come by ld.global.nc, prefetched one block ahead (issued
 //    after the block's wgmmas, used a block later): three values per thread per block, block-major so a warp's 16
 //    rows are 64 contiguous bytes; a TMA of the scales into each stage would cost a third box and layout rules
-//    (a 16-byte-multiple stride of M floats) for those three registers. -DSTAGGER=1: the consumers issue their
+//    (a 16-byte-multiple stride of M floats) for those three registers. In that first form (SCALE_LEAD 1) the end
+//    of the block's `sc = next` compiles to register copies (IMAD.MOV; for B's warp-uniform scales an R2UR into a
+//    uniform register) of loads issued in the same block, and a copy waits for its load (nvdisasm): every block
+//    lasts at least one global-load round trip. -DSCALE_LEAD=2 or 3: a register ring of that depth, the k-loop
+//    unrolled by it so each slot is a fixed set of registers; block kb + SCALE_LEAD's scales are loaded into the
+//    slot block kb's promotion has just read, and first read SCALE_LEAD blocks later (no reader of a load before the
+//    next full-barrier wait in the SASS; B's scale loads predicated per thread on the row being below M so ptxas
+//    keeps them out of uniform registers). Chosen over the producer bringing the scales into shared memory with
+//    each stage: a 1-D cp.async.bulk of A's BM scales needs a 16-byte-aligned source (M a multiple of 4) and the
+//    size a multiple of 16 B, so ragged M would need a second path; the ring changes nothing but when the loads are
+//    issued, and the arithmetic (the output) stays as it was. -DSTAGGER=1: the consumers issue their
 //    blocks in turn (0's block i after 1's block i - 1, 1's block i after 0's), so the tensor cores run one
 //    warpgroup's four wgmmas while the other promotes -- instead of both promoting at once with the tensor cores
 //    idle, the lockstep the shared full barrier leaves them in. Measured (data/l08/gemm_bench_fp8_stagger): a few
@@ -132,6 +142,12 @@
 #endif                       //    wgmmas (named barriers 3 and 4)
 #if STAGGER && (!FP8 || BM_TILE != 128)
 #error "STAGGER is an FP8 switch of the 128-row tile"
+#endif
+#ifndef SCALE_LEAD
+#define SCALE_LEAD 1         // FP8: k-blocks ahead a consumer fetches its scales (1; 2 or 3: a register ring, the
+#endif                       //    k-loop unrolled by the ring depth)
+#if SCALE_LEAD < 1 || SCALE_LEAD > 3 || (SCALE_LEAD != 1 && !FP8)
+#error "SCALE_LEAD is 1, 2 or 3, an FP8 switch"
 #endif
 #ifndef STAGES
 #if PINGPONG
@@ -320,15 +336,25 @@ struct BlockScales {
 };
 
 // block kb's scales (ld.global.nc; rows past M read nothing and get 0): sa block-major, sbt = sb's row of the tile
-// (sbt2: of its second column block, clamped to the last block of B: columns past N are never stored)
+// (sbt2: of its second column block, clamped to the last block of B: columns past N are never stored). SCALE_LEAD
+// > 1: B's scales too are read only where the thread's first row is below M (else 0: its rows are never stored,
+// and its A scales are 0 already) -- a value the same in every thread of a warp (uniform address) ptxas keeps in
+// a uniform register, and its R2UR copy, placed right after the load, waits for it as the register copy did;
+// the per-thread predicate makes the value per-thread, so it stays in the ring's registers
 __device__ __forceinline__ BlockScales load_scales(const float* __restrict__ sa, const float* __restrict__ sbt,
                                                    const float* __restrict__ sbt2, int kb, int M, int rlo) {
     const float* a = sa + (size_t)kb * M;
+#if SCALE_LEAD > 1
+    const bool in = rlo < M;
+#else
+    const bool in = true;
+#endif
 #if BN_TILE == 192
-    return {rlo < M ? __ldg(a + rlo) : 0.f, rlo + 8 < M ? __ldg(a + rlo + 8) : 0.f, __ldg(sbt + kb), __ldg(sbt2 + kb)};
+    return {rlo < M ? __ldg(a + rlo) : 0.f, rlo + 8 < M ? __ldg(a + rlo + 8) : 0.f, in ? __ldg(sbt + kb) : 0.f,
+            in ? __ldg(sbt2 + kb) : 0.f};
 #else
     (void)sbt2;
-    return {rlo < M ? __ldg(a + rlo) : 0.f, rlo + 8 < M ? __ldg(a + rlo + 8) : 0.f, __ldg(sbt + kb)};
+    return {rlo < M ? __ldg(a + rlo) : 0.f, rlo + 8 < M ? __ldg(a + rlo + 8) : 0.f, in ? __ldg(sbt + kb) : 0.f};
 #endif
 }
 
@@ -622,14 +648,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
         for (int m = 0; m < MSUB; ++m)
 #pragma unroll
             for (int r = 0; r < NACC; ++r) d[m][r] = 0.f;                   // the f32 accumulator starts at 0
-        BlockScales sc[MSUB];                                               // block 0's scales (rows 64m.. below)
+        // the scale ring: ring[u] holds the scales of the next block kb with kb % SCALE_LEAD == u; blocks 0 ..
+        // SCALE_LEAD - 1 loaded here (a block past nk loads nothing)
+        BlockScales ring[SCALE_LEAD][MSUB];
 #pragma unroll
-        for (int m = 0; m < MSUB; ++m) sc[m] = load_scales(sa, sbt, sbt2, 0, M, rlo + 64 * m);
-#endif
-        for (int kb = 0; kb < nk; ++kb, ++it) {
+        for (int u = 0; u < SCALE_LEAD; ++u)
+#pragma unroll
+            for (int m = 0; m < MSUB; ++m)
+                ring[u][m] = u == 0 || u < nk ? load_scales(sa, sbt, sbt2, u, M, rlo + 64 * m) : BlockScales{};
+        // unrolled by the ring depth, so ring[u] is a fixed set of registers (never indexed at run time, never
+        // copied): a load into it is issued after the promotion that last read it and first read SCALE_LEAD blocks
+        // later
+        for (int kb0 = 0; kb0 < nk; kb0 += SCALE_LEAD) {
+#pragma unroll
+        for (int u = 0; u < SCALE_LEAD; ++u) {
+            const int kb = kb0 + u;
+            if (kb >= nk) break;
             const int s = it % STAGES;
             bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
-#if FP8
 #if STAGGER
             // consumer 0 issues block `it` after consumer 1 issued block it - 1, consumer 1 after consumer 0 issued
             // block it (named barrier 3 + c: 128 threads bar.arrive, the other 128 bar.sync); the last block of the
@@ -645,19 +681,34 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #if STAGGER
                 if (c == 0 || !last) asm volatile("bar.arrive %0, 256;" :: "r"(3 + (c ^ 1)) : "memory");
 #endif
-                // the next block's scales, loaded while the wgmmas run and used one block later
-                const BlockScales next = kb + 1 < nk ? load_scales(sa, sbt, sbt2, kb + 1, M, rlo + 64 * m) : sc[m];
+#if SCALE_LEAD == 1
+                // the next block's scales, loaded while the wgmmas run and used one block later (the copy into
+                // ring[0] at the end waits for these loads: every block lasts at least one load round trip)
+                const BlockScales next = kb + 1 < nk ? load_scales(sa, sbt, sbt2, kb + 1, M, rlo + 64 * m)
+                                                     : ring[0][m];
+#endif
                 asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
                 fence_acc(p[0]);
                 if (m == MSUB - 1 && t % 32 == 0) release(bars + 8 * (STAGES + s));   // P holds what the stage gave
 #if BN_TILE == 192
-                promote(d[m], p[0], sc[m], split);
+                promote(d[m], p[0], ring[u][m], split);
 #else
-                promote(d[m], p[0], sc[m]);
+                promote(d[m], p[0], ring[u][m]);
 #endif
-                sc[m] = next;
-            }
+#if SCALE_LEAD == 1
+                ring[0][m] = next;
 #else
+                // block kb + SCALE_LEAD's scales into the registers this promotion just read
+                if (kb + SCALE_LEAD < nk) ring[u][m] = load_scales(sa, sbt, sbt2, kb + SCALE_LEAD, M, rlo + 64 * m);
+#endif
+            }
+            ++it;
+        }
+        }
+#else
+        for (int kb = 0; kb < nk; ++kb, ++it) {
+            const int s = it % STAGES;
+            bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
             fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
@@ -681,8 +732,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
             fence_acc(d);
             if (t % 32 == 0) release(bars + 8 * (STAGES + s));              // this warp is done with the stage
 #endif
-#endif  // FP8
         }
+#endif  // FP8
 #if INFLIGHT
 #if PINGPONG
         if (t == 0) bar_arrive(order_other);   // every wgmma is issued: the other consumer may issue its mainloop now

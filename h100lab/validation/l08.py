@@ -7,10 +7,11 @@ shared-memory bound, a spec value, came in) are fitted on seven records — ``co
 (``l08/gemm_bench_tmastore``) at 4096³ and 8192³, and ``cooperative`` at 16384³ (the clock a run that long settles
 at); a fifth, the cost of a cluster pair's ``release.cluster`` arrive in the k-block loop, on one record of the
 later cluster run (``cooperative_inflight_cluster2`` at 8192³, a documented split: a mechanism the first runs did
-not have). Every other record is held out: the other variants at every shape, the wave-quantized shapes
+not have); and the FP8 consumers' scale load on one record of the first FP8 run (``fp8_cooperative_tmastore`` at
+8192³ of ``l08/gemm_bench_fp8``: the same kind of split). Every other record is held out: the other variants at every shape, the wave-quantized shapes
 1280 × 3840 × 8192 and 1408 × 3072 × 8192, the other tile orders, the second run's records of the calibration
 shapes, and every record of any later ``data/l08`` timing dataset (step-by-step kernels, the ablation between
-them, FP8, clusters: :func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
+them, the rest of FP8, clusters: :func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
 
 **The goal** (the issue): every measured shape and variant within ±10 % (:data:`TOLERANCE`). :func:`report` gives
 the agreement of the calibration and held-out records (fraction within ±10 %, median and worst |error|) per
@@ -18,10 +19,10 @@ family of kernel (:data:`FAMILIES`: the persistent bf16 capstone forms the model
 kernels, the ablation between them, the FP8 form, clusters of two), per shape and per dataset, and lists the misses. The registered checks
 assert what the model achieves per family (:data:`ACHIEVED`); their titles say the goal is not met while it is
 not. :func:`serial_diagnosis` tests one hypothesis without fitting anything: the FP8 records predicted with the
-two consumers' k-block loops not overlapping (the bf16 forms clearly overlap; FP8 predicted that way, with the
-shared-memory bound, lands most of its held-out non-fence records within ±10 % with lesson 7's re-measured
-constants, where the model as built lands almost none — a diagnosis, not the model: no mechanism yet says why
-FP8's consumers would serialize).
+two consumers' k-block loops not overlapping (the bf16 forms clearly overlap; before the FP8 scale-load mechanism
+FP8 predicted that way landed most of its held-out non-fence records within ±10 % where the model as built landed
+almost none — a diagnosis, not the model; the scale loads on each consumer's path, read in the SASS, are the
+mechanism the model now has). :func:`clock_rows` puts the model next to the clock runs (nothing fitted on them).
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ from .fit import Agreement, agreement
 
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
-           "check_calibration", "check_family", "serial_diagnosis", "clock_rows"]
+           "check_calibration", "check_family", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
+           "ACHIEVED_CLOCK_FP8"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -55,9 +57,14 @@ FAMILIES = {
 #: per family: (the least fraction within ±10 %, the largest |error| of any record) the model achieves on the
 #: committed data (lesson 7's re-measured wgmma constants, the shared-memory bound) — regression guards; the goal
 #: (every record within ±10 %) is checked apart: :func:`report` lists the misses (the ping-pong form in row-major
-#: tile order among the steps and the ablation, too fast; FP8, too fast)
-ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.0, 0.40),
+#: tile order among the steps and the ablation, too fast; FP8, since the scale-load mechanism: two thirds of its held-out
+#: records, the misses the 128 × 128 forms of the later runs and the FP8 cluster pairs too slow, 128 × 192 too fast
+#: where the clock is low)
+ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.65, 0.26),
             "cluster": (0.95, 0.10)}
+#: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
+#: read (regression guard; the goal is ±10 %: the 128 × 192 form at 1500 MHz misses it)
+ACHIEVED_CLOCK_FP8 = 0.13
 #: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
 ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
@@ -350,11 +357,13 @@ def _ablation(ds: Dataset) -> CheckResult:
     return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
 
 
-@silicon_check(f"GEMM time model, held out, FP8 forms: every record within ±{ACHIEVED['fp8'][1]:.0%} (goal "
-               f"±{TOLERANCE:.0%} — not met: silicon's FP8 k-block costs more than the model's)",
-               lesson=8, dataset="l08/gemm_bench_fp8")
+@silicon_check(f"GEMM time model, held out, FP8 forms (the consumers' scale load fitted on one record): at least "
+               f"{ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one within ±{ACHIEVED['fp8'][1]:.0%} (goal: "
+               f"every record within ±{TOLERANCE:.0%} — not met: 128 × 128 in the later runs and FP8 cluster pairs "
+               f"too slow, 128 × 192 too fast at the lower clocks)", lesson=8, dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
-    return check_family("fp8", worst=True)
+    a, b = check_family("fp8"), check_family("fp8", worst=True)
+    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
 
 
 @silicon_check(f"GEMM time model, held out, bf16 clusters of two (the pair's release.cluster fence fitted on one "
@@ -365,24 +374,40 @@ def _cluster(ds: Dataset) -> CheckResult:
     return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
 
 
-def clock_rows(ds: Dataset | None = None, params=None) -> list[dict]:
-    """The clock run (``data/l08/clock_under_load``: the default capstone form and cuBLAS launched back to back for
-    seconds while nvidia-smi read the SM clock) against the model, nothing fitted on it: per capstone run, the
-    measured median SM clock, the model's time at the fitted clock of its regime and at the measured clock, and
-    the measured time per launch. [assumption: the tensor clock the model fits is the SM clock nvidia-smi reports;
-    this run is the test of that assumption.]"""
+#: the clock runs (``benchmarks/clock_under_load.py``): the bf16 default form at 8192³ and 16384³, and the FP8
+#: forms (128 × 192 and 128 × 128, TMA store) with the bf16 default at 8192³
+CLOCK_DATASETS = ("l08/clock_under_load", "l08/clock_under_load_fp8")
+
+
+def clock_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
+    """A clock run (:data:`CLOCK_DATASETS`: capstone forms and cuBLAS launched back to back for seconds while
+    nvidia-smi read the SM clock) against the model, nothing fitted on it: per capstone run, the measured median
+    SM clock, the model's time at the fitted clock of its regime and at the measured clock, and the measured time
+    per launch (``dataset``: the run's). ``ds``: the dataset or its name (default the first, the bf16 run; the FP8
+    run is ``"l08/clock_under_load_fp8"``; ``"all"``: every committed one); [] when it is not committed. [assumption:
+    the tensor clock the model fits is the SM clock nvidia-smi reports; these runs test that assumption — and, for
+    the FP8 forms, whose clocks differ at the same shape, the FP8 mechanism: the scale load's
+    ``scale_load_ns`` is a time, not cycles, so the k-block it bounds does not follow the clock.]"""
     from dataclasses import replace
 
     from .. import data
     from ..design import capstone as cap
     from ..design import perf
-    ds = ds if ds is not None else (data.load("l08/clock_under_load") if data.available("l08/clock_under_load")
-                                    else None)
-    if ds is None:
-        return []
+    if ds is None or isinstance(ds, str):
+        names = CLOCK_DATASETS if ds == "all" else (ds or CLOCK_DATASETS[0],)
+        sets = [data.load(n) for n in names if data.available(n)]
+    else:
+        sets = [ds]
     p = params if params is not None else (_report().params if _report() is not None else None)
-    if p is None:
+    if p is None or not sets:
         return []
+    out = []
+    for d in sets:
+        out += _clock_rows_of(d, p, cap, perf, replace)
+    return out
+
+
+def _clock_rows_of(ds: Dataset, p, cap, perf, replace) -> list[dict]:
     out = []
     for r in ds.records:
         if not r.get("ok") or r["gemm"].startswith("cublas"):
@@ -392,7 +417,8 @@ def clock_rows(ds: Dataset | None = None, params=None) -> list[dict]:
         fitted = perf.predict(v, r["M"], r["N"], r["K"], sms=132, params=p, launches=10).time_ms
         at_clock = perf.predict(v, r["M"], r["N"], r["K"], sms=132,
                                 params=replace(p, tensor_ghz=ghz, throttled_ghz=ghz), launches=10).time_ms
-        out.append({"gemm": r["gemm"], "M": r["M"], "N": r["N"], "K": r["K"], "sm_mhz": r["median_sm_mhz"],
+        out.append({"dataset": ds.name, "gemm": r["gemm"], "M": r["M"], "N": r["N"], "K": r["K"],
+                    "sm_mhz": r["median_sm_mhz"],
                     "measured_ms": r["median_launch_ms"], "model_fitted_clock_ms": fitted,
                     "model_measured_clock_ms": at_clock, "error": at_clock / r["median_launch_ms"] - 1})
     return out
@@ -402,9 +428,22 @@ def clock_rows(ds: Dataset | None = None, params=None) -> list[dict]:
                f"(nothing fitted on this run): every run within ±{TOLERANCE:.0%}", lesson=8,
                dataset="l08/clock_under_load")
 def _clock(ds: Dataset) -> CheckResult:
-    rs = clock_rows(ds)
-    bad = [r for r in rs if abs(r["error"]) > TOLERANCE]
+    return _clock_check(clock_rows(ds))
+
+
+def _clock_check(rs: list, fp8_bound: float = TOLERANCE) -> CheckResult:
+    from ..design import capstone as cap
+    bound = lambda r: fp8_bound if getattr(cap.variant(r["gemm"]), "dtype", "bf16") != "bf16" else TOLERANCE
+    bad = [r for r in rs if abs(r["error"]) > bound(r)]
     return CheckResult(len(rs), len(bad), [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
                                            for r in bad[:5]],
-                       note="; ".join(f"{r['M']}³ at {r['sm_mhz']:.0f} MHz: model {r['model_measured_clock_ms']:.3f} "
+                       note="; ".join(f"{r['gemm']} {r['M']}³ at {r['sm_mhz']:.0f} MHz: model {r['model_measured_clock_ms']:.3f} "
                                       f"ms vs {r['measured_ms']:.3f} ms ({100 * r['error']:+.1f} %)" for r in rs))
+
+
+@silicon_check(f"Capstone GEMM time model at the SM clock nvidia-smi read during seconds of back-to-back FP8 launches "
+               f"(nothing fitted on this run; each form at the clock it kept): the bf16 run within "
+               f"±{TOLERANCE:.0%}, each FP8 form within ±{ACHIEVED_CLOCK_FP8:.0%} (goal ±{TOLERANCE:.0%} — not met: "
+               f"128 × 192, at the lower clock, too fast)", lesson=8, dataset="l08/clock_under_load_fp8")
+def _clock_fp8(ds: Dataset) -> CheckResult:
+    return _clock_check(clock_rows(ds), ACHIEVED_CLOCK_FP8)

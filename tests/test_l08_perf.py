@@ -298,6 +298,11 @@ def test_fp8_scale_load_bounds_a_consumers_k_block(params):
             if load < none.cycles - pre - post:                  # the k-block outlasts the load: off the path
                 assert lead2.cycles == pytest.approx(none.cycles, rel=1e-6)
         assert perf.issue_timing(f, w, 0.0, 0.0, 0.0, pre, post, load_cycles=3000.0).cycles > 3000.0
+        # a ring of two: a load far longer than a k-block spreads over the two k-blocks between its issue (after a
+        # promotion) and its reader (the promotion two blocks later)
+        far = perf.issue_timing(replace(f, scale_lead=2), w, 0.0, 0.0, 0.0, pre, post, load_cycles=3000.0)
+        assert none.cycles < far.cycles < perf.issue_timing(f, w, 0.0, 0.0, 0.0, pre, post, load_cycles=3000.0).cycles
+        assert 2 * far.cycles >= 3000.0
     a, b, c = _fp8_forms()
     q = replace(params, scale_load_ns=2 * params.scale_load_ns)
     for f in (a, b):
@@ -318,6 +323,12 @@ def test_fp8_variant_fields_reach_the_form():
     import dataclasses
     import types
 
+    for name, v in cap.FP8_VARIANTS.items():
+        if getattr(v, "scale_lead", 1) != 1:          # the kernel's -DSCALE_LEAD forms: never slower than lead 1
+            assert perf.form(name).scale_lead == v.scale_lead
+            base = name.rsplit("_lead", 1)[0]
+            if base in cap.FP8_VARIANTS:
+                assert perf.predict(name, 8192, 8192, 8192).time_ns < perf.predict(base, 8192, 8192, 8192).time_ns
     v = cap.variant("fp8_cooperative_tmastore")
     f = perf.form(v)
     assert f.scale_lead == getattr(v, "scale_lead", 1) and f.scale_smem == getattr(v, "scale_smem", False)

@@ -96,9 +96,12 @@ Assumptions (each a limit of the model, not of the kernel):
   clock [assumption] — fitted (not measured) on one record, 8192³ ``fp8_cooperative_tmastore`` of
   ``l08/gemm_bench_fp8``; it comes out several times lesson 1's unloaded L2 hit (:func:`unloaded_l2_hit_ns`, one
   thread's chase on an idle GPU) — read as an L2 hit under the kernel's TMA traffic (the scales are a few KB,
-  hot in L2), not measured apart. With the scales fetched ``scale_lead`` ≥ 2 k-blocks ahead the copies wait for a
-  load issued ``scale_lead − 1`` k-blocks earlier (off the critical path once a k-block outlasts the load); with
-  ``scale_smem`` (the scales come with the stage) there is no load in the loop. The FP8 clock run
+  hot in L2), not measured apart. With the scales fetched ``scale_lead`` n ≥ 2 k-blocks ahead (``-DSCALE_LEAD``: a
+  register ring of depth n, the loop unrolled by it, no copies) a block's loads are issued after the promotion that
+  last read their registers and first read by the promotion n blocks later: off the critical path once n − 1
+  k-blocks and a block's issue outlast the load; with ``scale_smem`` (the scales come with the stage) there is no
+  load in the loop. A tile's first blocks' scales, loaded at the tile's start, are not charged (one load per tile
+  of tens of k-blocks). The FP8 clock run
   (``data/l08/clock_under_load_fp8``) tests the time-not-cycles assumption: the 128 × 128 form, load-bound, agrees
   at its clock; the 128 × 192 form's time follows its (lower) clock more than a fixed-ns load lets the model's;
 * a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
@@ -412,9 +415,10 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     ``f.overlap`` a warpgroup issues only after every other one's last k-block finished (wait and promotion
     included); with ``f.cluster_fence`` the stage's release waits for every group of the warpgroup still in
     flight and then ``fence_cycles``; with promotion (FP8) each m64 block of the warpgroup is issued, waited for and
-    promoted in turn, the scale loads issued after each block's wgmmas take ``load_cycles``, and the k-block ends no
-    earlier than the loads issued ``f.scale_lead − 1`` k-blocks before have landed (the loop-carried copies of the
-    scales). The period is the slope of the last completion over the second half of the run."""
+    promoted in turn and its scale loads take ``load_cycles``: with ``f.scale_lead`` 1 they are issued after the
+    block's wgmmas and the k-block ends no earlier than they land (the loop-carried copies of the scales); with a
+    ring of ``scale_lead`` n ≥ 2 they are issued after a block's promotion and the promotion n k-blocks later
+    waits for them. The period is the slope of the last completion over the second half of the run."""
     from ..tensorcore.timing import RATE, exec_cycles
 
     e = exec_cycles(f.atype, f.bn, w)
@@ -438,12 +442,16 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
         t[i] += pre_cycles
         vis = 0.0
         if f.promote:
-            # FP8 (l08_gemm.cu): per m64 block of the consumer, its wgmmas, the scale loads of the block
-            # ``scale_lead`` ahead (ld.global), wait_group 0, the promotion; the loop-carried copies of the loaded
-            # scales (SASS: MOVs at the loop's end) wait for the loads issued ``scale_lead - 1`` k-blocks before
-            # (lead 1: this k-block's own; scales through shared memory: none, ``load_cycles`` 0)
+            # FP8 (l08_gemm.cu): per m64 block of the consumer, its wgmmas, wait_group 0, the promotion. Scale
+            # loads (ld.global), ``scale_lead`` 1: the next k-block's, issued right after the block's wgmmas; the
+            # loop-carried copies at the k-block's end (SASS: IMAD.MOV / R2UR) wait for them. ``scale_lead`` n ≥ 2
+            # (a register ring of depth n, the loop unrolled by it): block kb + n's, issued after block kb's
+            # promotion (the last reader of that slot) and first read by block kb + n's promotion, which waits for
+            # them. Scales through shared memory: no load (``load_cycles`` 0).
             mb = f.wg_rows // 64
-            loads = 0.0
+            lead = f.scale_lead
+            j = len(issued[i]) - lead                 # the k-block whose promotion issued this one's ring loads
+            loads = [0.0] * mb
             for b in range(mb):
                 vis = 0.0
                 for _ in range(g // mb):
@@ -451,14 +459,18 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
                     s = max(t[i], tc_free)
                     tc_free = s + e
                     vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
-                loads = max(loads, t[i] + load_cycles)
-                if b < mb - 1:
-                    t[i] = max(t[i], vis) + w.wait + f.promote_cycles / mb
-            t[i] = max(t[i], vis) + w.wait + f.promote_cycles / mb
+                if lead == 1:
+                    loads[b] = t[i] + load_cycles
+                t[i] = max(t[i], vis) + w.wait
+                if lead > 1 and j >= 0 and load_cycles > 0:
+                    t[i] = max(t[i], issued[i][j][b])
+                t[i] += f.promote_cycles / mb
+                if lead > 1:
+                    loads[b] = t[i] + load_cycles
             issued[i].append(loads)
-            j = len(issued[i]) - f.scale_lead         # the k-block whose loads this one's copies wait for
-            ready = issued[i][j] if (j >= 0 and load_cycles > 0) else 0.0
-            t[i] = max(t[i], ready) + (fence_cycles if f.cluster_fence else 0.0) + post_cycles
+            if lead == 1 and load_cycles > 0:
+                t[i] = max([t[i]] + loads)
+            t[i] += (fence_cycles if f.cluster_fence else 0.0) + post_cycles
             finish[i][done[i]] = t[i]
             done[i] += 1
             continue

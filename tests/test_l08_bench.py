@@ -253,6 +253,8 @@ def test_fp8_run_on_a_fake_gpu(tmp_path):
             "cublas_fp8_block", "fp8_cooperative_tmastore", "fp8_cooperative"} == set(times)
     ours = times["fp8_cooperative_tmastore"]
     assert ours["ok"] and ours["model_mismatches"] == 0 and ours["dtype"] == "e4m3" and ours["tiles"] == 1
+    # the forms' switches a time model reads from the records (capstone.Variant: stagger, scale_lead)
+    assert ours["scale_lead"] == cap.FP8_VARIANTS["fp8_cooperative_tmastore"].scale_lead == 1 and not ours["stagger"]
     assert ours["ratio_cublas_fp8_mode"] == "tensor" and ours["ratio_cublas_fp8"] == pytest.approx(1.0)
     assert ours["ratio_cublas_bf16"] == pytest.approx(1.0) and len(ours["samples_ms"]) == 20
     assert set(ours["cublas_fp8_ms"]) == {"tensor", "tensor_fast_accum", "rowwise"}

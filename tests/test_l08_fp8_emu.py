@@ -69,12 +69,19 @@ def test_square_bit_exact(variant):
                                                      ("fp8_cooperative_n192", 200, 330, 272, 0.5),
                                                      ("fp8_cooperative_n192_tmastore", 72, 100, 144, 0.0),
                                                      ("fp8_cooperative_m256", 300, 136, 272, 0.5),
-                                                     ("fp8_cooperative_m256_tmastore", 130, 264, 400, 0.0)])
+                                                     ("fp8_cooperative_m256_tmastore", 130, 264, 400, 0.0),
+                                                     ("fp8_cooperative_n192_tmastore_lead2", 200, 328, 272, 0.0),
+                                                     ("fp8_cooperative_n192_tmastore_lead3", 72, 100, 528, 0.0),
+                                                     ("fp8_cooperative_n192_tmastore_lead3", 130, 200, 16, 0.5),
+                                                     ("fp8_cooperative_tmastore_lead2", 200, 135, 144, 0.5),
+                                                     ("fp8_cooperative_m256_tmastore_lead2", 300, 136, 400, 0.0)])
 def test_ragged_bit_exact(variant, M, N, K, beta):
     """Ragged M, N and K (K = 144 .. 528: the last 128-K block partly TMA zero fill, its scales still applied);
     odd N takes the direct stores; a second tile row of the cluster pair is half empty; 192-column tiles whose
     second 128-column scale block is partly (N = 328, 330) or wholly (N = 100: clamped to B's last block) past N;
-    256-row tiles whose second consumer has 44 rows (M = 300) or 2 (M = 130)."""
+    256-row tiles whose second consumer has 44 rows (M = 300) or 2 (M = 130); the scale ring (scale_lead 2, 3) with
+    fewer blocks than its depth (K = 16, 144), an odd block count (K = 272: the unrolled pair's second half runs
+    once) and one that is no multiple of 3 (K = 528: five blocks)."""
     got, want, _, _ = _run(variant, M, N, K, alpha=-0.75, beta=beta)
     assert np.array_equal(got, want)
 
@@ -94,6 +101,92 @@ def test_many_laps_through_the_ring():
     assert st.tma_bytes == 3 * 5 * v.stage_bytes + 128 * 384 * 2
 
 
+@pytest.mark.parametrize("variant", ["fp8_cooperative_tmastore_lead2", "fp8_cooperative_n192_tmastore_lead3"])
+def test_many_laps_with_the_scale_ring(variant):
+    """Three tiles on one CTA, five blocks each (no multiple of the ring depth): the ring is refilled per tile, its
+    unrolled k-loop ends part-way through a round, and the ring slots go 15 blocks around the stages."""
+    v = cap.FP8_VARIANTS[variant]
+    got, want, st, v = _run(variant, 128, 3 * v.bn, 640)
+    assert np.array_equal(got, want)
+    assert st.tma_bytes == 3 * 5 * v.stage_bytes + 128 * 3 * v.bn * 2
+
+
+def test_scale_lead_is_an_fp8_option():
+    """scale_lead reaches the compiler only when it is not the first form's 1 (so those forms keep their PTX), and
+    the kernel refuses it without -DFP8=1."""
+    from h100lab import nvrtc
+    for v in cap.FP8_VARIANTS.values():
+        assert (f"-DSCALE_LEAD={v.scale_lead}" in v.options) == (v.scale_lead != 1)
+        assert v.scale_lead in (1, 2, 3)
+    leads = {v.scale_lead for v in cap.FP8_VARIANTS.values()}
+    assert {1, 2, 3} <= leads
+    with pytest.raises(Exception, match="SCALE_LEAD"):
+        nvrtc.compile_kernel("l08_gemm", options=cap.VARIANTS["cooperative"].options + ("-DSCALE_LEAD=2",))
+
+
+def _disassembler():
+    """nvdisasm or cuobjdump on PATH, or an nvdisasm of the nvidia-cuda-nvdisasm wheel on sys.path; None if none."""
+    import glob
+    import shutil
+    import sys
+    for tool in ("nvdisasm", "cuobjdump"):
+        if shutil.which(tool):
+            return shutil.which(tool)
+    for p in sys.path:
+        hits = glob.glob(f"{p}/nvidia/*/bin/nvdisasm")
+        if hits:
+            return hits[0]
+    return None
+
+
+def scale_load_readers(sass: str) -> list[str]:
+    """The instructions that read a 32-bit scale load's destination (LDG.E.CONSTANT Rn) before the next full-barrier
+    wait (SYNCS.PHASECHK: the next block) in program order -- each waits for a load issued in its own block."""
+    import re
+    lines = [ln.split("*/", 1)[-1].split(";")[0].strip() for ln in sass.splitlines() if "*/" in ln]
+    found = []
+    for i, ln in enumerate(lines):
+        m = re.search(r"LDG\.E\.CONSTANT (R\d+),", ln)
+        if not m:
+            continue
+        r = m.group(1)
+        for x in lines[i + 1:]:
+            if "SYNCS.PHASECHK" in x or "EXIT" in x:
+                break
+            regs = re.findall(r"\bR\d+", x)
+            if r in regs[1:]:
+                found.append(x)
+                break
+            if regs and regs[0] == r:                      # overwritten (a predicated zero, the next load)
+                break
+    return found
+
+
+def test_scale_ring_reads_no_load_of_its_own_block(tmp_path):
+    """The SASS (ptxas of NVRTC's sm_90a cubin, disassembled): in the first form (scale_lead 1) the end of every
+    block copies the next block's scales out of the registers their loads write (IMAD.MOV, R2UR for B's uniform
+    scales) -- a wait for a load of the same block; in the ring forms nothing reads a scale load before the next
+    block's full-barrier wait."""
+    import subprocess
+    from h100lab import nvrtc
+    tool = _disassembler()
+    if tool is None:
+        pytest.skip("no nvdisasm / cuobjdump")
+    for name in ("fp8_cooperative_n192_tmastore", "fp8_cooperative_n192_tmastore_lead2",
+                 "fp8_cooperative_tmastore", "fp8_cooperative_tmastore_lead2"):
+        v = cap.FP8_VARIANTS[name]
+        cubin = tmp_path / f"{name}.cubin"
+        cubin.write_bytes(nvrtc.compile_kernel("l08_gemm", options=v.options).cubin)
+        cmd = [tool, "-sass", str(cubin)] if tool.endswith("cuobjdump") else [tool, "-c", str(cubin)]
+        sass = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        assert "LDG.E.CONSTANT" in sass and "QGMMA" in sass, name
+        readers = scale_load_readers(sass)
+        if v.scale_lead == 1:
+            assert any("MOV" in x for x in readers), (name, readers)
+        else:
+            assert readers == [], (name, readers)
+
+
 def test_model_is_the_two_level_accumulation():
     """The reference is lesson 7's model: promotion per 128-K block differs from one long tensor-core chain (which
     loses bits), and both are close to the exact product of the dequantised inputs."""
@@ -107,7 +200,10 @@ def test_model_is_the_two_level_accumulation():
     assert not np.array_equal(one, fp8_gemm(qa, qb, np.ones((64, 8), np.float32), np.ones((128, 8), np.float32)))
 
 
-@pytest.mark.parametrize("variant", FP8)
+# the scale ring changes only when a consumer's global loads of the scales are issued, no shared-memory access: one
+# ring form stands for the others under the race checker
+@pytest.mark.parametrize("variant", [n for n in FP8 if cap.FP8_VARIANTS[n].scale_lead == 1]
+                         + ["fp8_cooperative_n192_tmastore_lead2"])
 def test_racecheck_with_shuffled_warps(variant):
     v = cap.FP8_VARIANTS[variant]
     got, want, _, _ = _run(variant, v.bm * v.cluster, 128, 256, racecheck=True, seed=3)

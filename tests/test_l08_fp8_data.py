@@ -25,7 +25,7 @@ def _load(name):
 
 
 @pytest.fixture(scope="module", params=["gemm_bench_fp8", "gemm_bench_fp8_stagger", "gemm_bench_fp8_n192",
-                                        "gemm_bench_fp8_m256"])
+                                        "gemm_bench_fp8_m256", "gemm_bench_fp8_lead"])
 def run(request):
     return _load(request.param)
 
@@ -192,3 +192,41 @@ def test_stagger_is_no_stable_gain():
     assert old[(4096,) * 3][a]["median_ms"] < old[(4096,) * 3][b]["median_ms"]
     assert old[(8192,) * 3][a]["median_ms"] > old[(8192,) * 3][b]["median_ms"]
     assert not cap.FP8_VARIANTS[cap.FP8_DEFAULT].stagger
+
+
+def test_scale_ring_in_its_run():
+    """data/l08/gemm_bench_fp8_lead: the block scales fetched 2 or 3 k-blocks ahead (capstone.Variant.scale_lead,
+    -DSCALE_LEAD: no scale register waits on a load of its own block) next to the first form (1) in one run, output
+    bit-exact with the model in both. The 128 x 128 tile (the shortest 128-K blocks) gained at 8192³, 16384³ and the
+    two wave-quantized shapes; the wider tiles (128 x 192, 256 x 128) lost at every shape with either depth -- so
+    the global-load round trip per block bounds the 128 x 128 form only, and the ring costs the wider ones
+    something not measured apart (the ring's loads are issued between a promotion and the next block's wgmmas,
+    where the first form's were issued under the wgmmas). FP8_DEFAULT (128 x 192, lead 1) stays the fastest form
+    at 8192³, 16384³ and 1280 x 3840 x 8192; at 4096³ the 256 x 128 tile (lead 1) was, at 1408 x 3072 x 8192 a
+    128 x 128 one; fp8_tile_choice still picks the faster of its two candidates at every shape."""
+    meta, _ = _load("gemm_bench_fp8_lead")
+    by_shape = _times("gemm_bench_fp8_lead")
+    assert len(by_shape) == 5
+    leads = [v for v in meta["variants"] if cap.FP8_VARIANTS[v].scale_lead > 1]
+    assert {cap.FP8_VARIANTS[v].scale_lead for v in leads} == {2, 3}
+    for (M, N, K), here in by_shape.items():
+        for v in leads:
+            w = cap.FP8_VARIANTS[v]
+            first = v[:v.rindex("_lead")]
+            assert cap.FP8_VARIANTS[first].scale_lead == 1 and (w.bm, w.bn) == (cap.FP8_VARIANTS[first].bm,
+                                                                               cap.FP8_VARIANTS[first].bn)
+            faster = here[v]["median_ms"] < here[first]["median_ms"]
+            if (w.bm, w.bn) != (128, 128):
+                assert not faster, (v, M, N, K)
+            elif (M, N, K) != (4096, 4096, 4096):
+                assert faster, (v, M, N, K)
+        fastest = min(here, key=lambda v: here[v]["median_ms"])
+        tile = (cap.FP8_VARIANTS[fastest].bm, cap.FP8_VARIANTS[fastest].bn)
+        if (M, N) == (1408, 3072):
+            assert tile == (128, 128)
+        elif (M, N, K) == (4096, 4096, 4096):
+            assert tile == (256, 128) and cap.FP8_VARIANTS[fastest].scale_lead == 1
+        else:
+            assert fastest == cap.FP8_DEFAULT, (M, N, K)
+        measured = min(cap.FP8_TILE_CANDIDATES, key=lambda v: here[v]["median_ms"])
+        assert cap.fp8_tile_choice(M, N) == measured, (M, N, K)

@@ -28,7 +28,11 @@ smem_bytes_per_clock`: 160 B/clk needed at the tensor rate, 128 available) led t
 (139 and 144 B/clk), which the H200 ran at 1202 and 1114 TFLOP/s (data/l08/gemm_bench_fp8_n192, _m256). The wider
 tiles are confirmed; the mechanism is not: each gained more than lifting a shared-memory bound could give (×1.2-1.3
 against ×1.15 / ×1.11), and 128 × 128 ran far under the 80 % of the FP8 peak its bound allows — the per-stage and
-per-block fixed costs the wider tiles also cut per FLOP remain the suspect (tests/test_l08_fp8_data.py).
+per-block fixed costs the wider tiles also cut per FLOP remain the suspect (tests/test_l08_fp8_data.py). One of
+them, the consumers' scale loads (the first form's end-of-block register copies wait for the loads of the same
+block, so a block lasts at least one load round trip), is lifted by ``scale_lead`` 2 or 3 (a register ring,
+``-DSCALE_LEAD``): the 128 × 128 tile gained 2-8 % with it, the wider tiles lost 2-7 % at every shape
+(data/l08/gemm_bench_fp8_lead), so the default keeps lead 1.
 
 Rules it checks (each raises :class:`GemmShapeError` naming the rule): M, N, K ≥ 1; K a multiple of 8 (16 for
 e4m3: a TMA global stride is a multiple of 16 bytes, CUDA Driver API ``cuTensorMapEncodeTiled``); the grid at most
@@ -213,7 +217,9 @@ FP8_VARIANTS = {
     "fp8_cooperative_m256": Variant("fp8_cooperative_m256", False, 256, 128, 128, 4, dtype="e4m3"),
     # the block scales fetched 2 or 3 k-blocks ahead through a register ring (-DSCALE_LEAD): the first form's
     # end-of-block register copy (and, for B's warp-uniform scales, the R2UR into a uniform register) waits for the
-    # load issued in the same block (nvdisasm of -DFP8=1 -DBN_TILE=128 / 192 -DTMA_STORE=1)
+    # load issued in the same block (nvdisasm of -DFP8=1 -DBN_TILE=128 / 192 -DTMA_STORE=1). Measured
+    # (data/l08/gemm_bench_fp8_lead): 128 x 128 gains 2-8 % (not at 4096³), 128 x 192 and 256 x 128 lose 2-7 % at
+    # every shape -- no new default
     "fp8_cooperative_n192_tmastore_lead2": Variant("fp8_cooperative_n192_tmastore_lead2", False, 128, 192, 128, 4,
                                                    tma_store=True, dtype="e4m3", scale_lead=2),
     "fp8_cooperative_n192_tmastore_lead3": Variant("fp8_cooperative_n192_tmastore_lead3", False, 128, 192, 128, 4,

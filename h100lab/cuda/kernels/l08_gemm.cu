@@ -68,7 +68,11 @@
 //    keeps them out of uniform registers). Chosen over the producer bringing the scales into shared memory with
 //    each stage: a 1-D cp.async.bulk of A's BM scales needs a 16-byte-aligned source (M a multiple of 4) and the
 //    size a multiple of 16 B, so ragged M would need a second path; the ring changes nothing but when the loads are
-//    issued, and the arithmetic (the output) stays as it was. -DSTAGGER=1: the consumers issue their
+//    issued, and the arithmetic (the output) stays as it was. Measured (data/l08/gemm_bench_fp8_lead, H200): the
+//    128 x 128 tile gained 2-8 % with SCALE_LEAD 2 (8192^3: 922 -> 994 TFLOP/s; lost 3 % at 4096^3), the wider
+//    tiles lost 2-7 % at every shape with 2 or 3 (128 x 192 at 8192^3: 1184 -> 1127 / 1133) -- the load round trip
+//    bounds only the shortest blocks, and the ring's loads, issued between a promotion and the next block's
+//    wgmmas rather than under the wgmmas, cost the longer ones something not measured apart. -DSTAGGER=1: the consumers issue their
 //    blocks in turn (0's block i after 1's block i - 1, 1's block i after 0's), so the tensor cores run one
 //    warpgroup's four wgmmas while the other promotes -- instead of both promoting at once with the tensor cores
 //    idle, the lockstep the shared full barrier leaves them in. Measured (data/l08/gemm_bench_fp8_stagger): a few

@@ -22,7 +22,10 @@ not. :func:`serial_diagnosis` tests one hypothesis without fitting anything: the
 two consumers' k-block loops not overlapping (the bf16 forms clearly overlap; before the FP8 scale-load mechanism
 FP8 predicted that way landed most of its held-out non-fence records within ±10 % where the model as built landed
 almost none — a diagnosis, not the model; the scale loads on each consumer's path, read in the SASS, are the
-mechanism the model now has). :func:`clock_rows` puts the model next to the clock runs (nothing fitted on them).
+mechanism the model then took in). :func:`lead_diagnosis` is that mechanism's clean held-out test, the scale-ring
+run (``data/l08/gemm_bench_fp8_lead``): silicon runs the ring forms about as fast as lead 1, the model far faster —
+the fitted constant is not the scale load. :func:`clock_rows` puts the model next to the clock runs (nothing fitted
+on them).
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from .fit import Agreement, agreement
 
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
-           "check_calibration", "check_family", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
+           "check_calibration", "check_family", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS", "lead_diagnosis",
            "ACHIEVED_CLOCK_FP8"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
@@ -57,10 +60,10 @@ FAMILIES = {
 #: per family: (the least fraction within ±10 %, the largest |error| of any record) the model achieves on the
 #: committed data (lesson 7's re-measured wgmma constants, the shared-memory bound) — regression guards; the goal
 #: (every record within ±10 %) is checked apart: :func:`report` lists the misses (the ping-pong form in row-major
-#: tile order among the steps and the ablation, too fast; FP8, since the scale-load mechanism: two thirds of its held-out
-#: records, the misses the 128 × 128 forms of the later runs and the FP8 cluster pairs too slow, 128 × 192 too fast
-#: where the clock is low)
-ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.65, 0.26),
+#: tile order among the steps and the ablation, too fast; FP8, with the scale-load mechanism: most lead-1 records, the
+#: misses the 128 × 128 forms of the later runs and the FP8 cluster pairs too slow, 128 × 192 too fast where the
+#: clock is low, and every scale-ring form (``scale_lead`` 2, 3) too fast — :func:`lead_diagnosis`)
+ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.55, 0.26),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
 #: read (regression guard; the goal is ±10 %: the 128 × 192 form at 1500 MHz misses it)
@@ -211,6 +214,34 @@ def serial_diagnosis(records: Sequence[dict] | None = None, params=None, fam: st
     return agreement(f"{fam}, as modelled", pairs, tol), agreement(f"{fam}, consumers not overlapping", serial, tol)
 
 
+def lead_diagnosis(records: Sequence[dict] | None = None, params=None, tol: float = TOLERANCE) -> dict:
+    """The held-out test of the FP8 scale-load mechanism (nothing fitted on it): the records of the scale-ring run
+    (``data/l08/gemm_bench_fp8_lead``: ``scale_lead`` 1, 2, 3 side by side) — ``lead1`` and ``ring`` (lead ≥ 2)
+    :class:`~h100lab.validation.fit.Agreement`, and per (shape, tile) pair the measured and predicted time ratio
+    ring / lead 1 (``silicon_ratio``, ``model_ratio``: their medians). Empty without that dataset."""
+    from ..design import perf
+
+    p = params if params is not None else perf.calibrated()
+    recs = list(records) if records is not None else perf.load_records(("l08/gemm_bench_fp8_lead",))
+    recs = [r for r in recs if r.get("dataset") == "l08/gemm_bench_fp8_lead"]
+    if not recs:
+        return {}
+    rows_ = [(r, perf.record_form(r), perf.predict_record(r, p)) for r in recs]
+    one = {(r["M"], r["N"], r["K"], f.bm, f.bn): (r, pr) for r, f, pr in rows_ if f.scale_lead == 1}
+    sil, mod = [], []
+    for r, f, pr in rows_:
+        base = one.get((r["M"], r["N"], r["K"], f.bm, f.bn))
+        if f.scale_lead > 1 and base is not None:
+            sil.append(r["median_ms"] / base[0]["median_ms"])
+            mod.append(pr.time_ms / base[1].time_ms)
+    med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")
+    return {"lead1": agreement("scale_lead 1", [(perf.record_label(r), pr.time_ms, r["median_ms"])
+                                                for r, f, pr in rows_ if f.scale_lead == 1], tol),
+            "ring": agreement("scale_lead 2, 3", [(perf.record_label(r), pr.time_ms, r["median_ms"])
+                                                  for r, f, pr in rows_ if f.scale_lead > 1], tol),
+            "silicon_ratio": med(sil), "model_ratio": med(mod), "pairs": len(sil)}
+
+
 def throttle_evidence(datasets: Sequence[str] | None = None) -> list[dict]:
     """Per dataset and shape: cuBLAS's TFLOP/s in the same run and the largest spread (median / min − 1) of the
     book's kernel's repeats — the power limit shows as cuBLAS slowing down and the repeats drifting."""
@@ -359,8 +390,9 @@ def _ablation(ds: Dataset) -> CheckResult:
 
 @silicon_check(f"GEMM time model, held out, FP8 forms (the consumers' scale load fitted on one record): at least "
                f"{ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one within ±{ACHIEVED['fp8'][1]:.0%} (goal: "
-               f"every record within ±{TOLERANCE:.0%} — not met: 128 × 128 in the later runs and FP8 cluster pairs "
-               f"too slow, 128 × 192 too fast at the lower clocks)", lesson=8, dataset="l08/gemm_bench_fp8")
+               f"every record within ±{TOLERANCE:.0%} — not met: the scale-ring forms (scale_lead 2, 3) run about as "
+               f"fast as lead 1 where the model has them far faster — the scale load is not what the fitted constant "
+               f"stands for; 128 × 128 of the later runs too slow)", lesson=8, dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
     a, b = check_family("fp8"), check_family("fp8", worst=True)
     return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")

@@ -349,10 +349,73 @@ def compile(source: str, *, name: str = "kernel.cu", arch: str = "sm_90a", optio
 _CACHE: dict[tuple[str, str, tuple[str, ...]], Compiled] = {}
 
 
+def cache_dir() -> Path | None:
+    """Where :func:`compile_kernel` keeps what NVRTC produced across processes: ``$H100LAB_CACHE`` (``off``: no disk
+    cache), else ``$XDG_CACHE_HOME/h100lab/nvrtc`` or ``~/.cache/h100lab/nvrtc``."""
+    import os
+
+    env = os.environ.get("H100LAB_CACHE")
+    if env is not None:
+        return None if env.strip().lower() in ("", "0", "off", "no") else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "h100lab" / "nvrtc"
+
+
+def _disk_key(source: str, arch: str, options: Sequence[str]) -> str:
+    """Everything the output depends on: the source, the arch, the options, NVRTC's version, the include folders
+    and the text of every header of the package's own include folder (a changed header is a new key)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for part in (source, arch, "\0".join(options), version(), "\0".join(include_dirs())):
+        h.update(part.encode())
+        h.update(b"\1")
+    for hdr in sorted(INCLUDE_DIR.rglob("*")):
+        if hdr.is_file():
+            h.update(str(hdr.relative_to(INCLUDE_DIR)).encode())
+            h.update(hdr.read_bytes())
+    return h.hexdigest()
+
+
+def _disk_load(path: Path, name: str) -> Compiled | None:
+    import json
+
+    try:
+        obj = json.loads(path.read_text())
+        return Compiled(name, obj["arch"], tuple(obj["options"]), obj["ptx"], bytes.fromhex(obj["cubin"]), obj["log"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None          # absent or unreadable: compile again
+
+
+def _disk_store(path: Path, c: Compiled) -> None:
+    import json
+    import os
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"arch": c.arch, "options": list(c.options), "ptx": c.ptx, "cubin": c.cubin.hex(),
+                       "log": c.log}, f)
+        os.replace(tmp, path)     # atomic: a concurrent reader sees the old file or the whole new one
+    except OSError:
+        pass                      # a read-only home: the cache is an optimisation only
+
+
 def compile_kernel(name: str, *, arch: str = "sm_90a", options: Sequence[str] = ()) -> Compiled:
-    """Compile ``h100lab/cuda/kernels/<name>.cu`` (see :func:`compile`); cached per (source, arch, options)."""
+    """Compile ``h100lab/cuda/kernels/<name>.cu`` (see :func:`compile`); cached per (source, arch, options) in the
+    process, and on disk (:func:`cache_dir`) under a key of everything the output depends on (:func:`_disk_key`),
+    so notebooks and test workers do not compile the same kernel again. Compile errors are never cached."""
     source = kernel_source(name)
     key = (source, arch, tuple(options))
     if key not in _CACHE:
-        _CACHE[key] = compile(source, name=f"{name}.cu", arch=arch, options=options)
+        folder = cache_dir()
+        path = folder / f"{name}-{_disk_key(source, arch, tuple(options))[:40]}.json" if folder else None
+        hit = _disk_load(path, f"{name}.cu") if path is not None and path.is_file() else None
+        if hit is None:
+            hit = compile(source, name=f"{name}.cu", arch=arch, options=options)
+            if path is not None:
+                _disk_store(path, hit)
+        _CACHE[key] = hit
     return _CACHE[key]

@@ -370,13 +370,18 @@ def _calibration(ds: Dataset) -> CheckResult:
     return check_calibration()
 
 
+def _floor_and_worst(fam: str) -> CheckResult:
+    """A family's two registered levels in one check: the fraction within the tolerance and the worst error."""
+    a, b = check_family(fam), check_family(fam, worst=True)
+    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+
+
 @silicon_check(f"GEMM time model, held out, step-by-step kernels 2-7: at least {ACHIEVED['steps'][0]:.0%} within "
                f"±{TOLERANCE:.0%}, every one within ±{ACHIEVED['steps'][1]:.0%} (goal: every record within "
                f"±{TOLERANCE:.0%} — not met: the ping-pong step in row-major tile order)", lesson=8,
                dataset="l08/gemm_steps")
 def _steps(ds: Dataset) -> CheckResult:
-    a, b = check_family("steps"), check_family("steps", worst=True)
-    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+    return _floor_and_worst("steps")
 
 
 @silicon_check(f"GEMM time model, held out, capstone forms between the steps (schedule and tile order one at a "
@@ -384,8 +389,7 @@ def _steps(ds: Dataset) -> CheckResult:
                f"±{ACHIEVED['ablation'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: ping-pong "
                f"in row-major tile order)", lesson=8, dataset="l08/gemm_steps_ablation")
 def _ablation(ds: Dataset) -> CheckResult:
-    a, b = check_family("ablation"), check_family("ablation", worst=True)
-    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+    return _floor_and_worst("ablation")
 
 
 @silicon_check(f"GEMM time model, held out, FP8 forms (the consumers' scale load fitted on one record): at least "
@@ -394,16 +398,14 @@ def _ablation(ds: Dataset) -> CheckResult:
                f"fast as lead 1 where the model has them far faster — the scale load is not what the fitted constant "
                f"stands for; 128 × 128 of the later runs too slow)", lesson=8, dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
-    a, b = check_family("fp8"), check_family("fp8", worst=True)
-    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+    return _floor_and_worst("fp8")
 
 
 @silicon_check(f"GEMM time model, held out, bf16 clusters of two (the pair's release.cluster fence fitted on one "
                f"record): at least {ACHIEVED['cluster'][0]:.0%} within ±{TOLERANCE:.0%}, every one within "
                f"±{ACHIEVED['cluster'][1]:.0%}", lesson=8, dataset="l08/gemm_bench_cluster2")
 def _cluster(ds: Dataset) -> CheckResult:
-    a, b = check_family("cluster"), check_family("cluster", worst=True)
-    return CheckResult(a.cases, a.mismatches + b.mismatches, a.examples, f"{a.note}; {b.note}")
+    return _floor_and_worst("cluster")
 
 
 #: the clock runs (``benchmarks/clock_under_load.py``): the bf16 default form at 8192³ and 16384³, and the FP8

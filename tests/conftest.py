@@ -48,3 +48,16 @@ def pytest_ignore_collect(collection_path, config):
     if p.endswith(".py") and "/tests/" in p and collection_path.name.startswith("test_"):
         return "mark.gpu" not in collection_path.read_text(encoding="utf-8")
     return None
+
+
+@pytest.fixture(autouse=True)
+def _data_folder_restored():
+    """A benchmark's or measure script's ``main(["--out", tmp])`` points ``$H100LAB_DATA`` at its output folder for
+    the rest of the process; put it back after every test, so a notebook that the same pytest worker runs later
+    (nbval starts its kernel with this process's environment) reads the repository's data, not a test's."""
+    old = os.environ.get("H100LAB_DATA")
+    yield
+    if old is None:
+        os.environ.pop("H100LAB_DATA", None)
+    else:
+        os.environ["H100LAB_DATA"] = old

@@ -112,11 +112,6 @@ def _attempt(rec: dict, body, label: str, log) -> dict:
     return rec
 
 
-def _close(err: dict) -> bool:
-    """Output next to cuBLAS's: finite and within 2^-6 of the largest |output| (a few bf16 roundings)."""
-    return err["nonfinite"] == 0 and err["ours_vs_cublas_max_abs"] <= err["ref_max_abs"] * 2.0 ** -6
-
-
 def run_bits(be, names, sms: int, log=print) -> list[dict]:
     """Each step at its small emulator shapes (h100lab.design.steps.Step.small), persistent steps with one CTA:
     the kernel's output against the model's bits."""
@@ -220,7 +215,7 @@ def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, names, args, naiv
                 fn, want = be.step(s.name, A, B, C, M, N, K, sms), ctx["ref_c"]
             _record_time(rec, be.time(fn, warmup, repeats), flop, cub_ms)
             err = be.errors(C, want, want)
-            rec.update(ok=_close(err), ref_max_abs=err["ref_max_abs"], nonfinite=err["nonfinite"])
+            rec.update(ok=bench_gemm._close_to_cublas(err), ref_max_abs=err["ref_max_abs"], nonfinite=err["nonfinite"])
             rec["max_abs_vs_f32" if epi else "max_abs_vs_cublas"] = err["ours_vs_cublas_max_abs"]
             if naive:
                 naive_s_per_flop[0] = rec["median_ms"] / 1e3 / flop
@@ -264,7 +259,7 @@ def run_ablation(be, M: int, N: int, K: int, seed: int, sms: int, args, log=prin
             _record_time(rec, be.time(be.ours(variant, A, B, C, M, N, K, group=group, sms=arg), args.warmup,
                                       args.repeats), flop, cub_ms)
             err = be.errors(C, ref_c, ref_c)
-            rec.update(ok=_close(err), max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
+            rec.update(ok=bench_gemm._close_to_cublas(err), max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
             log(f"{label}: {rec['median_ms']:.3f} ms  {rec['tflops']:.1f} TFLOP/s  {100 * rec['ratio_cublas']:.1f} % "
                 f"of cuBLAS{'' if rec['ok'] else '  WRONG OUTPUT'}")
         recs.append(_attempt(rec, body, label, log))

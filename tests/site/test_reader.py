@@ -45,6 +45,29 @@ def _visible(page, selector: str) -> bool:
                r.right > 0 && r.left < window.innerWidth; }""", selector)
 
 
+def _wait_visible(page, selector: str, shown: bool, timeout_ms: int = 5000) -> bool:
+    """Whether `selector` reaches the wanted visibility within `timeout_ms` (the theme animates the
+    sidebar; a fixed sleep raced the transition on a loaded CI machine)."""
+    try:
+        page.wait_for_function("""([sel, want]) => { const e = document.querySelector(sel);
+            const on = !!e && (() => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
+              return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none' &&
+                     r.right > 0 && r.left < window.innerWidth; })();
+            return on === want; }""", arg=[selector, shown], timeout=timeout_ms, polling=50)
+        return True
+    except Exception:  # playwright's TimeoutError
+        return _visible(page, selector) == shown
+
+
+def _wait_open(page, modal: str, want: bool, timeout_ms: int = 5000) -> bool:
+    try:
+        page.wait_for_function("([m, want]) => !!document.querySelector(m).open === want",
+                               arg=[modal, want], timeout=timeout_ms, polling=50)
+        return True
+    except Exception:
+        return bool(page.evaluate(f"document.querySelector('{modal}').open")) == want
+
+
 def _lesson_page(site) -> str:
     docs = [d for d in chapter_docs(site) if re.match(r"chapters/\d\d-", d)]
     assert docs, "no lesson chapter in the TOC"
@@ -74,12 +97,10 @@ def test_sidebar_toggles_on_a_desktop(browser_context, origin, site, screenshots
     try:
         assert _visible(page, "#pst-primary-sidebar"), "the sidebar is not shown on a desktop"
         page.click(".bd-header-article .primary-toggle")
-        page.wait_for_timeout(400)
-        assert not _visible(page, "#pst-primary-sidebar"), "the sidebar button did not hide the sidebar"
+        assert _wait_visible(page, "#pst-primary-sidebar", False), "the sidebar button did not hide the sidebar"
         page.screenshot(path=str(screenshots / "nav__sidebar-hidden@1400.png"))
         page.click(".bd-header-article .primary-toggle")
-        page.wait_for_timeout(400)
-        assert _visible(page, "#pst-primary-sidebar"), "the sidebar button did not bring the sidebar back"
+        assert _wait_visible(page, "#pst-primary-sidebar", True), "the sidebar button did not bring the sidebar back"
         assert not errors, errors
     finally:
         page.close()
@@ -96,16 +117,14 @@ def test_drawers_open_on_a_phone(phone_context, origin, site, screenshots, which
     try:
         assert not page.evaluate(f"document.querySelector('{modal}').open")
         page.click(f".bd-header-article .{which}-toggle")
-        page.wait_for_timeout(500)
-        assert page.evaluate(f"document.querySelector('{modal}').open"), f"the {which} button opened nothing"
+        assert _wait_open(page, modal, True), f"the {which} button opened nothing"
         links = page.evaluate("""([modal, sel]) => Array.from(document.querySelector(modal).querySelectorAll(sel))
             .filter(a => { const r = a.getBoundingClientRect(); return r.width > 0 && r.height > 0 &&
                            r.left >= 0 && r.right <= window.innerWidth + 1; }).length""", [modal, content])
         assert links >= 3, f"the {which} drawer shows {links} links"
         page.screenshot(path=str(screenshots / f"nav__{which}-drawer@400.png"))
         page.keyboard.press("Escape")
-        page.wait_for_timeout(300)
-        assert not page.evaluate(f"document.querySelector('{modal}').open"), "Escape did not close the drawer"
+        assert _wait_open(page, modal, False), "Escape did not close the drawer"
         assert not errors, errors
     finally:
         page.close()

@@ -1,0 +1,177 @@
+"""Lesson 8 benchmark: the capstone GEMM in every tile order — what the order does to L2 reuse, measured on the H200.
+
+    PYTHONPATH=. python3 benchmarks/bench_gemm_orders.py --out data
+
+Writes ``data/l08/gemm_orders.json`` (h100lab.data, with the run's metadata). For each shape of :data:`SHAPES`
+cuBLAS (``torch.matmul(A, B.T)``, bf16 in and out, f32 accumulation) is timed once, then each capstone variant of
+:data:`VARIANTS` (the 64 × 256 ping-pong tile — the most bytes per FLOP, the one whose row-major order runs twice as
+long as the grouped one — the 128 × 256 and the 128 × 128 cooperative tiles) persistent (``min(SMs, tiles)`` CTAs)
+in every tile order of :data:`ORDERS`: the grouped order of :func:`h100lab.design.schedule.tile_at` with ``group``
+1, 2, 4, 8, 16 walked along M (``raster`` 0; group 1 is the plain row-major order) and along N (``raster`` 1; group
+1 is the column-major order); and the ping-pong form with one CTA per two tiles (``pairs``, the ping-pong step's
+schedule) in :data:`PAIR_ORDERS`, and at 8192³ on fewer persistent CTAs than SMs (:data:`GRID_RUNS`). Each: the median and minimum of ``--repeats`` (≥ 20) launches after ``--warmup``
+untimed ones, each between two CUDA events on the default stream behind a GPU spin (bench_gemm.TorchCuda.time),
+TFLOP/s, the ratio to cuBLAS in throughput and the largest |difference| from cuBLAS's output (pass rule
+bench_gemm._close_to_cublas).
+
+Records are of kind ``orders`` (not ``time``: the time model's held-out report, h100lab.validation.l08, reads the
+timing kinds; these records are the L2 model's, h100lab.design.schedule.l2_dram, and tests/test_schedule_l2.py
+reads them) with variant, schedule, group, raster, tile, tiles, grid and waves.
+
+Each run is in its own try/except (a failure is recorded, the run goes on); h100lab.cuda raises on any non-success
+CUDA return code and every timed group ends with a synchronize that raises a fault. The dataset is rewritten after
+every shape (meta ``complete`` says whether the run finished). Nothing touches the clocks. About a minute on an
+H200 (compiles included).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for p in (str(ROOT), str(HERE)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import bench_gemm  # noqa: E402  (TorchCuda: inputs, cuBLAS, CUDA-event timing, errors; _close_to_cublas)
+
+DATASET = "l08/gemm_orders"
+#: square shapes below the power limit, a deeper K (each tile's k-loop twice as long) and the two-wave shape of the
+#: 128-column tiles' misses
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (1280, 3840, 8192)]
+VARIANTS = ("pingpong", "cooperative", "cooperative_n128")
+#: (group, raster): the grouped order along M (raster 0) and along N (raster 1)
+ORDERS = tuple((g, r) for r in (0, 1) for g in (1, 2, 4, 8, 16))
+#: the ping-pong form with one CTA per two tiles (the ping-pong step's schedule), at the square shapes only
+PAIR_ORDERS = ((1, 0), (8, 0), (1, 1))
+PAIR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
+#: fewer persistent CTAs than SMs (each a different wave width): (shape, variant, (group, raster) orders, grids)
+GRID_RUNS = (((8192, 8192, 8192), "pingpong", ((1, 0), (8, 0)), (66, 128)),)
+
+
+def _attempt(rec: dict, body, label: str, log) -> dict:
+    try:
+        body()
+    except Exception as exc:                                           # noqa: BLE001 - recorded, the run goes on
+        traceback.print_exc()
+        rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+        log(f"{label}: FAILED {rec['error']}")
+    return rec
+
+
+def runs_of(shape, variants=VARIANTS, orders=ORDERS, pair_orders=PAIR_ORDERS, pair_shapes=PAIR_SHAPES,
+            grid_runs=GRID_RUNS):
+    """The (variant, schedule, group, raster, CTAs) runs of one shape, in the order they are timed (CTAs None: the
+    schedule's own grid — the SMs when persistent)."""
+    out = [(v, "persistent", g, r, None) for v in variants for g, r in orders]
+    if tuple(shape) in {tuple(s) for s in pair_shapes}:
+        out += [(v, "pairs", g, r, None) for v in variants if v.startswith("pingpong") for g, r in pair_orders]
+    for s, v, ords, grids in grid_runs:
+        if tuple(s) == tuple(shape) and v in variants:
+            out += [(v, "persistent", g, r, n) for g, r in ords for n in grids]
+    return out
+
+
+def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, args, runs, log=print) -> list[dict]:
+    """cuBLAS once, then every run of ``runs`` at one shape (records of kind ``orders``)."""
+    from h100lab.design import capstone as cap
+
+    flop = cap.flops(M, N, K)
+    A, B, C0 = be.inputs(M, N, K, seed=seed)
+    ref_c = be.empty_like(C0)
+    cub = be.time(be.cublas(A, B, ref_c), args.warmup, args.repeats)
+    cub_ms = statistics.median(cub)
+    recs = [{"kind": "orders", "variant": "cublas", "M": M, "N": N, "K": K, "ok": True, "median_ms": cub_ms,
+             "min_ms": min(cub), "tflops": flop / cub_ms / 1e9, "repeats": args.repeats, "warmup": args.warmup}]
+    log(f"{'cuBLAS':18s} {M}x{N}x{K}: {cub_ms:.3f} ms  {flop / cub_ms / 1e9:.0f} TFLOP/s")
+    for variant, schedule, group, raster, ctas in runs:
+        v = cap.VARIANTS[variant]
+        tm, tn = cap.tile_counts(v, M, N)
+        arg = ctas or {"persistent": sms, "pairs": -(-tm * tn // 2)}[schedule]
+        grid = cap.grid_size(v, M, N, arg)
+        rec = {"kind": "orders", "variant": variant, "schedule": schedule, "group": group, "raster": raster,
+               "M": M, "N": N, "K": K, "bm": v.bm, "bn": v.bn, "bk": v.bk, "stages": v.stages, "tiles": tm * tn,
+               "grid": grid, "waves": -(-tm * tn // grid), "cublas_ms": cub_ms, "repeats": args.repeats,
+               "warmup": args.warmup}
+        label = f"{variant:16s} {schedule:10s} group {group:2d} raster {'MN'[raster]} grid {grid:4d} {M}x{N}x{K}"
+
+        def body(rec=rec, variant=variant, group=group, raster=raster, arg=arg, label=label):
+            C = be.empty_like(C0)
+            ms = be.time(be.ours(variant, A, B, C, M, N, K, group=group, raster=raster, sms=arg), args.warmup,
+                         args.repeats)
+            med = statistics.median(ms)
+            err = be.errors(C, ref_c, ref_c)
+            rec.update(ok=bench_gemm._close_to_cublas(err), median_ms=med, min_ms=min(ms),
+                       samples_ms=[round(x, 5) for x in ms], tflops=flop / med / 1e9, ratio_cublas=cub_ms / med,
+                       max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
+            log(f"{label}: {med:.3f} ms  {flop / med / 1e9:.0f} TFLOP/s  {100 * cub_ms / med:.1f} % of cuBLAS"
+                f"{'' if rec['ok'] else '  WRONG OUTPUT'}")
+        recs.append(_attempt(rec, body, label, log))
+    return recs
+
+
+def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=None, pair_orders=None,
+         pair_shapes=None, grid_runs=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="data folder to write l08/gemm_orders.json into (default: the repo's)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--variants", default=None, help="comma-separated capstone variants (default: %s)"
+                    % ",".join(VARIANTS))
+    ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s)")
+    args = ap.parse_args(argv)
+    if args.repeats < 20 and backend is None:
+        ap.error("--repeats: the median of at least 20 launches")
+    from h100lab.design import capstone as cap
+
+    variants = tuple(args.variants.split(",")) if args.variants else (variants or VARIANTS)
+    unknown = [v for v in variants if v not in cap.VARIANTS or cap.VARIANTS[v].cluster != 1
+               or cap.VARIANTS[v].dtype != "bf16"]
+    if unknown:
+        ap.error(f"--variants: {unknown} are not bf16 capstone variants of one CTA per cluster")
+    t0 = time.time()
+    be = backend if backend is not None else bench_gemm.TorchCuda()
+    sms = be.sm_count()
+    shapes = SHAPES if shapes is None else shapes
+    orders = ORDERS if orders is None else orders
+    pair_orders = PAIR_ORDERS if pair_orders is None else pair_orders
+    pair_shapes = PAIR_SHAPES if pair_shapes is None else pair_shapes
+    grid_runs = GRID_RUNS if grid_runs is None else grid_runs
+    cmd = "PYTHONPATH=. python3 benchmarks/bench_gemm_orders.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    meta = be.metadata(cmd.strip())
+    meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", sm_count=sms, variants=list(variants),
+                orders=[list(o) for o in orders], pair_orders=[list(o) for o in pair_orders],
+                note="C = A*B^T, A MxK and B NxK bf16 K-major, f32 accumulate, bf16 out; tile order: "
+                     "h100lab.design.schedule.tile_at(t, tiles_m, tiles_n, group, raster 'm'/'n'); CTA b takes "
+                     "tiles b, b + grid, ...; cuBLAS: torch.matmul(A, B.T) in the same run; CUDA events, median "
+                     "of repeats")
+    from h100lab import data
+    if args.out:
+        os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
+    recs: list[dict] = []
+
+    def save(done: bool) -> Path:
+        return data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
+
+    for i, shape in enumerate(shapes):
+        runs = runs_of(shape, variants, orders, pair_orders, pair_shapes, grid_runs)
+        rec = {"kind": "orders", "variant": "cublas", "M": shape[0], "N": shape[1], "K": shape[2]}
+        out: list = []
+        _attempt(rec, lambda: out.extend(run_shape(be, *shape, 700 + i, sms, args, runs, log)),
+                 f"shape {shape}", log)
+        recs += out if "error" not in rec else out + [rec]
+        save(False)
+    path = save(True)
+    failed = sum(not r.get("ok") for r in recs)
+    log(f"wrote {path}: {len(recs)} records, {failed} failed, {time.time() - t0:.0f} s")
+    return {"path": str(path), "records": recs, "failed": failed}
+
+
+if __name__ == "__main__":
+    sys.exit(1 if main()["failed"] else 0)

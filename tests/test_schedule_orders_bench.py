@@ -1,0 +1,59 @@
+"""benchmarks/bench_gemm_orders.py on a fake GPU (tests/test_l08_bench.py's: the capstone on the emulator at tiny
+shapes, "cuBLAS" in NumPy, a fake clock): every order's record, its grid and bookkeeping, a planted failure
+recorded while the run goes on, and the dataset written with its metadata."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from h100lab import emu
+
+HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+
+
+def _module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_runs_of_lists_every_order_and_the_pairs_at_the_square_shapes():
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    runs = bench.runs_of((8192, 8192, 8192))
+    assert len(runs) == len(bench.VARIANTS) * len(bench.ORDERS) + len(bench.PAIR_ORDERS) + 4
+    assert ("pingpong", "persistent", 1, 0, None) in runs and ("cooperative_n128", "persistent", 16, 1, None) in runs
+    assert ("pingpong", "pairs", 1, 0, None) in runs and ("pingpong", "persistent", 1, 0, 66) in runs
+    assert not any(s == "pairs" or n for _, s, _, _, n in bench.runs_of((1280, 3840, 8192)))
+    assert len(set(runs)) == len(runs)
+
+
+def test_orders_bench_on_a_fake_gpu(tmp_path):
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    fake = _module("fake_l08_bench", HERE / "test_l08_bench.py")
+    be = fake.FakeBackend(fail={"cooperative"})
+    be.sm_count = lambda: 2
+    logs = []
+    out = bench.main(["--out", str(tmp_path), "--variants", "pingpong,cooperative"], backend=be,
+                     shapes=[(128, 512, 64)], orders=((1, 0), (2, 1)), pair_orders=((1, 0),),
+                     pair_shapes=[(128, 512, 64)], grid_runs=(((128, 512, 64), "pingpong", ((1, 0),), (1,)),),
+                     log=logs.append)
+    obj = json.loads(Path(out["path"]).read_text())
+    meta, recs = obj["meta"], obj["records"]
+    assert Path(out["path"]).name.startswith("gemm_orders") and meta["complete"] is True
+    assert meta["command"].startswith("PYTHONPATH=. python3 benchmarks/bench_gemm_orders.py")
+    assert meta["orders"] == [[1, 0], [2, 1]] and meta["variants"] == ["pingpong", "cooperative"]
+    assert all(r["kind"] == "orders" for r in recs)
+    got = [(r["variant"], r.get("schedule"), r.get("group"), r.get("raster"), r.get("grid"), r["ok"]) for r in recs]
+    # ping-pong 64 x 256 tiles: 2 x 2 = 4 tiles on 2 CTAs (persistent) or 2 (pairs); cooperative 128 x 256: 2 tiles
+    assert got == [("cublas", None, None, None, None, True),
+                   ("pingpong", "persistent", 1, 0, 2, True), ("pingpong", "persistent", 2, 1, 2, True),
+                   ("cooperative", "persistent", 1, 0, 2, False), ("cooperative", "persistent", 2, 1, 2, False),
+                   ("pingpong", "pairs", 1, 0, 2, True), ("pingpong", "persistent", 1, 0, 1, True)]
+    pp = recs[1]
+    assert pp["tiles"] == 4 and pp["waves"] == 2 and (pp["bm"], pp["bn"]) == (64, 256)
+    assert pp["ratio_cublas"] == pytest.approx(1.0) and len(pp["samples_ms"]) == 20
+    assert "planted failure" in recs[3]["error"] and out["failed"] == 2
+    assert ("pingpong", 128, 512, 64, 2, 1) in be.launches and recs[-1]["waves"] == 4

@@ -172,8 +172,6 @@ STILL_PRINTED = {
     "3.9": "fence.proxy.async.shared::cta, as chapter 3 prints it",
     "5.11": "fence.proxy.async.shared::cta, as chapter 5 prints it",
     "6.12": "wgmma.fence.sync.aligned at the chapter RS kernel's own place",
-    "7.6": "the stmatrix4(stage + sw128(...)) line of chapter 7's bf16 epilogue",
-    "7.7": "the cvt.rn.satfinite.e4m3x2.f32 statement of chapter 7's e4m3 epilogue",
 }
 
 

@@ -37,8 +37,10 @@ def test_prediction_answers_are_consistent_with_the_model():
 
 def test_planted_kernels_change_only_the_named_lines():
     import difflib
-    for sol, planted, n in [(L.SOLUTION_EPI, L.PROMPT_7_6, 1), (L.SOLUTION_EPI, L.PLANTED_7_6_QUAD, 2),
-                            (L.SOLUTION_EPI, L.PROMPT_7_7, 1), (L.SOLUTION_EPI, L.PLANTED_7_7_HALVES, 4),
+    for sol, planted, n in [(L.SOLUTION_7_6, L.PROMPT_7_6, 1), (L.SOLUTION_7_6, L.PLANTED_7_6_PLAIN, 1),
+                            (L.SOLUTION_7_6, L.PLANTED_7_6_ROWBITS, 1), (L.SOLUTION_7_6, L.PLANTED_7_6_ONEHALF, 1),
+                            (L.SOLUTION_7_7, L.PROMPT_7_7, 2), (L.SOLUTION_7_7, L.PLANTED_7_7_NORELU, 2),
+                            (L.SOLUTION_7_7, L.PLANTED_7_7_BYTES, 2), (L.SOLUTION_7_7, L.PLANTED_7_7_HALVES, 1),
                             (L.SOLUTION_7_8, L.PROMPT_7_8, 2), (L.SOLUTION_7_8, L.PLANTED_7_8_WINDOW, 2),
                             (L.SOLUTION_7_8, L.PLANTED_7_8_AROWS, 2), (L.SOLUTION_7_8, L.PLANTED_7_8_BBLOCK, 2),
                             (L.SOLUTION_7_8, L.PLANTED_7_8_BROW, 2), (L.SOLUTION_7_8, L.PLANTED_7_8_ACOL, 2)]:
@@ -46,6 +48,21 @@ def test_planted_kernels_change_only_the_named_lines():
         assert len(changed) == n, changed
     fix = [d for d in difflib.ndiff(L.SOLUTION_7_8.splitlines(), L.PROMPT_7_8.splitlines()) if d.startswith("- ")]
     assert all("promote_scale" not in d for d in fix)            # only the body of promote_scale is the student's
+
+
+def test_7_6_7_7_references_agree_with_the_chapters_epilogue_model():
+    """7.6's tile (bf16 of D, row-major) is the global tile of the chapter's bf16 epilogue model, whatever the staging;
+    7.7's reference, taken as e4m3 without the ReLU, is the chapter's e4m3 epilogue model bit for bit (so its stmatrix
+    column order is the model's), and the ReLU zeroes exactly the negative values."""
+    from h100lab.tensorcore import epilogue
+    D = L._accumulators(L._SEED6)[0]
+    assert np.array_equal(L._expect_7_6()["tile"].reshape(-1), np.asarray(epilogue.epilogue(D, "bf16").tile).view(np.uint8).reshape(-1))
+    D7 = L._accumulators(L._SEED7)[0]
+    assert np.array_equal(L._tile_77(L._SEED7, "e4m3", False).reshape(-1),
+                          np.asarray(epilogue.epilogue(D7, "e4m3").tile).view(np.uint8).reshape(-1))
+    t = L._expect_7_7()["tile"]
+    neg = D7[:, epilogue.fp8_column_order(64)] < 0
+    assert neg.any() and np.all(t[neg] == 0) and np.all(t[~neg & (D7[:, epilogue.fp8_column_order(64)] > 1e-3)] != 0)
 
 
 def test_7_8_windows_are_finer_than_the_scale_blocks():

@@ -1,9 +1,9 @@
 """Exercise set 7 (chapter 7, "WGMMA part 2: groups, stmatrix epilogues, FP8 and 2:4 sparsity").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.tensorcore.quant, .sparsity) or, for a
-kernel exercise, by running the solution kernel on the emulator in the grader's process (7.6, 7.7: the epilogue cut
-from h100lab/cuda/kernels/l07_fp8_gemm.cu) or by the tensor-core model (7.8: h100lab.tensorcore.accumulate.fp8_gemm
-on a block-scaled tile the chapter does not show) — never typed in. Symptoms recognise a typical mistake from its
+kernel exercise, by the tensor-core model of an epilogue or tile the chapter does not show (7.6: bf16 staged as two
+64B-swizzled halves, h100lab.tensorcore.epilogue.convert; 7.7: e5m2 with a fused ReLU, h100lab.tensorcore.quant.cvt_fp8
+through the stmatrix column order; 7.8: h100lab.tensorcore.accumulate.fp8_gemm on a block-scaled tile) — never typed in. Symptoms recognise a typical mistake from its
 effect on the stored tile (a permutation of the model's bytes) or on the accumulators (the model's accumulators of
 the mistake, bit for bit). The student edition imports nothing from this module.
 """
@@ -99,141 +99,301 @@ def _scale():
 
 
 # ---- kernel exercises ------------------------------------------------------------------------------------------
-def _source() -> str:
-    from h100lab.nvrtc import kernel_source
-    return kernel_source("l07_fp8_gemm")
+# 7.6 and 7.7 are epilogues the chapter does not print (its `epilogue` of l07_fp8_gemm.cu stages one 128B-swizzled
+# bf16 tile and packs e4m3 pairs with a helper): 7.6 stages bf16 as two 64B-swizzled column halves stored by two TMA
+# stores, 7.7 packs four accumulators into one stmatrix register as e5m2 with a fused ReLU. Each source holds only
+# its own exercise, so one prompt never shows the other's answer. References from the epilogue model
+# (h100lab.tensorcore.epilogue, .quant), never from the solution kernels.
+_EPI_COMMON = r"""
+#include <h100lab/tensormap.cuh>
+
+namespace {
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void stmatrix4(unsigned addr, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
+__device__ __forceinline__ void store_tile(const CUtensorMap* map, int x, int y, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(x), "r"(y), "r"(src) : "memory");
+}
+"""
+
+_EPI_LOAD = r"""    extern __shared__ __align__(16) unsigned char dyn[];
+    const unsigned raw = smem_u32(dyn), stage = (raw + 1023u) & ~1023u;
+    const unsigned t = threadIdx.x, w = t / 32, lane = t % 32, q = lane / 8;
+    const unsigned row = 16 * w + (lane % 8) + 8 * (q & 1);        // the row this lane addresses
+    float v[32];                                                    // the m64n64 f32 fragment of this thread
+#pragma unroll
+    for (int r = 0; r < 32; ++r) v[r] = __uint_as_float(acc_in[((size_t)blockIdx.x * 128 + t) * 32 + r]);
+"""
+
+SOLUTION_7_6 = ("// Lesson 7 exercise 7.6: a bf16 epilogue whose 64 x 64 tile is staged as two column halves (columns 0-31,\n"
+                "// then 32-63), each 64 rows x 64 B with the 64B swizzle, stored by two TMA stores of 32 x 64 boxes\n"
+                "// through a CU_TENSOR_MAP_SWIZZLE_64B map (UINT16).\n" + _EPI_COMMON + r"""
+// the chapter's staging layout: one 64 x 128 B tile, 128B swizzle
+__device__ __forceinline__ unsigned sw128(unsigned row, unsigned chunk) {
+    return row * 128u + ((chunk ^ (row & 7u)) << 4);
+}
+
+// 16-byte chunk `chunk` (0..3) of 64-byte row `row`, 64B swizzle (Swizzle<2,4,3>)
+__device__ __forceinline__ unsigned sw64(unsigned row, unsigned chunk) {
+    return row * 64u + ((chunk ^ ((row >> 1) & 3u)) << 4);
+}
+
+__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(128) epilogue_bf16_halves(const unsigned* __restrict__ acc_in,
+                                                                         const __grid_constant__ CUtensorMap out_map) {
+""" + _EPI_LOAD + r"""#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {                 // column blocks 2jj, 2jj+1 (16 columns = 32 B of a row)
+        const int a = 8 * jj, b = 8 * jj + 4;
+        const unsigned r0 = pack_bf16(v[a], v[a + 1]), r1 = pack_bf16(v[a + 2], v[a + 3]);
+        const unsigned r2 = pack_bf16(v[b], v[b + 1]), r3 = pack_bf16(v[b + 2], v[b + 3]);
+        const unsigned chunk = 2 * jj + (q >> 1);    // this lane's 16-byte chunk of the 128-byte output row
+        stmatrix4(stage + (chunk >> 2) * 4096u + sw64(row, chunk & 3u), r0, r1, r2, r3);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (t == 0) {
+        store_tile(&out_map, 0, 64 * (int)blockIdx.x, stage);               // columns 0-31
+        store_tile(&out_map, 32, 64 * (int)blockIdx.x, stage + 4096u);      // columns 32-63
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+}
+""")
+_ADDR_76 = "        stmatrix4(stage + (chunk >> 2) * 4096u + sw64(row, chunk & 3u), r0, r1, r2, r3);"
+assert _ADDR_76 in SOLUTION_7_6
 
 
-def _cut(start: str, stop: str | None = None) -> str:
-    src = _source()
-    i = src.index(start)
-    return src[i:src.index(stop, i)] if stop else src[i:]
+def _addr_76(expr: str, note: str = "") -> str:
+    return SOLUTION_7_6.replace(_ADDR_76, f"        stmatrix4(stage + {expr}, r0, r1, r2, r3);{note}")
 
 
-_HEAD = ("// Lesson 7 exercise: the FP8 GEMM tile and its stmatrix + TMA-store epilogue (one warpgroup, 64 x 64).\n"
-         "#include <h100lab/tensormap.cuh>\n\n")
-_HELPERS = _cut("namespace {", "// wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3")
-_EPI = _cut("// the epilogue alone: kind 0 (bf16)")
-SOLUTION_EPI = _HEAD + _HELPERS + _EPI
+#: the chapter's address (one 128B-swizzled tile): what the student starts from
+PROMPT_7_6 = _addr_76("sw128(row, chunk)", "   // TODO: the layout the two stores read")
+#: the halves, unswizzled
+PLANTED_7_6_PLAIN = _addr_76("(chunk >> 2) * 4096u + row * 64u + ((chunk & 3u) << 4)")
+#: the 64B swizzle keyed by the row's low bits (as the 128B pattern is), not by its 128-byte line
+PLANTED_7_6_ROWBITS = _addr_76("(chunk >> 2) * 4096u + row * 64u + (((chunk & 3u) ^ (row & 3u)) << 4)")
+#: the half's offset forgotten: both halves go to the first 4 KiB
+PLANTED_7_6_ONEHALF = _addr_76("sw64(row, chunk & 3u)")
+
+SOLUTION_7_7 = ("// Lesson 7 exercise 7.7: an e5m2 epilogue with the ReLU fused (the output of a layer whose gradients are\n"
+                "// kept in e5m2): out = e5m2(max(D, 0)), staged 64 rows x 64 B with the 64B swizzle, one TMA store\n"
+                "// through a CU_TENSOR_MAP_SWIZZLE_64B map (UINT8).\n" + _EPI_COMMON + r"""
+// 16-byte chunk `chunk` (0..3) of 64-byte row `row`, 64B swizzle (Swizzle<2,4,3>)
+__device__ __forceinline__ unsigned sw64(unsigned row, unsigned chunk) {
+    return row * 64u + ((chunk ^ ((row >> 1) & 3u)) << 4);
+}
+
+// one 32-bit stmatrix register from four accumulators: the e5m2 codes of ReLU(b0), ReLU(b1), ReLU(b2), ReLU(b3)
+// in bytes 0, 1, 2, 3 (byte 0 the lowest)
+__device__ __forceinline__ unsigned pack4(float b0, float b1, float b2, float b3) {
+    unsigned short lo, hi;
+    asm("cvt.rn.satfinite.relu.e5m2x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b1), "f"(b0));
+    asm("cvt.rn.satfinite.relu.e5m2x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(b3), "f"(b2));
+    return (unsigned)lo | ((unsigned)hi << 16);
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(128) epilogue_e5m2_relu(const unsigned* __restrict__ acc_in,
+                                                                       const __grid_constant__ CUtensorMap out_map) {
+""" + _EPI_LOAD + r"""#pragma unroll
+    for (int jj = 0; jj < 2; ++jj) {                 // column blocks 4jj .. 4jj+3 (32 fp8 columns = 32 B of a row)
+        const int a = 16 * jj;
+        const unsigned r0 = pack4(v[a], v[a + 1], v[a + 4], v[a + 5]);
+        const unsigned r1 = pack4(v[a + 2], v[a + 3], v[a + 6], v[a + 7]);
+        const unsigned r2 = pack4(v[a + 8], v[a + 9], v[a + 12], v[a + 13]);
+        const unsigned r3 = pack4(v[a + 10], v[a + 11], v[a + 14], v[a + 15]);
+        stmatrix4(stage + sw64(row, 2 * jj + (q >> 1)), r0, r1, r2, r3);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (t == 0) {
+        store_tile(&out_map, 0, 64 * (int)blockIdx.x, stage);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+}
+""")
+_PACK_77 = ('    asm("cvt.rn.satfinite.relu.e5m2x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(b1), "f"(b0));\n'
+            '    asm("cvt.rn.satfinite.relu.e5m2x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(b3), "f"(b2));\n'
+            '    return (unsigned)lo | ((unsigned)hi << 16);\n')
+assert _PACK_77 in SOLUTION_7_7
 
 
-def _tile_of(out) -> np.ndarray:
-    return np.asarray(out["tile"], np.uint8)
+def _pack_77(cvt: str, lo: str, hi: str, ret: str = "(unsigned)lo | ((unsigned)hi << 16)", note: str = "") -> str:
+    return SOLUTION_7_7.replace(_PACK_77, f'    asm("{cvt} %0, %1, %2;" : "=h"(lo) : {lo});{note}\n'
+                                          f'    asm("{cvt} %0, %1, %2;" : "=h"(hi) : {hi});\n'
+                                          f'    return {ret};\n')
 
 
-def _epi_runner(kind: str, seed: int):
+#: the chapter's e4m3 conversion, the values in reading order: what the student starts from
+PROMPT_7_7 = _pack_77("cvt.rn.satfinite.e4m3x2.f32", '"f"(b0), "f"(b1)', '"f"(b2), "f"(b3)',
+                      note="   // TODO: e5m2 of ReLU(b), b0 in byte 0")
+#: e5m2, no ReLU
+PLANTED_7_7_NORELU = _pack_77("cvt.rn.satfinite.e5m2x2.f32", '"f"(b1), "f"(b0)', '"f"(b3), "f"(b2)')
+#: e5m2 with the ReLU, the pair's first source taken for the low byte
+PLANTED_7_7_BYTES = _pack_77("cvt.rn.satfinite.relu.e5m2x2.f32", '"f"(b0), "f"(b1)', '"f"(b2), "f"(b3)')
+#: the two 16-bit pairs in the wrong halves of the register
+PLANTED_7_7_HALVES = _pack_77("cvt.rn.satfinite.relu.e5m2x2.f32", '"f"(b1), "f"(b0)', '"f"(b3), "f"(b2)',
+                              ret="(unsigned)hi | ((unsigned)lo << 16)")
+
+_SEED6, _SEED7 = 706, 707
+
+
+def _accumulators(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A 64 x 64 f32 tile D (the chapter's epilogue inputs, seeded) and its m64n64 fragment in register order."""
+    from h100lab.measure import l07 as m07
+    from h100lab.tensorcore import fragments
+
+    D = m07._epi_inputs(dict(input="normal", grid=1, seed=seed))[0]
+    return D, fragments.matrix_to_accumulator(D.view(np.uint32), 64).reshape(-1).astype(np.uint32)
+
+
+def _map(tile, kind: str):
+    """The output tensor map: bf16 halves (UINT16, 32 x 64 boxes, 64B swizzle) or e5m2 (UINT8, 64 x 64, 64B)."""
+    from h100lab import emu
+
+    dt, row_bytes, box = {"bf16": ("UINT16", 128, 32), "e5m2": ("UINT8", 64, 64)}[kind]
+    return emu.encode_tiled(f"CU_TENSOR_MAP_DATA_TYPE_{dt}", 2, tile, [64, 64], [row_bytes], [box, 64], [1, 1],
+                            "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_SWIZZLE_64B",
+                            "CU_TENSOR_MAP_L2_PROMOTION_NONE", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")
+
+
+def _epi_runner(function: str, kind: str, seed: int):
     def run(program):
         from h100lab import emu
-        from h100lab.measure import l07 as m07
-        from h100lab.tensorcore import fragments
 
-        c = dict(id="ex", kind="epilogue", out=kind, input="normal", grid=1, seed=seed)
-        D = m07._epi_inputs(c)
-        acc = fragments.matrix_to_accumulator(D[0].view(np.uint32), 64).reshape(-1).astype(np.uint32)
-        row_bytes = 64 if kind == "e4m3" else 128
+        row_bytes = 128 if kind == "bf16" else 64
         tile = emu.zeros(64 * row_bytes, np.uint8)
-        tm = m07._tmap(emu, tile, kind, 64)
-        a_d = emu.to_device(acc)
-        st = emu.launch(program.function(f"epilogue_{kind}"), 1, 128, a_d, tm, shared_mem=8192 + 1024)
+        a_d = emu.to_device(_accumulators(seed)[1])
+        st = emu.launch(program.function(function), 1, 128, a_d, _map(tile, kind), shared_mem=8192 + 1024)
         out = tile.to_host().reshape(64, row_bytes)
         del a_d
         return KernelRun({"tile": out}, st)
     return run
 
 
-def _chunks(t: np.ndarray) -> np.ndarray:
-    """(64, chunks, 16) view of a staged tile's rows."""
-    return np.asarray(t, np.uint8).reshape(64, -1, 16)
+def _expect_7_6() -> dict:
+    """The bf16 tile in row-major order: cvt.rn.bf16 of each element of D (h100lab.tensorcore.epilogue.convert)."""
+    from h100lab.tensorcore import epilogue
+    return {"tile": epilogue.convert(_accumulators(_SEED6)[0], "bf16").view(np.uint8).reshape(64, 128)}
 
 
-def _unswizzled(out, ref, st) -> bool:
-    """The tile an unswizzled staging address produces: chunk j of row r holds chunk j ^ (r % 8)."""
-    if out is None:
-        return False
-    r = _chunks(ref["tile"])
-    want = np.stack([r[row, np.arange(r.shape[1]) ^ (row & 7)] for row in range(64)])
-    return np.array_equal(_chunks(out["tile"]), want)
+def _tile_77(seed: int, fmt: str = "e5m2", relu: bool = True) -> np.ndarray:
+    """The fp8 tile the epilogue stores: staged column s of a row holds accumulator column fp8_column_order()[s]
+    (a stmatrix b16 element is a pair of fp8 values), converted by cvt.rn.satfinite{.relu}.{fmt}."""
+    from h100lab.tensorcore import epilogue, quant
+    D = _accumulators(seed)[0]
+    return quant.cvt_fp8(D[:, epilogue.fp8_column_order(64)], fmt, relu).reshape(64, 64)
 
 
-def _quadrants_swapped(out, ref, st) -> bool:
-    """Matrices 1 and 2 of each stmatrix.x4 exchanged: rows +8 / chunk 2jj and rows +0 / chunk 2jj+1."""
-    if out is None:
-        return False
-    r = _chunks(ref["tile"]).copy()
-    want = r.copy()
-    for band in range(4):
-        lo, hi = slice(16 * band, 16 * band + 8), slice(16 * band + 8, 16 * band + 16)
-        for jj in range(r.shape[1] // 2):
-            want[lo, 2 * jj + 1] = r[hi, 2 * jj]
-            want[hi, 2 * jj] = r[lo, 2 * jj + 1]
-    return np.array_equal(_chunks(out["tile"]), want)
+def _expect_7_7() -> dict:
+    return {"tile": _tile_77(_SEED7)}
 
 
-def _wavefronts(kind):
+def _wavefronts(kind: str):
+    """Property: each 8 x 8 matrix of every stmatrix.x4 in one shared-memory wavefront, its eight 16-byte rows in
+    distinct 16-byte bank groups — the count of h100lab.tensorcore.epilogue's conflict-free staging of a 64 x 64 tile
+    of 16-bit (``bf16``: 4 stmatrix.x4 per warp) or 8-bit (``e4m3``: 2 per warp) values."""
     def prop(out, st):
         from h100lab.tensorcore import epilogue
         want = epilogue.epilogue(np.zeros((64, 64), np.float32), kind).total_wavefronts
         return None if st.matrix_wavefronts == want else \
-            f"the stmatrix instructions took {st.matrix_wavefronts} shared-memory wavefronts, the swizzled tile needs {want}"
+            f"the stmatrix instructions took {st.matrix_wavefronts} shared-memory wavefronts, a conflict-free staging needs {want}"
     return prop
 
 
-# 7.6: the stmatrix row address into the 128B-swizzled staging tile
-_ADDR_OK = "            stmatrix4(stage + sw128(row, 2 * jj + (q >> 1)), r0, r1, r2, r3);"
-_ROW_OK = "    const unsigned row = 16 * w + (lane % 8) + 8 * (q & 1);        // the row this lane addresses"
-assert _ADDR_OK in SOLUTION_EPI and _ROW_OK in SOLUTION_EPI
-PROMPT_7_6 = SOLUTION_EPI.replace(_ADDR_OK, "            stmatrix4(stage + row * 128u + ((2 * jj + (q >> 1)) << 4), r0, r1, r2, r3);"
-                                            "   // TODO: the staging tile is 128B-swizzled")
-PLANTED_7_6_QUAD = SOLUTION_EPI.replace(_ROW_OK, "    const unsigned row = 16 * w + (lane % 8) + 8 * (q >> 1);").replace(
-    _ADDR_OK, "            stmatrix4(stage + sw128(row, 2 * jj + (q & 1)), r0, r1, r2, r3);")
-_SEED6 = 706
-_UNSW = ("Every row's 16-byte chunks come out rotated by the row number: the TMA store reads the staging tile as "
-         "128B-swizzled, so each stmatrix row must go to the chunk the swizzle moves it to.")
-_QUAD = ("Inside each 16 x 16 block the upper-right and lower-left 8 x 8 matrices are exchanged: lanes 8-15 address "
-         "matrix 1, which holds rows 8-15 of the first column block — the second quarter of lanes picks the lower "
-         "rows, the upper half of lanes the next chunk.")
+def _staged_76(ref: np.ndarray, addr) -> np.ndarray:
+    """The tile two 64B-swizzled half stores read back when 16-byte chunk C of row r was staged at addr(r, C)
+    (a bijection onto the 8 KiB staging tile), ref being the right tile."""
+    r, c = np.meshgrid(np.arange(64), np.arange(8), indexing="ij")
+    staging = np.zeros((512, 16), np.uint8)
+    staging[addr(r, c) // 16] = np.asarray(ref, np.uint8).reshape(64, 8, 16)
+    read = (c >> 2) * 4096 + r * 64 + (((c & 3) ^ ((r >> 1) & 3)) << 4)
+    return staging[read // 16].reshape(64, 128)
 
-kernel_exercise("7.6", run=_epi_runner("bf16", _SEED6), reference=SOLUTION_EPI, points=3, budget=60,
-                symptoms=[Symptom(_unswizzled, _UNSW), Symptom(_quadrants_swapped, _QUAD)],
+
+def _staged_as(addr):
+    return lambda out, ref, st: out is not None and np.array_equal(out["tile"], _staged_76(ref["tile"], addr))
+
+
+_SW128_76 = ("The stores read the staging tile as two halves of 64-byte rows, each with the 64B swizzle: the chapter's "
+             "one tile of 128-byte rows with the 128B pattern puts each chunk where these two stores do not look.")
+_PLAIN_76 = ("Inside each half the 16-byte chunks come out permuted every other pair of rows: the map's 64B swizzle "
+             "un-swizzles what it reads, so the staging address must apply the same pattern.")
+_ROWBITS_76 = ("Half the rows come out right and half permuted: with 64-byte rows, two rows share one 128-byte line, so "
+               "the 64B pattern changes every two rows — it is keyed by the line, not by the row's lowest bits.")
+_ONEHALF_76 = ("Columns 0-31 hold the values of columns 32-63 and the right half stays empty: both halves were staged "
+               "into the same 4 KiB, so the second overwrote the first.")
+
+kernel_exercise("7.6", run=_epi_runner("epilogue_bf16_halves", "bf16", _SEED6), expect=_expect_7_6, points=3, budget=60,
+                symptoms=[Symptom(_staged_as(lambda r, c: r * 128 + (((c ^ (r & 7))) << 4)), _SW128_76),
+                          Symptom(_staged_as(lambda r, c: (c >> 2) * 4096 + r * 64 + ((c & 3) << 4)), _PLAIN_76),
+                          Symptom(_staged_as(lambda r, c: (c >> 2) * 4096 + r * 64 + (((c & 3) ^ (r & 3)) << 4)),
+                                  _ROWBITS_76),
+                          Symptom(lambda out, ref, st: out is not None and
+                                  np.array_equal(out["tile"][:, :64], ref["tile"][:, 64:]), _ONEHALF_76)],
                 properties=[Property(_wavefronts("bf16"))],
-                mistakes=[Mistake(_UNSW, answer=PROMPT_7_6), Mistake(_QUAD, answer=PLANTED_7_6_QUAD)])
-
-# 7.7: the FP8 x2 packing order in the e4m3 epilogue
-_PACK_OK = '    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));   // hi -> byte 1'
-_HALF_OK = "            const unsigned r0 = pack_e4m3(v[a], v[a + 1]) | (pack_e4m3(v[a + 4], v[a + 5]) << 16);"
-assert _PACK_OK in SOLUTION_EPI and _HALF_OK in SOLUTION_EPI
-PROMPT_7_7 = SOLUTION_EPI.replace(_PACK_OK, '    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(lo), "f"(hi));'
-                                            "   // TODO: check the byte order")
-PLANTED_7_7_HALVES = SOLUTION_EPI.replace(
-    _HALF_OK, "            const unsigned r0 = pack_e4m3(v[a + 4], v[a + 5]) | (pack_e4m3(v[a], v[a + 1]) << 16);").replace(
-    "            const unsigned r1 = pack_e4m3(v[a + 2], v[a + 3]) | (pack_e4m3(v[a + 6], v[a + 7]) << 16);",
-    "            const unsigned r1 = pack_e4m3(v[a + 6], v[a + 7]) | (pack_e4m3(v[a + 2], v[a + 3]) << 16);").replace(
-    "            const unsigned r2 = pack_e4m3(v[a + 8], v[a + 9]) | (pack_e4m3(v[a + 12], v[a + 13]) << 16);",
-    "            const unsigned r2 = pack_e4m3(v[a + 12], v[a + 13]) | (pack_e4m3(v[a + 8], v[a + 9]) << 16);").replace(
-    "            const unsigned r3 = pack_e4m3(v[a + 10], v[a + 11]) | (pack_e4m3(v[a + 14], v[a + 15]) << 16);",
-    "            const unsigned r3 = pack_e4m3(v[a + 14], v[a + 15]) | (pack_e4m3(v[a + 10], v[a + 11]) << 16);")
-assert PLANTED_7_7_HALVES.count("pack_e4m3(v[a + 4], v[a + 5]) | (pack_e4m3(v[a], v[a + 1]) << 16)") == 1
-_SEED7 = 707
-_BYTES = ("Every pair of neighbouring FP8 columns is swapped: cvt … e4m3x2.f32 d, a, b writes cvt(a) to the high "
-          "byte, and the column with the higher index belongs in the high byte.")
-_HALVES = ("Pairs of 16-bit halves are swapped inside every 32-bit register: stmatrix stores a register's low half "
-           "first, and the low half must hold the lower columns of the fragment.")
+                mistakes=[Mistake(_SW128_76, answer=PROMPT_7_6), Mistake(_PLAIN_76, answer=PLANTED_7_6_PLAIN),
+                          Mistake(_ROWBITS_76, answer=PLANTED_7_6_ROWBITS),
+                          Mistake(_ONEHALF_76, answer=PLANTED_7_6_ONEHALF)])
 
 
-def _bytes_swapped(out, ref, st) -> bool:
-    return out is not None and np.array_equal(np.asarray(out["tile"]).reshape(-1, 2)[:, ::-1].ravel(),
-                                              np.asarray(ref["tile"]).ravel())
+_FMT_77 = ("The bytes are e4m3 codes: this layer's output is e5m2 (5 exponent bits, 2 mantissa bits), a different "
+           "conversion with a different largest value.")
+_RELU_77 = ("Negative values were stored: the ReLU is fused into the conversion here — a negative result must become "
+            "+0 before (or while) it is converted.")
+_BYTES_77 = ("Every pair of neighbouring FP8 columns is swapped: an x2 conversion writes its first source to the high "
+             "byte, so the value meant for the lower byte goes second.")
+_HALVES_77 = ("Pairs of 16-bit halves are swapped inside every 32-bit register: stmatrix stores a register's low half "
+              "first, and the low half holds b0 and b1.")
 
 
-def _halves_swapped(out, ref, st) -> bool:
-    return out is not None and np.array_equal(np.asarray(out["tile"]).reshape(-1, 2, 2)[:, ::-1].ravel(),
-                                              np.asarray(ref["tile"]).ravel())
+def _tile_is(fmt: str, relu: bool, perm):
+    """Symptom: the tile is the model's of (fmt, relu), bytes permuted by ``perm``, for any of the byte/half orders
+    when ``perm`` is None."""
+    def test(out, ref, st):
+        if out is None:
+            return False
+        t = _tile_77(_SEED7, fmt, relu)
+        perms = [perm] if perm else [lambda x: x, _swap_bytes, _swap_halves, lambda x: _swap_halves(_swap_bytes(x))]
+        return any(np.array_equal(out["tile"], p(t)) for p in perms)
+    return test
 
 
-kernel_exercise("7.7", run=_epi_runner("e4m3", _SEED7), reference=SOLUTION_EPI, points=3, budget=60,
-                symptoms=[Symptom(_bytes_swapped, _BYTES), Symptom(_halves_swapped, _HALVES)],
+def _swap_bytes(t):
+    return np.asarray(t).reshape(-1, 2)[:, ::-1].reshape(64, 64)
+
+
+def _swap_halves(t):
+    return np.asarray(t).reshape(-1, 2, 2)[:, ::-1].reshape(64, 64)
+
+
+kernel_exercise("7.7", run=_epi_runner("epilogue_e5m2_relu", "e5m2", _SEED7), expect=_expect_7_7, points=3, budget=60,
+                symptoms=[Symptom(_tile_is("e4m3", True, None), _FMT_77), Symptom(_tile_is("e4m3", False, None), _FMT_77),
+                          Symptom(_tile_is("e5m2", False, None), _RELU_77),
+                          Symptom(_tile_is("e5m2", True, _swap_bytes), _BYTES_77),
+                          Symptom(_tile_is("e5m2", True, _swap_halves), _HALVES_77)],
                 properties=[Property(_wavefronts("e4m3"))],
-                mistakes=[Mistake(_BYTES, answer=PROMPT_7_7), Mistake(_HALVES, answer=PLANTED_7_7_HALVES)])
+                mistakes=[Mistake(_FMT_77, answer=PROMPT_7_7), Mistake(_RELU_77, answer=PLANTED_7_7_NORELU),
+                          Mistake(_BYTES_77, answer=PLANTED_7_7_BYTES), Mistake(_HALVES_77, answer=PLANTED_7_7_HALVES)])
+
 
 # 7.8: two-level accumulation with DeepSeek-style block scales: one scale per 128-element K-block whatever the
 # promotion interval, A's stored K-block by K-block, B's per 32 columns of D — the student writes the promotion factor

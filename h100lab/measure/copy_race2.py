@@ -1,0 +1,329 @@
+"""Lesson 5's copy goal, second race: ``python -m h100lab.measure.copy_race2 [--out DIR] [--quick] [--budget-s S]``.
+
+Writes ``l05/copy_race2`` (``h100lab.data``; metadata: GPU, driver, CUDA, date, exact command, buffer bytes, repeats,
+``complete``). Every SM-issued copy of ``l05/copy_race`` (bulk, tensor, warp-specialised, all boxes, L2 promotions,
+refill lags, CTAs per SM, destination offsets) levelled off at ~0.95× ``cuMemcpyDtoDAsync``. This run races copies
+not tried there, at 1 GiB, each copy checked word by word (``verify_copy`` of ``l03_stream.cu``):
+
+* phase ``A`` (one pass, :func:`plan_a`): the register copies of ``l05_copy_race2.cu`` — ``U`` 16-byte loads in flight
+  per thread, three load forms (plain, ``.nc.L1::no_allocate``, ``+ .L2::256B``) and two
+  store forms (write-back, ``.cs``), grid shapes of :data:`REG_SHAPES`,
+  vectors interleaved over the grid or one contiguous chunk per CTA — and the one-thread bulk copy with its own L2
+  policy on loads and on stores (:data:`POL_SHAPES` × :data:`POL_PAIRS`); ``cuMemcpyDtoDAsync`` every
+  :data:`MEMCPY_EVERY` variants;
+* phase ``B`` (:data:`ROUNDS` rounds): each round ``cuMemcpyDtoDAsync``, the :data:`TOP` fastest correct phase-A
+  variants and the references of :data:`REFERENCES` (the best copies of ``l05/copy_race``), ``2 × repeats`` timed
+  launches each; ``ratio_round`` = GB/s over the round's memcpy;
+* phase ``overlap``: whether the memcpy needs the SMs — :meth:`Race2Backend.overlap` times it (and, as a control, a
+  register copy) on a non-blocking stream alone and while ``occupy`` holds every SM's thread slots on the legacy
+  stream for :data:`OCCUPY_NS`; a copy engine finishes in its own time, an SM kernel waits for the spinner.
+
+The plan (which variants, the order of the kernels' parameters, ratios, the best-of summary) is plain Python run on
+a fake backend by ``tests/test_l05_copy_race2.py``. Expected wall time on an H200: about a minute
+(:func:`estimate_seconds`).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, Runner, _med
+
+__all__ = ["REG_KERNELS", "REG_SHAPES", "POL_SHAPES", "POL_PAIRS", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY",
+           "OCCUPY_NS", "POLICIES", "reg_form", "plan_a", "estimate_seconds", "Race2Backend", "Race2Runner", "best_of",
+           "main"]
+
+#: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
+REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_plain_wb_u16",
+               "reg_copy_plain_cs_u8", "reg_copy_nc_wb_u8", "reg_copy_nc_cs_u4", "reg_copy_nc_cs_u8",
+               "reg_copy_nc_cs_u16", "reg_copy_pf_wb_u8", "reg_copy_pf_cs_u8", "reg_copy_nc_cs_u2", "reg_copy_plain_cs_u4",
+               "reg_copy_pf_cs_u16")
+#: (blocks per SM, threads per block) of the register copies; U = 16 keeps to ≤ 512 threads (its registers)
+REG_SHAPES = ((1, 1024), (2, 1024), (2, 512), (4, 512), (8, 256), (16, 128))
+#: the bulk copy with L2 policies: (tile KiB, stages, CTAs per SM, refill lag) — the best shapes of l05/copy_tune
+POL_SHAPES = ((64, 2, 1, 1), (32, 6, 1, 3), (16, 6, 2, 3))
+#: createpolicy codes of bulk_copy_pol (0 none, 1 evict_first, 2 evict_last, 3 evict_normal, 4 evict_unchanged)
+POLICIES = ("none", "evict_first", "evict_last", "evict_normal", "evict_unchanged")
+#: (load policy, store policy) pairs
+POL_PAIRS = ((0, 0), (1, 2), (2, 1), (1, 4), (4, 1), (0, 1), (2, 2), (3, 3))
+#: references raced in every phase-B round: the best copies of l05/copy_race (timing_sweep._race_record kinds)
+REFERENCES = (("tensor_ws 256×32×6 lag3 L2_256B", "tensor_ws", (256, 32, 6, 1, 3, 0, "L2_256B")),
+              ("tma_copy 256×64×3 L2_256B", "tma_copy", (256, 64, 3, 1, "L2_256B")),
+              ("device_copy 4×256", "device_copy", (4, 256)))
+ROUNDS, TOP, MEMCPY_EVERY = 5, 8, 24
+OCCUPY_NS = 20_000_000
+_LD = {"plain": "ld.global.v4", "nc": "ld.global.nc.L1::no_allocate.v4", "pf": "ld.global.nc.L1::no_allocate.L2::256B.v4"}
+_ST = {"wb": "st.global.v4", "cs": "st.global.cs.v4", "ef": "st.global.L2::cache_hint(evict_first).v4",
+       "el": "st.global.L2::cache_hint(evict_last).v4"}
+
+
+def reg_form(kernel: str) -> dict[str, Any]:
+    """``{ld, st, unroll, ld_ptx, st_ptx}`` of a register copy's entry name ``reg_copy_<ld>_<st>_u<U>``."""
+    parts = kernel.split("_")
+    if len(parts) != 5 or parts[:2] != ["reg", "copy"] or parts[2] not in _LD or parts[3] not in _ST \
+            or not parts[4].startswith("u") or not parts[4][1:].isdigit():
+        raise ValueError(f"{kernel!r} is not a register copy of l05_copy_race2.cu (reg_copy_<ld>_<st>_u<U>)")
+    return dict(ld=parts[2], st=parts[3], unroll=int(parts[4][1:]), ld_ptx=_LD[parts[2]], st_ptx=_ST[parts[3]])
+
+
+def plan_a(quick: bool = False) -> list[tuple[str, str, tuple]]:
+    """Phase A: (name, kind, configuration). ``reg``: (kernel, blocks/SM, threads, part); ``bulk_pol``: (tile KiB,
+    stages, CTAs/SM, lag, load policy, store policy, part). ``--quick``: a handful of each."""
+    out: list[tuple[str, str, tuple]] = []
+    kernels = REG_KERNELS if not quick else ("reg_copy_plain_wb_u4", "reg_copy_nc_cs_u8", "reg_copy_pf_cs_u16")
+    shapes = REG_SHAPES if not quick else ((2, 1024), (8, 256))
+    for k in kernels:
+        f = reg_form(k)
+        for bps, thr in shapes:
+            if f["unroll"] >= 16 and thr > 512:
+                continue
+            for part in (0, 1):
+                out.append((f"{k[9:]} {bps}×{thr} {'chunk' if part else 'interleaved'}", "reg", (k, bps, thr, part)))
+    for tkb, st, per, lag in (POL_SHAPES if not quick else POL_SHAPES[:1]):
+        for pl, ps in (POL_PAIRS if not quick else POL_PAIRS[:3]):
+            out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} ld:{POLICIES[pl]} st:{POLICIES[ps]}", "bulk_pol",
+                        (tkb, st, per, lag, pl, ps, 0)))
+        out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} ld:evict_first st:evict_last chunk", "bulk_pol",
+                    (tkb, st, per, lag, 1, 2, 1)))
+    return out
+
+
+def estimate_seconds(quick: bool = False) -> float:
+    """Wall time on an H200: compiles (~15 s) plus ~40 ms per checked-and-timed variant at 1 GiB."""
+    n = len(plan_a(quick))
+    return 15.0 + 0.04 * (n + n // MEMCPY_EVERY + 1) + ROUNDS * 0.06 * (TOP + len(REFERENCES) + 1) + 1.0
+
+
+def best_of(recs: Sequence[dict[str, Any]], phase: str = "B") -> dict[str, Any] | None:
+    """The copy of ``phase`` with the highest median ``ratio_round`` over its rounds (correct records only):
+    ``{name, kind, ratio_median, ratio_rounds, gbps_median, memcpy_gbps_median, rounds}``; None without one."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in recs:
+        if r.get("phase") == phase and r["kind"] != "memcpy":
+            by.setdefault(r["name"], []).append(r)
+    rows = []
+    for name, rs in by.items():
+        if not all(r.get("correct") for r in rs):
+            continue
+        rows.append(dict(name=name, kind=rs[0]["kind"], ratio_median=_med([r["ratio_round"] for r in rs]),
+                         ratio_rounds=[r["ratio_round"] for r in rs], gbps_median=_med([r["gbps"] for r in rs]),
+                         rounds=len(rs)))
+    if not rows:
+        return None
+    b = max(rows, key=lambda r: r["ratio_median"])
+    b["memcpy_gbps_median"] = _med([r["gbps"] for r in recs if r.get("phase") == phase and r["kind"] == "memcpy"])
+    return b
+
+
+class Race2Backend(CudaBackend):
+    """:class:`CudaBackend` plus a second (non-blocking) stream for the overlap phase."""
+
+    def overlap(self, occupy, occ_grid: int, occ_block: int, occ_args: tuple, job: Callable[[Any], None],
+                *, settle_s: float = 0.002) -> dict[str, float]:
+        """``job(stream)`` timed with CUDA events on a non-blocking stream, alone and then while ``occupy`` runs on
+        the legacy stream (launched first; the host waits ``settle_s`` so it holds the SMs before the job is
+        issued). Returns ``{alone_ms, with_occupy_ms, occupy_ms}``."""
+        from ..cuda import device
+
+        d = device._ready()
+        s = device.check(d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+        ev = [device.check(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate") for _ in range(6)]
+        try:
+            device.check(d.cuEventRecord(ev[0], s), "cuEventRecord")
+            job(s)
+            device.check(d.cuEventRecord(ev[1], s), "cuEventRecord")
+            device.check(d.cuStreamSynchronize(s), "cuStreamSynchronize")
+            device.check(d.cuEventRecord(ev[2], d.CUstream(0)), "cuEventRecord")
+            device._launch(occupy, device._config(occupy, occ_grid, occ_block, 0, None), occ_args)
+            device.check(d.cuEventRecord(ev[3], d.CUstream(0)), "cuEventRecord")
+            time.sleep(settle_s)
+            device.check(d.cuEventRecord(ev[4], s), "cuEventRecord")
+            job(s)
+            device.check(d.cuEventRecord(ev[5], s), "cuEventRecord")
+            device.check(d.cuCtxSynchronize(), "cuCtxSynchronize")
+
+            def el(a, b):
+                return float(device.check(d.cuEventElapsedTime(ev[a], ev[b]), "cuEventElapsedTime"))
+            return dict(alone_ms=el(0, 1), with_occupy_ms=el(4, 5), occupy_ms=el(2, 3))
+        finally:
+            for e in ev:
+                device.check(d.cuEventDestroy(e), "cuEventDestroy")
+            device.check(d.cuStreamDestroy(s), "cuStreamDestroy")
+
+    def memcpy_on(self, stream, dst, src, nbytes: int) -> None:
+        from ..cuda import device
+
+        d = device._ready()
+        device.check(d.cuMemcpyDtoDAsync(dst.ptr, src.ptr, int(nbytes), stream), "cuMemcpyDtoDAsync")
+
+    def launch_on(self, stream, kernel, grid, block, *args, shared_mem: int = 0) -> None:
+        from ..cuda import device
+
+        device._launch(kernel, device._config(kernel, grid, block, shared_mem, None, stream), args)
+
+
+class Race2Runner(Runner):
+    """:class:`~h100lab.measure.timing_sweep.Runner` with the second race."""
+
+    def _reg_record(self, name: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
+        kern, bps, thr, part = cfg
+        k = self.gpu.function("l05_copy_race2", kern)
+        return self._checked(name, "reg", cfg, k, self.num_sms * bps, thr, 0,
+                             lambda src, dst, err: (src, dst, np.int64(nb // 16), np.int32(part), err), nb, reps,
+                             verify, extra=dict(reg_form(kern), kernel=kern, blocks_per_sm=bps, threads=thr, part=part))
+
+    def _pol_record(self, name: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
+        tkb, st, per, lag, pl, ps, part = cfg
+        k = self.gpu.function("l05_copy_race2", "bulk_copy_pol")
+        k.set_max_dynamic_shared_memory(self.optin)
+        return self._checked(name, "bulk_pol", cfg, k, self.num_sms * per, 32, STREAM_HEADER + st * tkb * 1024,
+                             lambda src, dst, err: (src, dst, np.int64(nb), np.int32(tkb * 1024), np.int32(st),
+                                                    np.int32(lag), np.int32(pl), np.int32(ps), np.int32(part),
+                                                    np.int64(TIMEOUT_NS), err), nb, reps, verify,
+                             extra=dict(tile_bytes=tkb * 1024, stages=st, ctas_per_sm=per, lag=lag,
+                                        policy_ld=POLICIES[pl], policy_st=POLICIES[ps], part=part))
+
+    def _checked(self, name, kind, cfg, k, grid, block, smem, make_args, nb, reps, verify, extra) -> dict[str, Any]:
+        """dst poisoned, one launch, every word verified, then ``reps`` timed launches after a warm-up."""
+        src, dst = self.buffers()
+        err = self.gpu.zeros(1, np.uint32)
+        args = make_args(src, dst, err)
+        self.gpu.memset32(dst, 0xFFFFFFFF, nb // 4)
+        self.gpu.launch(k, grid, block, *args, shared_mem=smem)
+        self.gpu.sync()
+        bad = self._copy_bad_words(verify, dst, nb)
+        ms = self.gpu.timed([lambda: self.gpu.launch(k, grid, block, *args, shared_mem=smem)
+                             for _ in range(reps + 1)])[1:]
+        e = int(self.gpu.to_host(err)[0])
+        return dict(kind=kind, name=name, config=list(cfg), **extra, grid=grid, block=block, smem_bytes=smem, bytes=nb,
+                    moved_bytes=2 * nb, median_ms=_med(ms), min_ms=min(ms), gbps=2 * nb / (_med(ms) * 1e6),
+                    samples_ms=ms, bad_words=bad, error_bits=e, correct=bad == 0 and e == 0)
+
+    def _any(self, name: str, kind: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
+        try:
+            if kind == "reg":
+                return self._reg_record(name, cfg, nb, reps, verify)
+            if kind == "bulk_pol":
+                return self._pol_record(name, cfg, nb, reps, verify)
+            return self._race_record(name, kind, cfg, nb, reps, verify)
+        except Exception as exc:                   # one variant's failure (a launch refused) must not cost the others
+            return dict(kind=kind, name=name, config=list(cfg), correct=False, gbps=0.0,
+                        error=f"{type(exc).__name__}: {exc}")
+
+    def _memcpy(self, nb: int, reps: int, **extra) -> dict[str, Any]:
+        r = self._memcpy_record(nb, reps, **extra)
+        r.update(name="cuMemcpyDtoDAsync", config=[])
+        return r
+
+    def step_copyrace2(self) -> list[dict[str, Any]]:
+        """Phases A, B and overlap of the module docstring; every record carries ``phase`` and ``ratio_round``
+        (phase A: over the nearest memcpy before it)."""
+        verify = self.gpu.function("l03_stream", "verify_copy")
+        nb = GIB if not self.quick else self.buf_bytes // 4
+        reps = self.repeats
+        recs: list[dict[str, Any]] = []
+        mc = self._memcpy(nb, reps, phase="A", round=0)
+        mc["ratio_round"] = 1.0
+        recs.append(mc)
+        self.say(f"copyrace2: memcpy {mc['gbps']:.0f} GB/s")
+        plan = plan_a(self.quick)
+        for i, (name, kind, cfg) in enumerate(plan):
+            if self.budget.over():
+                self.say(f"copyrace2: budget spent after {i} of {len(plan)} phase-A variants")
+                break
+            r = self._any(name, kind, cfg, nb, reps, verify)
+            r.update(phase="A", round=0, ratio_round=r["gbps"] / mc["gbps"])
+            recs.append(r)
+            if (i + 1) % MEMCPY_EVERY == 0:
+                mc = self._memcpy(nb, reps, phase="A", round=(i + 1) // MEMCPY_EVERY)
+                mc["ratio_round"] = 1.0
+                recs.append(mc)
+        ok = sorted((r for r in recs if r["kind"] != "memcpy" and r.get("correct")), key=lambda r: -r["ratio_round"])
+        top = [(r["name"], r["kind"], tuple(r["config"])) for r in ok[:TOP]]
+        bad = [r for r in recs if not r.get("correct")]
+        if ok:
+            self.say(f"copyrace2 A: {len(ok)} correct, {len(bad)} failed; best {ok[0]['name']} "
+                     f"{ok[0]['gbps']:.0f} GB/s = {ok[0]['ratio_round']:.3f}×")
+        for rnd in range(ROUNDS):
+            if self.budget.over():
+                break
+            mc = self._memcpy(nb, 2 * reps, phase="B", round=rnd)
+            mc["ratio_round"] = 1.0
+            row = [mc]
+            for name, kind, cfg in top + [x for x in REFERENCES if x[0] not in {t[0] for t in top}]:
+                r = self._any(name, kind, cfg, nb, 2 * reps, verify)
+                r.update(phase="B", round=rnd, ratio_round=r["gbps"] / mc["gbps"])
+                row.append(r)
+            recs += row
+            b = max((r for r in row[1:] if r.get("correct")), key=lambda r: r["gbps"], default=None)
+            self.say(f"copyrace2 B round {rnd}: memcpy {mc['gbps']:.0f} GB/s; best "
+                     + (f"{b['name']} {b['gbps']:.0f} GB/s = {b['ratio_round']:.3f}×" if b else "none"))
+        if not self.budget.over() and hasattr(self.gpu, "overlap"):
+            recs += self._overlap(nb)
+        b = best_of(recs)
+        if b:
+            self.say(f"copyrace2: best over {b['rounds']} rounds {b['name']}: median {b['ratio_median']:.3f}× memcpy")
+        return recs
+
+    def _overlap(self, nb: int) -> list[dict[str, Any]]:
+        """Phase overlap: memcpy and a register copy on a second stream, alone and beside ``occupy`` (3 times each)."""
+        src, dst = self.buffers()
+        occ = self.gpu.function("l05_copy_race2", "occupy")
+        done = self.gpu.zeros(1, np.uint32)
+        reg = self.gpu.function("l05_copy_race2", "reg_copy_plain_wb_u4")
+        err = self.gpu.zeros(1, np.uint32)
+        grid = self.num_sms * 2
+        jobs = {"memcpy": lambda s: self.gpu.memcpy_on(s, dst, src, nb),
+                "reg_copy_plain_wb_u4 4×256": lambda s: self.gpu.launch_on(
+                    s, reg, self.num_sms * 4, 256, src, dst, np.int64(nb // 16), np.int32(0), err)}
+        out = []
+        for name, job in jobs.items():
+            for rep in range(3):
+                t = self.gpu.overlap(occ, grid, 1024, (np.int64(OCCUPY_NS), done), job)
+                out.append(dict(kind="overlap", phase="overlap", name=name, round=rep, bytes=nb, occupy_ns=OCCUPY_NS,
+                                occupy_grid=grid, occupy_block=1024, **t, correct=True,
+                                delayed=bool(t["with_occupy_ms"] > t["alone_ms"] + 0.5 * OCCUPY_NS * 1e-6)))
+            self.say(f"overlap {name}: alone {out[-1]['alone_ms']:.3f} ms, beside the spinner "
+                     f"{out[-1]['with_occupy_ms']:.3f} ms (spinner {out[-1]['occupy_ms']:.3f} ms)")
+        blocks = int(self.gpu.to_host(done)[0])
+        for r in out:
+            r["occupy_blocks_done"] = blocks
+        return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from . import begin
+    from .. import data
+
+    def extra(ap):
+        ap.add_argument("--budget-s", type=float, default=170.0,
+                        help="wall-clock budget in seconds; past it the run stops and writes what it has")
+        ap.add_argument("--memcpy-only", action="store_true",
+                        help="only three 1 GiB cuMemcpyDtoDAsync calls, nothing written (to run under nsys)")
+
+    s = begin("copy_race2", argv, __doc__.splitlines()[0], "fewer variants, a smaller copy (a smoke test)", extra)
+    if s is None:
+        return 2
+    runner = Race2Runner(Race2Backend(), quick=s.args.quick, budget=Budget(s.args.budget_s))
+    if s.args.memcpy_only:
+        src, dst = runner.buffers()
+        ms = runner.gpu.timed([lambda: runner.gpu.memcpy_dtod(dst, src, GIB) for _ in range(3)])
+        runner.say(f"memcpy only: {', '.join(f'{x:.3f}' for x in ms)} ms per 1 GiB")
+        return 0
+    runner.say(f"copy race 2 on {s.meta['gpu']}: {len(plan_a(s.args.quick))} phase-A variants, estimated "
+               f"{estimate_seconds(s.args.quick):.0f} s, budget {s.args.budget_s:.0f} s")
+    recs = runner.step_copyrace2()
+    bad = [r for r in recs if not r.get("correct")]
+    meta = dict(s.meta, step="copyrace2", complete=not runner.budget.over(), buffer_bytes=runner.buf_bytes,
+                timeout_ns=TIMEOUT_NS, repeats=runner.repeats, quick=runner.quick, rounds=ROUNDS, top=TOP,
+                occupy_ns=OCCUPY_NS)
+    path = data.write("l05/copy_race2", recs, meta)
+    runner.say(f"copyrace2: {len(recs)} records ({len(bad)} failed their check) → {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,7 +14,7 @@ REG = ["reg_copy_plain_wb_u2", "reg_copy_plain_wb_u16", "reg_copy_nc_cs_u8", "re
 @needs_nvrtc
 @pytest.mark.parametrize("name", REG)
 @pytest.mark.parametrize("part,grid,block,n16", [(0, 3, 64, 1000), (1, 3, 64, 1000), (1, 7, 32, 4096),
-                                                  (0, 2, 128, 4096)])
+                                                  (0, 2, 128, 4096), (1, 40, 32, 1000), (0, 40, 32, 1000)])
 def test_reg_copy_copies_every_vector(name, part, grid, block, n16):
     """Every register copy copies exactly n16 vectors — whole rounds and the ragged tail, both partitions,
     more threads than rounds — and writes nothing past them."""
@@ -97,8 +97,11 @@ def test_plan_a_names_every_form_once_and_keeps_u16_to_512_threads():
     regs = [c for _, k, c in plan if k == "reg"]
     assert {c[0] for c in regs} == set(cr.REG_KERNELS) and {c[3] for c in regs} == {0, 1}
     assert all(c[2] <= 512 for c in regs if cr.reg_form(c[0])["unroll"] >= 16)
+    big = {(c[0], c[1]) for c in regs if c[1] >= 31}
+    assert big == {(k, b) for k in cr.REG_BIG_KERNELS for b, _ in cr.REG_BIG_SHAPES}
     pols = [c for _, k, c in plan if k == "bulk_pol"]
     assert {(c[4], c[5]) for c in pols} >= set(cr.POL_PAIRS) and all(0 <= c[3] < c[1] and c[3] <= 3 for c in pols)
+    assert {(c[0], c[1], c[2], c[3]) for c in pols if c[6] == 1 and c[4] == c[5] == 0} == set(cr.POL_BIG_SHAPES)
     assert len(cr.plan_a(quick=True)) < len(plan) / 4
     assert cr.estimate_seconds() < 180
 

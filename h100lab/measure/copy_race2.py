@@ -9,7 +9,9 @@ not tried there, at 1 GiB, each copy checked word by word (``verify_copy`` of ``
   per thread, three load forms (plain, ``.nc.L1::no_allocate``, ``+ .L2::256B``) and two
   store forms (write-back, ``.cs``), grid shapes of :data:`REG_SHAPES`,
   vectors interleaved over the grid or one contiguous chunk per CTA — and the one-thread bulk copy with its own L2
-  policy on loads and on stores (:data:`POL_SHAPES` × :data:`POL_PAIRS`); ``cuMemcpyDtoDAsync`` every
+  policy on loads and on stores (:data:`POL_SHAPES` × :data:`POL_PAIRS`); large grids of short contiguous chunks
+  (:data:`REG_BIG_SHAPES`, :data:`POL_BIG_SHAPES`: blocks in waves, as a non-persistent copy kernel runs);
+  ``cuMemcpyDtoDAsync`` every
   :data:`MEMCPY_EVERY` variants;
 * phase ``B`` (:data:`ROUNDS` rounds): each round ``cuMemcpyDtoDAsync``, the :data:`TOP` fastest correct phase-A
   variants and the references of :data:`REFERENCES` (the best copies of ``l05/copy_race``), ``2 × repeats`` timed
@@ -33,7 +35,7 @@ import numpy as np
 from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, Runner, _med
 
 __all__ = ["REG_KERNELS", "REG_SHAPES", "POL_SHAPES", "POL_PAIRS", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY",
-           "OCCUPY_NS", "POLICIES", "reg_form", "plan_a", "estimate_seconds", "Race2Backend", "Race2Runner", "best_of",
+           "OCCUPY_NS", "POLICIES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_BIG_SHAPES", "reg_form", "plan_a", "estimate_seconds", "Race2Backend", "Race2Runner", "best_of",
            "main"]
 
 #: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
@@ -43,8 +45,17 @@ REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_w
                "reg_copy_pf_cs_u16")
 #: (blocks per SM, threads per block) of the register copies; U = 16 keeps to ≤ 512 threads (its registers)
 REG_SHAPES = ((1, 1024), (2, 1024), (2, 512), (4, 512), (8, 256), (16, 128))
+#: large grids (not persistent: blocks run in waves, the copy's footprint walks the buffer in launch order) for
+#: :data:`REG_BIG_KERNELS`: 31, 124, 496 blocks per SM of 256 threads — at 1 GiB and part 1, chunks of ~256, ~64
+#: and ~16 KiB per block
+REG_BIG_SHAPES = ((31, 256), (124, 256), (496, 256))
+REG_BIG_KERNELS = ("reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_nc_cs_u4", "reg_copy_nc_cs_u8",
+                   "reg_copy_plain_cs_u4")
 #: the bulk copy with L2 policies: (tile KiB, stages, CTAs per SM, refill lag) — the best shapes of l05/copy_tune
 POL_SHAPES = ((64, 2, 1, 1), (32, 6, 1, 3), (16, 6, 2, 3))
+#: the bulk copy over large grids of short contiguous chunks (not persistent; no policy): (tile KiB, stages, CTAs per
+#: SM of the grid, lag) — 1 GiB over 1056 / 8448 CTAs: 1 MiB / 127 KiB each
+POL_BIG_SHAPES = ((16, 4, 8, 1), (16, 4, 64, 1), (32, 3, 64, 1))
 #: createpolicy codes of bulk_copy_pol (0 none, 1 evict_first, 2 evict_last, 3 evict_normal, 4 evict_unchanged)
 POLICIES = ("none", "evict_first", "evict_last", "evict_normal", "evict_unchanged")
 #: (load policy, store policy) pairs
@@ -77,7 +88,7 @@ def plan_a(quick: bool = False) -> list[tuple[str, str, tuple]]:
     shapes = REG_SHAPES if not quick else ((2, 1024), (8, 256))
     for k in kernels:
         f = reg_form(k)
-        for bps, thr in shapes:
+        for bps, thr in shapes + (REG_BIG_SHAPES if k in REG_BIG_KERNELS and not quick else ()):
             if f["unroll"] >= 16 and thr > 512:
                 continue
             for part in (0, 1):
@@ -88,6 +99,8 @@ def plan_a(quick: bool = False) -> list[tuple[str, str, tuple]]:
                         (tkb, st, per, lag, pl, ps, 0)))
         out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} ld:evict_first st:evict_last chunk", "bulk_pol",
                     (tkb, st, per, lag, 1, 2, 1)))
+    for tkb, st, per, lag in (POL_BIG_SHAPES if not quick else ()):
+        out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} chunk", "bulk_pol", (tkb, st, per, lag, 0, 0, 1)))
     return out
 
 

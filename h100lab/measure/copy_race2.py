@@ -142,7 +142,7 @@ class Race2Backend(CudaBackend):
         from ..cuda import device
 
         d = device._ready()
-        s = device.check(d.cuStreamCreate(d.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+        s = device.check(d.cuStreamCreate(int(d.CUstream_flags.CU_STREAM_NON_BLOCKING)), "cuStreamCreate")
         ev = [device.check(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate") for _ in range(6)]
         try:
             device.check(d.cuEventRecord(ev[0], s), "cuEventRecord")

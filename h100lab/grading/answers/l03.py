@@ -143,13 +143,73 @@ extern "C" __global__ void tile_sums(const unsigned* src, int tiles, int tile_by
 }
 '''
 
-_PRODUCER_WAIT = "wait(smem_addr(&empty[s]), (round & 1) ^ 1);"
-_CONSUMER_WAIT = "wait(smem_addr(&full[s]), round & 1);"
 _INIT_FENCE = 'asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");'
 
-#: 3.7's prompt (the producer waits with the consumer's parity) and a typical wrong fix (both parities flipped)
-PROMPT_3_7 = PIPELINE_3_7.replace(_PRODUCER_WAIT, "wait(smem_addr(&empty[s]), round & 1);")
-BOTH_FLIPPED_3_7 = PROMPT_3_7.replace(_CONSUMER_WAIT, "wait(smem_addr(&full[s]), (round & 1) ^ 1);")
+# 3.7: a three-stage ring that keeps each side's parities as a bit mask (bit s: the parity the next wait on stage s
+# asks for, flipped after each wait) and walks the stages with a wrapping index — not the chapter's round & 1
+# parities. The student derives the producer's starting mask: every stage's 'empty' barrier is fresh, so the
+# first wait on each must ask for the parity of the phase that counts as completed.
+RING_3_7 = r"""
+#define STAGES 3
+#define MAX_TILE_BYTES 2048
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n\t.reg .pred p;\n"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+                 "@!p bra WAIT_%=;\n\t}" :: "r"(bar), "r"(parity) : "memory");
+}
+extern "C" __global__ void tile_sums(const unsigned* src, int tiles, int tile_bytes, unsigned* out) {
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    __shared__ __align__(128) unsigned char buf[STAGES * MAX_TILE_BYTES];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&full[s])) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&empty[s])) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    // each side keeps, per stage s, the parity its next wait on that stage's barrier asks for: bit s of a mask
+    if (warp == 0 && lane == 0) {
+        unsigned empty_parity = (1u << STAGES) - 1u;
+        for (int t = 0, s = 0; t < tiles; ++t, s = (s + 1 == STAGES) ? 0 : s + 1) {
+            wait(smem_addr(&empty[s]), (empty_parity >> s) & 1u);
+            empty_parity ^= 1u << s;
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                         :: "r"(smem_addr(&full[s])), "r"(tile_bytes) : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         :: "r"(smem_addr(buf + s * tile_bytes)), "l"(src + t * (tile_bytes / 4)),
+                            "r"(tile_bytes), "r"(smem_addr(&full[s])) : "memory");
+        }
+    } else if (warp == 1) {
+        unsigned full_parity = 0u;
+        for (int t = 0, s = 0; t < tiles; ++t, s = (s + 1 == STAGES) ? 0 : s + 1) {
+            wait(smem_addr(&full[s]), (full_parity >> s) & 1u);
+            full_parity ^= 1u << s;
+            const unsigned* tile = reinterpret_cast<const unsigned*>(buf + s * tile_bytes);
+            unsigned acc = 0;
+            for (int i = lane; i < tile_bytes / 4; i += 32) acc += tile[i];
+            for (int d = 16; d > 0; d /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, d);
+            if (lane == 0) out[t] = acc;
+            __syncwarp();
+            if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(&empty[s])) : "memory");
+        }
+    }
+}
+"""
+_EMPTY_INIT = "        unsigned empty_parity = (1u << STAGES) - 1u;\n"
+_FULL_INIT = "        unsigned full_parity = 0u;\n"
+assert _EMPTY_INIT in RING_3_7 and _FULL_INIT in RING_3_7
+#: 3.7's prompt: the producer starts from the consumer's mask (waits for a phase of a fresh 'empty' that never came)
+PROMPT_3_7 = RING_3_7.replace(_EMPTY_INIT, "        unsigned empty_parity = 0u;\n")
+#: a typical wrong fix: both masks start at all ones (the consumer then asks a fresh 'full' for the completed phase)
+BOTH_ONES_3_7 = RING_3_7.replace(_FULL_INIT, "        unsigned full_parity = (1u << STAGES) - 1u;\n")
+#: only the first stage counted free: the producer's second wait (stage 1) asks for a phase that never came
+FIRST_ONLY_3_7 = RING_3_7.replace(_EMPTY_INIT, "        unsigned empty_parity = 1u;\n")
 
 #: 3.8's prompt (no fence after mbarrier.init) and a typical wrong fix (a memory fence, not a proxy fence)
 PROMPT_3_8 = PIPELINE_3_7.replace(_INIT_FENCE, "")
@@ -179,11 +239,32 @@ def _deadlocked_on_parity(out, ref, err):
 EARLY_READ_HINT = ("The consumer's wait returned before the copy had landed: its parity must name the phase of 'full' "
                    "that this tile's copy completes, and round 0 completes phase 0.")
 
-kernel_exercise("3.7", run=_tiles_run, reference=PIPELINE_3_7, points=3,
-                hint="Write out, for the first three tiles, the phase of each barrier that each wait needs.",
-                symptoms=[Symptom(_deadlocked_on_parity, PARITY_HINT),
+RING_PARITY_HINT = ("Every stage's barriers start fresh, and a fresh barrier's wait returns at once only for the parity "
+                    "of the phase that counts as already completed. Which stages are free when the producer starts, "
+                    "and what must its first wait on each of them ask for?")
+
+
+def _tile_sums_expected(tiles=7, tile_bytes=1024, seed=11):
+    """The sum (mod 2^32) of each tile of _tiles_run's input: NumPy, not a kernel."""
+    x = np.random.default_rng(seed).integers(0, 2**32, tiles * tile_bytes // 4, dtype=np.uint32)
+    return {"out": x.reshape(tiles, -1).sum(axis=1, dtype=np.uint32)}
+
+
+def _consumer_ran_ahead(out, ref, err) -> bool:
+    """A deadlock in which the producer (warp 0) waits on an 'empty' barrier that has already completed a phase: the
+    consumer released stages it never received, its first waits on fresh 'full' barriers having returned at once."""
+    import re
+    return _report(err, "DeadlockError") and re.search(
+        r"warp 0: mbarrier\.try_wait\.parity [^\n]*barrier state: phase [1-9]", str(err)) is not None
+
+
+kernel_exercise("3.7", run=_tiles_run, expect=_tile_sums_expected, points=3,
+                hint="Write out, for the first four tiles, the stage, the phase of each barrier and the bit each wait "
+                     "reads from its mask.",
+                symptoms=[Symptom(_consumer_ran_ahead, EARLY_READ_HINT), Symptom(_deadlocked_on_parity, RING_PARITY_HINT),
                           Symptom(lambda out, ref, st: bool((out["out"] != ref["out"])[0]), EARLY_READ_HINT)],
-                mistakes=[Mistake(EARLY_READ_HINT, answer=BOTH_FLIPPED_3_7)])
+                mistakes=[Mistake(RING_PARITY_HINT, answer=PROMPT_3_7), Mistake(RING_PARITY_HINT, answer=FIRST_ONLY_3_7),
+                          Mistake(EARLY_READ_HINT, answer=BOTH_ONES_3_7)])
 
 INIT_FENCE_HINT = ("mbarrier.init is an ordinary (generic-proxy) write; the copy engine signals the barrier through "
                    "the async proxy. A memory fence orders one proxy's accesses — which fence orders the two proxies "

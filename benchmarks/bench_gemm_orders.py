@@ -6,7 +6,7 @@ Writes ``data/l08/gemm_orders.json`` (h100lab.data, with the run's metadata). Fo
 cuBLAS (``torch.matmul(A, B.T)``, bf16 in and out, f32 accumulation) is timed once, then each capstone variant of
 :data:`VARIANTS` (the 64 × 256 ping-pong tile — the most bytes per FLOP, the one whose row-major order runs twice as
 long as the grouped one — the 128 × 256 and the 128 × 128 cooperative tiles) persistent (``min(SMs, tiles)`` CTAs)
-in every tile order of :data:`ORDERS`: the grouped order of :func:`h100lab.design.schedule.tile_at` with ``group``
+in every tile order of :data:`ORDERS` (fewer at the shapes of :data:`SUBSETS`): the grouped order of :func:`h100lab.design.schedule.tile_at` with ``group``
 1, 2, 4, 8, 16 walked along M (``raster`` 0; group 1 is the plain row-major order) and along N (``raster`` 1; group
 1 is the column-major order); and the ping-pong form with one CTA per two tiles (``pairs``, the ping-pong step's
 schedule) in :data:`PAIR_ORDERS`, and at 8192³ on fewer persistent CTAs than SMs (:data:`GRID_RUNS`). Each: the median and minimum of ``--repeats`` (≥ 20) launches after ``--warmup``
@@ -44,10 +44,15 @@ import bench_gemm  # noqa: E402  (TorchCuda: inputs, cuBLAS, CUDA-event timing, 
 DATASET = "l08/gemm_orders"
 #: square shapes below the power limit, a deeper K (each tile's k-loop twice as long) and the two-wave shape of the
 #: 128-column tiles' misses
-SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (1280, 3840, 8192)]
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (1280, 3840, 8192), (8192, 8192, 4096),
+          (8192, 8192, 8256)]
 VARIANTS = ("pingpong", "cooperative", "cooperative_n128")
 #: (group, raster): the grouped order along M (raster 0) and along N (raster 1)
 ORDERS = tuple((g, r) for r in (0, 1) for g in (1, 2, 4, 8, 16))
+#: shapes timed with fewer variants or orders: (variants, orders) — K = 8256 makes the rows of A and B 16,512 B
+#: apart instead of a power of two (16,384 B at K = 8192): the same problem without address aliasing
+SUBSETS = {(8192, 8192, 4096): (("pingpong", "cooperative"), ORDERS),
+           (8192, 8192, 8256): (("pingpong", "cooperative"), ((1, 0), (8, 0), (1, 1)))}
 #: the ping-pong form with one CTA per two tiles (the ping-pong step's schedule), at the square shapes only
 PAIR_ORDERS = ((1, 0), (8, 0), (1, 1))
 PAIR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
@@ -69,6 +74,9 @@ def runs_of(shape, variants=VARIANTS, orders=ORDERS, pair_orders=PAIR_ORDERS, pa
             grid_runs=GRID_RUNS):
     """The (variant, schedule, group, raster, CTAs) runs of one shape, in the order they are timed (CTAs None: the
     schedule's own grid — the SMs when persistent)."""
+    if tuple(shape) in SUBSETS:
+        keep, orders = SUBSETS[tuple(shape)]
+        variants = tuple(v for v in variants if v in keep)
     out = [(v, "persistent", g, r, None) for v in variants for g, r in orders]
     if tuple(shape) in {tuple(s) for s in pair_shapes}:
         out += [(v, "pairs", g, r, None) for v in variants if v.startswith("pingpong") for g, r in pair_orders]

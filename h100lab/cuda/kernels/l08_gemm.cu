@@ -104,6 +104,24 @@
 //    The stagger lost 2-10 % at every shape of that run (it won a few per cent at 4096^3 in its own): no dependable
 //    gain. Where 128 x 192 tiles leave a wave mostly idle (1408 x 3072: 176 tiles on 132 SMs) 128 x 128 is faster
 //    (h100lab.design.capstone.fp8_tile_choice).
+// -DTRACE=1 (cooperative, CLUSTER 1; for finding where a k-block's time goes, h100lab.validation.l08.trace_rows,
+//    benchmarks/trace_gemm.py): two more kernel arguments, `unsigned long long* trace, int trace_cap`. In CTAs 0 and
+//    gridDim.x / 2 (slot 0, 1; a grid of one CTA fills slot 0 only) thread 0 of each warpgroup w writes %clock64
+//    (SM cycles) at each event of ring slot `it` (the CTA's k-block counter over its tiles, it < trace_cap) into
+//    region (slot * 3 + w) of TRACE_HDR + trace_cap * (TRACE_EV + TRACE_TEV) u64 values: a header (%globaltimer and
+//    %clock64 at the warpgroup's start, the same at its end, %smid, k-blocks, tiles, nk), then TRACE_EV values per
+//    k-block, then TRACE_TEV per tile (tile start, mainloop end, epilogue end, 0). Producer k-block events: 0 the
+//    empty-barrier wait passed, 1 both TMA loads issued. Consumer: 0 the full-barrier wait passed, 1 the wgmmas
+//    committed, 2 wait_group returned (INFLIGHT: wait_group 1, the block before retired), 3 the empty-barrier arrive
+//    issued, then FP8 only: 4 the block's scales in registers (a store predicated on a scale being NaN -- never --
+//    makes the timestamp wait for the loads, as the promotion's first multiply does anyway), 5 promotion done, 6
+//    SCALE_LEAD 1: the next block's scales in registers (the same guard: the end-of-block copy waits for them
+//    already), SCALE_LEAD 2-3: the ring's load for block kb + SCALE_LEAD issued; 7 unused (0). BM_TILE 256: the
+//    second m64 block's times overwrite the first's. Unwritten slots stay as the host set them. Without TRACE the
+//    kernel is the same PTX (every TRACE line is inside `#if TRACE` or a TR_ macro that expands to nothing;
+//    tests/test_l08_trace.py compiles both). The timestamps are ordered against the code around them by the
+//    volatile asm of the clock read; ptxas keeps such a read in program order in the SASS (the usual
+//    micro-benchmark assumption, checked here only by the untimed-vs-timed comparison of benchmarks/trace_gemm.py).
 // Host rules: K a multiple of 8 (16 for FP8: TMA global strides are multiples of 16 B, CUDA Driver API
 // cuTensorMapEncodeTiled); dynamic shared memory = h100lab.design.capstone.Variant.smem_bytes; 384 threads per CTA.
 #include <h100lab/tensormap.cuh>
@@ -152,6 +170,12 @@
 #endif                       //    k-loop unrolled by the ring depth)
 #if SCALE_LEAD < 1 || SCALE_LEAD > 3 || (SCALE_LEAD != 1 && !FP8)
 #error "SCALE_LEAD is 1, 2 or 3, an FP8 switch"
+#endif
+#ifndef TRACE
+#define TRACE 0              // 1: on-device timestamps of every k-block's events (extra kernel arguments trace,
+#endif                       //    trace_cap; see "TRACE" at the end of the header note)
+#if TRACE && (PINGPONG || CLUSTER != 1)
+#error "TRACE times the cooperative kernel without clusters"
 #endif
 #ifndef STAGES
 #if PINGPONG
@@ -505,6 +529,56 @@ __device__ __forceinline__ void epilogue_tma(const float (&d)[NACC], const CUten
 }
 #endif
 
+#if TRACE
+constexpr int TRACE_HDR = 8;     // per traced warpgroup: globaltimer, clock64 (start); the same (end); smid, k-blocks,
+constexpr int TRACE_EV = 8;      //    tiles, nk; then TRACE_EV values per k-block, TRACE_TEV per tile
+constexpr int TRACE_TEV = 4;
+
+__device__ __forceinline__ unsigned long long trace_clock() {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(v) :: "memory");
+    return v;
+}
+
+__device__ __forceinline__ unsigned long long trace_ns() {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v) :: "memory");
+    return v;
+}
+
+// a store of 0 to `slot` guarded by v != v (false for every non-NaN scale): it reads v, so it waits for v's load,
+// and the timestamp written to `slot` after it is taken once v has landed
+__device__ __forceinline__ void trace_after(unsigned long long* slot, float v) {
+    asm volatile("{\n\t.reg .pred q;\n\t.reg .b64 z;\n\tsetp.ne.f32 q, %1, %1;\n\tmov.b64 z, 0;\n\t"
+                 "@q st.global.u64 [%0], z;\n\t}" :: "l"(slot), "f"(v) : "memory");
+}
+
+#if FP8
+__device__ __forceinline__ float trace_sum(const BlockScales& sc) {
+#if BN_TILE == 192
+    return sc.lo + sc.hi + sc.b + sc.b2;
+#else
+    return sc.lo + sc.hi + sc.b;
+#endif
+}
+#endif
+#define TR_EV(i, e) do { if (trk != nullptr && (i) < trace_cap) trk[(size_t)(i) * TRACE_EV + (e)] = trace_clock(); } while (0)
+#define TR_TILE(jj, e) do { if (trt != nullptr && (jj) < trace_cap) trt[(size_t)(jj) * TRACE_TEV + (e)] = trace_clock(); } while (0)
+#define TR_AFTER(i, e, v) do { if (trk != nullptr && (i) < trace_cap) { trace_after(trk + (size_t)(i) * TRACE_EV + (e), (v)); trk[(size_t)(i) * TRACE_EV + (e)] = trace_clock(); } } while (0)
+#define TR_END(blocks, ntiles) do { if (tr != nullptr) { tr[2] = trace_ns(); tr[3] = trace_clock(); tr[4] = trace_smid(); tr[5] = (blocks); tr[6] = (ntiles); tr[7] = nk; } } while (0)
+
+__device__ __forceinline__ unsigned trace_smid() {
+    unsigned v;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(v));
+    return v;
+}
+#else
+#define TR_EV(i, e) do { } while (0)
+#define TR_TILE(jj, e) do { } while (0)
+#define TR_AFTER(i, e, v) do { } while (0)
+#define TR_END(blocks, ntiles) do { } while (0)
+#endif
+
 }  // namespace
 
 #if FP8
@@ -526,6 +600,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #if TMA_STORE
         , const __grid_constant__ CUtensorMap map_c, int tma_epi   // map_c: C (dims {N, M}), box {64, 64}, SWIZZLE_128B
 #endif
+#if TRACE
+        , unsigned long long* __restrict__ trace, int trace_cap    // the timestamps (see TRACE in the header note)
+#endif
         ) {
     extern __shared__ __align__(16) unsigned char dyn[];
     const unsigned raw = smem_u32(dyn), base = (raw + 1023u) & ~1023u;    // 128B swizzle: 1024-aligned tiles
@@ -536,6 +613,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
     const unsigned t = threadIdx.x % 128;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
     const int nk = (K + BK - 1) / BK;
+#if TRACE
+    const int tslot = blockIdx.x == 0 ? 0 : (blockIdx.x == gridDim.x / 2 ? 1 : -1);
+    unsigned long long* const tr = tslot >= 0 && t == 0 && trace != nullptr
+        ? trace + (size_t)(tslot * 3 + wg) * (TRACE_HDR + (size_t)trace_cap * (TRACE_EV + TRACE_TEV)) : nullptr;
+    unsigned long long* const trk = tr != nullptr ? tr + TRACE_HDR : nullptr;
+    unsigned long long* const trt = tr != nullptr ? trk + (size_t)trace_cap * TRACE_EV : nullptr;
+    if (tr != nullptr) {
+        tr[0] = trace_ns();
+        tr[1] = trace_clock();
+    }
+#endif
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             bar_init(bars + 8 * s, 1);                                      // the producer's arrive.expect_tx
@@ -589,6 +677,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
                     const int s = it % STAGES;
                     const unsigned lap = (unsigned)(it / STAGES) & 1u;
                     bar_wait(bars + 8 * (STAGES + s), lap ^ 1u);            // lap 0 passes: the slot starts empty
+                    TR_EV(it, 0);
                     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                                  :: "r"(bars + 8 * s), "r"(STAGE_BYTES) : "memory");
                     tma_load(a_base + s * A_BYTES, &map_a, kb * BK, tm * BM, bars + 8 * s);
@@ -599,8 +688,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #else
                     tma_load(b_base + s * B_BYTES, &map_b, kb * BK, tn * BN, bars + 8 * s);
 #endif
+                    TR_EV(it, 1);
                 }
             }
+            TR_END(it, it / (nk > 0 ? nk : 1));
 #if CLUSTER == 2
             // no exit while the other CTA may still arrive on our empty barriers: wait until every stage is released
             for (int i = 0; i < STAGES; ++i, ++it)
@@ -636,6 +727,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
         int tm, tn;
         my_tile(tile, tm, tn);
         int it = j * nk;
+        TR_TILE(j, 0);
 #if FP8
         // this thread's first row (16w + g; the second is 8 below) and the tile's row of B's scales
         const int rlo = tm * BM + row0_in_tile + 16 * (int)(t / 32) + (int)(t % 32) / 4;
@@ -670,6 +762,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
             if (kb >= nk) break;
             const int s = it % STAGES;
             bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
+            TR_EV(it, 0);
 #if STAGGER
             // consumer 0 issues block `it` after consumer 1 issued block it - 1, consumer 1 after consumer 0 issued
             // block it (named barrier 3 + c: 128 threads bar.arrive, the other 128 bar.sync); the last block of the
@@ -682,6 +775,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #pragma unroll
             for (int m = 0; m < MSUB; ++m) {
                 fp8_block(p[0], a_base + s * A_BYTES + a_off + m * 64 * 128, b_base + s * B_BYTES);
+                TR_EV(it, 1);
 #if STAGGER
                 if (c == 0 || !last) asm volatile("bar.arrive %0, 256;" :: "r"(3 + (c ^ 1)) : "memory");
 #endif
@@ -693,17 +787,23 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #endif
                 asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
                 fence_acc(p[0]);
+                TR_EV(it, 2);
                 if (m == MSUB - 1 && t % 32 == 0) release(bars + 8 * (STAGES + s));   // P holds what the stage gave
+                TR_EV(it, 3);
+                TR_AFTER(it, 4, trace_sum(ring[u][m]));
 #if BN_TILE == 192
                 promote(d[m], p[0], ring[u][m], split);
 #else
                 promote(d[m], p[0], ring[u][m]);
 #endif
+                TR_EV(it, 5);
 #if SCALE_LEAD == 1
                 ring[0][m] = next;
+                TR_AFTER(it, 6, trace_sum(ring[0][m]));
 #else
                 // block kb + SCALE_LEAD's scales into the registers this promotion just read
                 if (kb + SCALE_LEAD < nk) ring[u][m] = load_scales(sa, sbt, sbt2, kb + SCALE_LEAD, M, rlo + 64 * m);
+                TR_EV(it, 6);
 #endif
             }
             ++it;
@@ -713,6 +813,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
         for (int kb = 0; kb < nk; ++kb, ++it) {
             const int s = it % STAGES;
             bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);           // the stage's bytes have landed
+            TR_EV(it, 0);
             fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
@@ -725,16 +826,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
                 }
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            TR_EV(it, 1);
 #if INFLIGHT
             // this k-block's group stays in flight while the next stage is awaited and issued; the one before it
             // has retired, so its stage goes back to the producer
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
             fence_acc(d);
+            TR_EV(it, 2);
             if (kb > 0 && t % 32 == 0) release(bars + 8 * (STAGES + (it - 1) % STAGES));
+            TR_EV(it, 3);
 #else
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             fence_acc(d);
+            TR_EV(it, 2);
             if (t % 32 == 0) release(bars + 8 * (STAGES + s));              // this warp is done with the stage
+            TR_EV(it, 3);
 #endif
         }
 #endif  // FP8
@@ -748,20 +854,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) GEMM_ENTRY(
 #elif PINGPONG
         if (t == 0) bar_arrive(order_other);                                // the other consumer may start its mainloop
 #endif
+        TR_TILE(j, 1);
 #if TMA_STORE
         if (tma_epi) {
 #pragma unroll
             for (int m = 0; m < MSUB; ++m)
                 epilogue_tma(d[m], &map_c, epi_base + c * 2 * EPI_BYTES, tm * BM + row0_in_tile + 64 * m, tn * BN,
                              alpha, bias, relu, N, t, 1 + c);
+            TR_TILE(j, 2);
             continue;
         }
 #endif
 #pragma unroll
         for (int m = 0; m < MSUB; ++m)
             epilogue(d[m], C, M, N, tm * BM + row0_in_tile + 64 * m, tn * BN, alpha, beta, bias, relu, t);
+        TR_TILE(j, 2);
     }
 #if TMA_STORE
     if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // the last stores are done with shared memory
 #endif
+    TR_END(j * nk, j);
 }

@@ -166,7 +166,6 @@ STILL_PRINTED = {
     "0.6": "the global index `blockIdx.x * blockDim.x + threadIdx.x` of chapter 0's vector_add",
     "0.7": "the bounds guard `if (i < n) c[i] = a[i] + b[i];` of chapter 0's vector_add",
     "2.11": "the fix repeats the prompt's own cluster barrier before exit: a placement this line check cannot see",
-    "2.13": "the atom.global.add.u32 statement of chapter 2's kernels",
     "3.8": "fence.mbarrier_init.release.cluster, as chapter 3 prints it",
     "3.9": "fence.proxy.async.shared::cta, as chapter 3 prints it",
     "5.11": "fence.proxy.async.shared::cta, as chapter 5 prints it",

@@ -82,3 +82,15 @@ def test_kernel_prompts_are_judged_wrong_and_solutions_right(ex_id):
     assert judge(ex, getattr(l02, f"SOLUTION_{key}"), ref).status == CORRECT
     v = judge(ex, getattr(l02, f"PROMPT_{key}"), ref)
     assert v.status == WRONG and "Hint:" in v.message or "but" in v.message
+
+
+def test_2_13_prompt_loses_exactly_the_unused_atomic():
+    """The prompt's two atomics are both non-volatile: the compiler keeps the one whose result is used (the slot)
+    and deletes the max, whose result nobody reads; the solution's PTX has both."""
+    _emu()
+    from h100lab import emu
+    from h100lab.grading.answers import l02
+
+    prompt, solution = emu.compile(l02.PROMPT_2_13).ptx, emu.compile(l02.SOLUTION_2_13).ptx
+    assert "atom.global.add.u32" in prompt and "atom.global.max.u32" not in prompt
+    assert "atom.global.add.u32" in solution and "atom.global.max.u32" in solution

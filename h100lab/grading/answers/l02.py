@@ -1,8 +1,8 @@
 """Exercise set 2 (chapter 2, "Clusters, PTX, data types and state spaces").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.cluster, h100lab.ptx,
-h100lab.memory.spaces) or, for a kernel exercise (2.11, 2.13–2.15), by running the solution kernel on the
-emulator in the grader's process — never typed in. 2.5 is an inline-PTX statement: it is judged by compiling
+h100lab.memory.spaces) or, for a kernel exercise (2.11, 2.14, 2.15), by running the solution kernel on the
+emulator in the grader's process, or (2.13) by NumPy — never typed in. 2.5 is an inline-PTX statement: it is judged by compiling
 it with NVRTC inside a small kernel and running that on the emulator, so every correct spelling passes
 (``asm`` or ``asm volatile``, any whitespace, either operand order of the product). The student edition
 imports nothing from this module.
@@ -232,35 +232,69 @@ kernel_exercise("2.11", run=_run_2_11, reference=SOLUTION_2_11, points=3, budget
                 symptoms=[Symptom(lambda out, ref, err: out is None and "has exited" in str(err), _EXITED)],
                 mistakes=[Mistake(_EXITED, answer=PROMPT_2_11), Mistake(_EXITED, answer=PLANTED_2_11)])
 
-#: 2.13: count the positive elements with an atomic in inline PTX; the prompt's statement is deleted
+#: 2.13: keep the positive elements (stream compaction) and their largest value, both with atomics written in inline
+#: PTX and neither volatile; the compiler keeps the one whose result is used (the slot) and deletes the other
 SOLUTION_2_13 = r"""
-extern "C" __global__ void count_positive(const float* x, int n, unsigned* counter) {
+// out[0 .. *count) = the positive elements of x (in any order); *largest = the largest of them, as its f32 bits
+// (for positive floats, the order of the bits read as unsigned integers is the order of the values)
+extern "C" __global__ void keep_positive(const float* x, int n, float* out, unsigned* count, unsigned* largest) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && x[i] > 0.0f) {
-        unsigned old;                                          // the old value is not needed
-        asm volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+        const float v = x[i];
+        unsigned slot, old;
+        asm("atom.global.add.u32 %0, [%1], 1;" : "=r"(slot) : "l"(count));
+        out[slot] = v;
+        asm volatile("atom.global.max.u32 %0, [%1], %2;" : "=r"(old) : "l"(largest), "r"(__float_as_uint(v)) : "memory");
     }
 }
 """
-PROMPT_2_13 = SOLUTION_2_13.replace('asm volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : '
-                                    '"memory");', 'asm("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter));')
+_MAX_2_13 = 'asm volatile("atom.global.max.u32 %0, [%1], %2;" : "=r"(old) : "l"(largest), "r"(__float_as_uint(v)) : "memory");'
+assert _MAX_2_13 in SOLUTION_2_13
+#: the prompt: the max statement as written at first, neither volatile nor with its result used
+PROMPT_2_13 = SOLUTION_2_13.replace(_MAX_2_13, 'asm("atom.global.max.u32 %0, [%1], %2;" : "=r"(old) : "l"(largest), "r"(__float_as_uint(v)));')
+#: volatile, but the maximum taken over every element (negative ones too) before the test
+EVERY_2_13 = SOLUTION_2_13.replace("        " + _MAX_2_13 + "\n", "").replace(
+    "    if (i < n && x[i] > 0.0f) {\n",
+    "    unsigned old;\n    if (i < n) asm volatile(\"atom.global.max.u32 %0, [%1], %2;\" : \"=r\"(old) : \"l\"(largest), "
+    "\"r\"(__float_as_uint(x[i])) : \"memory\");\n    if (i < n && x[i] > 0.0f) {\n").replace("unsigned slot, old;", "unsigned slot;")
+N_2_13 = 1000
+
+
+def _x_2_13():
+    return np.random.default_rng(213).standard_normal(N_2_13).astype(np.float32)
 
 
 def _run_2_13(program):
     from h100lab import emu
 
-    x = np.random.default_rng(213).standard_normal(1000).astype(np.float32)
-    c = emu.zeros(1, np.uint32)
-    stats = emu.launch(program.function("count_positive"), 4, 256, emu.to_device(x), np.int32(1000), c)
-    return KernelRun({"counter": c.to_host()}, stats)
+    x = _x_2_13()
+    out, count, largest = emu.zeros(N_2_13, np.float32), emu.zeros(1, np.uint32), emu.zeros(1, np.uint32)
+    stats = emu.launch(program.function("keep_positive"), 4, 256, emu.to_device(x), np.int32(N_2_13), out, count,
+                       largest)
+    n = int(count.to_host()[0])
+    return KernelRun({"count": count.to_host(), "largest": largest.to_host(),
+                      "kept (sorted)": np.sort(out.to_host()[:min(n, N_2_13)])}, stats)
 
 
-_DELETED = ("The counter never moved: look for the atomic in the PTX (emu.compile(kernel_2_13).ptx). A statement whose "
-            "outputs are unused and that is not volatile is dead code to the compiler.")
+def _expect_2_13():
+    x = _x_2_13()
+    pos = np.sort(x[x > 0])
+    return {"count": np.array([pos.size], np.uint32), "largest": pos[-1:].view(np.uint32),
+            "kept (sorted)": pos}
 
-kernel_exercise("2.13", run=_run_2_13, reference=SOLUTION_2_13, points=2, budget=60,
-                symptoms=[Symptom(lambda out, ref, st: int(out["counter"][0]) == 0, _DELETED)],
-                mistakes=[Mistake(_DELETED, answer=PROMPT_2_13)])
+
+_DELETED = ("The compaction worked but 'largest' never moved: compare the two atomics in the PTX "
+            "(emu.compile(kernel_2_13).ptx). The compiler keeps a statement for its results — one whose results nobody "
+            "reads, and that it was not told to keep, is dead code to it.")
+_SIGNED_BITS = ("'largest' holds the bits of a negative number: as unsigned integers the bits of every negative float "
+                "(sign bit set) compare above those of every positive one, so only the positive values may enter the "
+                "maximum.")
+
+kernel_exercise("2.13", run=_run_2_13, expect=_expect_2_13, points=2, budget=60,
+                symptoms=[Symptom(lambda out, ref, st: int(out["largest"][0]) == 0 and
+                                  np.array_equal(out["count"], ref["count"]), _DELETED),
+                          Symptom(lambda out, ref, st: int(out["largest"][0]) >= 0x80000000, _SIGNED_BITS)],
+                mistakes=[Mistake(_DELETED, answer=PROMPT_2_13), Mistake(_SIGNED_BITS, answer=EVERY_2_13)])
 
 #: 2.14: the DSMEM histogram of the chapter, with the owner of a bin left to the student
 _HIST_HEAD = r"""

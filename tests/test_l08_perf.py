@@ -532,3 +532,42 @@ def test_scale_ring_run_refutes_the_scale_load_as_the_fp8_k_blocks_cost(params):
     assert abs(d["silicon_ratio"] - 1) <= l08.TOLERANCE                  # silicon: the ring changes little
     assert d["model_ratio"] < 1 - l08.TOLERANCE                           # the model: the load was the cost
     assert d["ring"].within < d["lead1"].within
+
+
+def test_clock_checks_fail_when_the_model_cannot_calibrate(monkeypatch):
+    """The clock checks (and the family checks) never pass on no case: without a calibration (a calibration record
+    of data/l08 missing) every capstone run of the clock dataset is a mismatch and the note says why; a clock
+    dataset with no completed capstone run is one mismatch."""
+    from h100lab.data import Dataset
+
+    meta = {"gpu": "x", "compute_capability": "9.0", "driver": "0", "cuda": "0", "date": "2000-01-01", "command": "c"}
+    runs = [{"gemm": "cooperative_inflight_tmastore", "M": 8192, "N": 8192, "K": 8192, "ok": True,
+             "median_sm_mhz": 1600.0, "median_launch_ms": 1.0},
+            {"gemm": "fp8_cooperative_tmastore", "M": 8192, "N": 8192, "K": 8192, "ok": True,
+             "median_sm_mhz": 1600.0, "median_launch_ms": 1.0},
+            {"gemm": "cublas", "M": 8192, "N": 8192, "K": 8192, "ok": True, "median_sm_mhz": 1600.0,
+             "median_launch_ms": 1.0}]
+    ds = Dataset("l08/clock_under_load", meta, runs)
+    monkeypatch.setitem(l08._CACHE, "report", None)          # what _report() keeps when calibrate() raised
+    assert l08.clock_rows(ds) == []
+    for check in (l08._clock, l08._clock_fp8):
+        res = check(ds)
+        assert not res.ok and res.cases == 2 and res.mismatches == 2 and "cannot calibrate" in res.note
+    for fam in l08.ACHIEVED:
+        res = l08.check_family(fam)
+        assert not res.ok and res.mismatches > 0 and "cannot calibrate" in res.note
+    assert not l08.check_calibration().ok
+    empty = Dataset("l08/clock_under_load", meta, [dict(runs[0], ok=False), runs[2]])
+    res = l08._clock(empty)
+    assert not res.ok and res.mismatches == 1 and "cannot calibrate" in res.note
+
+
+def test_clock_check_without_a_completed_run_fails(params, rep):
+    """With the model calibrated, a clock dataset whose capstone runs all failed is one mismatch, not a pass."""
+    from h100lab.data import Dataset
+
+    meta = {"gpu": "x", "compute_capability": "9.0", "driver": "0", "cuda": "0", "date": "2000-01-01", "command": "c"}
+    ds = Dataset("l08/clock_under_load", meta, [{"gemm": "cooperative_inflight_tmastore", "M": 8192, "N": 8192,
+                                                 "K": 8192, "ok": False}])
+    res = l08.check_clock(ds, rep=rep)
+    assert not res.ok and res.cases == 1 and res.mismatches == 1 and "no completed capstone run" in res.note

@@ -163,8 +163,6 @@ MIN_FIX_LINE = 20   # characters of code: shorter lines ("}", "++n;") are no evi
 #: each waiting for a redesign in the manner of 4.11, 5.10, 6.9-6.11, 7.8 and 8.10 (another shape, swizzle, layout,
 #: protocol variant). They are strict xfails, never skipped: a redesigned one XPASSes and fails until it is removed.
 STILL_PRINTED = {
-    "0.6": "the global index `blockIdx.x * blockDim.x + threadIdx.x` of chapter 0's vector_add",
-    "0.7": "the bounds guard `if (i < n) c[i] = a[i] + b[i];` of chapter 0's vector_add",
     "2.11": "the fix repeats the prompt's own cluster barrier before exit: a placement this line check cannot see",
     "3.8": "fence.mbarrier_init.release.cluster, as chapter 3 prints it",
     "3.9": "fence.proxy.async.shared::cta, as chapter 3 prints it",

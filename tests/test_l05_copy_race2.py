@@ -104,6 +104,9 @@ def test_plan_a_names_every_form_once_and_keeps_u16_to_512_threads():
     assert {(c[0], c[1], c[2], c[3]) for c in pols if c[6] == 1 and c[4] == c[5] == 0} == set(cr.POL_BIG_SHAPES)
     assert len(cr.plan_a(quick=True)) < len(plan) / 4
     assert cr.estimate_seconds() < 180
+    hyb = [c for _, k, c in plan if k == "hybrid"]
+    assert {c[0] for c in hyb} == set(cr.HYBRID_KERNELS)
+    assert all(c[1] * cr.hybrid_smem(c[0], c[2]) <= 227 * 1024 for c in hyb)
 
 
 def test_reg_form_reads_the_entry_name_and_refuses_others():
@@ -138,7 +141,13 @@ def _fake_gpu():
             assert 0 <= int(pl) <= 4 and 0 <= int(ps) <= 4 and int(part) in (0, 1)
             self._bytes(dst)[:int(total)] = self._bytes(src)[:int(total)]
 
+        def _hybrid(self, grid, block, src, dst, n16, *rest):
+            n = int(n16) * 16
+            self._bytes(dst)[:n] = self._bytes(src)[:n]
+
         def __getattr__(self, name):
+            if name.startswith(("_k_lsu_tma_copy_", "_k_tma_lsu_copy_")):
+                return self._hybrid
             if name.startswith("_k_reg_copy_"):
                 if name == "_k_reg_copy_plain_wb_u2":          # a broken copy: the check must catch it
                     return lambda *a: None
@@ -169,12 +178,15 @@ def test_the_race_on_a_fake_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(cr, "plan_a", lambda quick=False: [
         ("plain_wb_u2 2×1024 interleaved", "reg", ("reg_copy_plain_wb_u2", 2, 1024, 0)),
         ("nc_cs_u8 2×1024 chunk", "reg", ("reg_copy_nc_cs_u8", 2, 1024, 1)),
-        ("bulk_pol", "bulk_pol", (16, 2, 1, 1, 1, 2, 0))])
+        ("bulk_pol", "bulk_pol", (16, 2, 1, 1, 1, 2, 0)),
+        ("tma_lsu_copy_u8 2×256", "hybrid", ("tma_lsu_copy_u8", 2, 256)),
+        ("lsu_tma_copy_u4 4×256", "hybrid", ("lsu_tma_copy_u4", 4, 256))])
     gpu = _fake_gpu()
     r = cr.Race2Runner(gpu, quick=True, budget=Budget(600), log=open(tmp_path / "log", "w"))
     recs = r.step_copyrace2()
     a = [x for x in recs if x["phase"] == "A" and x["kind"] != "memcpy"]
-    assert [x["correct"] for x in a] == [False, True, True] and a[0]["bad_words"] > 0
+    assert [x["correct"] for x in a] == [False, True, True, True, True] and a[0]["bad_words"] > 0
+    assert a[3]["smem_bytes"] == cr.hybrid_smem("tma_lsu_copy_u8", 256) == 1024 + 8 * 2 * 8 * 512
     b = [x for x in recs if x["phase"] == "B"]
     assert sum(x["kind"] == "memcpy" for x in b) == cr.ROUNDS
     names_b = {x["name"] for x in b}
@@ -189,3 +201,40 @@ def test_the_race_on_a_fake_gpu(tmp_path, monkeypatch):
         dict(phase="B", kind="reg", name=n, gbps=g, ratio_round=g / 10, correct=True)
         for n, g in (("x", 9.0), ("x", 12.0), ("x", 9.5), ("y", 10.0), ("y", 10.1), ("y", 9.9))]
     assert cr.best_of(rows)["name"] == "y"
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("name", ["lsu_tma_copy_u4", "lsu_tma_copy_u8", "tma_lsu_copy_u4", "tma_lsu_copy_u8"])
+@pytest.mark.parametrize("grid,block,chunks", [(1, 32, 5), (2, 64, 9), (3, 64, 2), (2, 96, 24)])
+def test_hybrid_copies_copy_every_chunk(name, grid, block, chunks):
+    """LSU loads + bulk stores and bulk loads + LSU stores: every chunk copied exactly (fewer chunks than warps, one
+    warp with many chunks, both buffers reused), nothing written past the copy, no error bit."""
+    from h100lab import emu
+    from h100lab.measure import copy_race2 as cr
+    k = emu.compile_kernel("l05_copy_race2").function(name)
+    u = int(name[-1])
+    n16 = chunks * u * 32
+    src = emu.to_device(np.arange(4 * n16, dtype=np.uint32))
+    dst = emu.to_device(np.full(4 * n16 + 64, 0xFFFFFFFF, np.uint32))
+    err = emu.zeros(1, np.uint32)
+    smem = cr.hybrid_smem(name, block)
+    args = (src, dst, np.int64(n16)) + ((TIMEOUT,) if name.startswith("tma") else ()) + (err,)
+    emu.launch(k, grid, block, *args, shared_mem=smem)
+    out = dst.to_host()
+    assert int(err.to_host()[0]) == 0
+    assert np.array_equal(out[:4 * n16], np.arange(4 * n16, dtype=np.uint32))
+    assert (out[4 * n16:] == 0xFFFFFFFF).all()
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("name", ["lsu_tma_copy_u4", "tma_lsu_copy_u8"])
+def test_hybrid_copies_refuse_a_partial_chunk(name):
+    from h100lab import emu
+    from h100lab.measure import copy_race2 as cr
+    k = emu.compile_kernel("l05_copy_race2").function(name)
+    src = emu.to_device(np.arange(4096, dtype=np.uint32))
+    dst = emu.zeros(4096, np.uint32)
+    err = emu.zeros(1, np.uint32)
+    args = (src, dst, np.int64(100)) + ((TIMEOUT,) if name.startswith("tma") else ()) + (err,)
+    emu.launch(k, 1, 32, *args, shared_mem=cr.hybrid_smem(name, 32))
+    assert int(err.to_host()[0]) == 2 and not dst.to_host().any()

@@ -11,6 +11,7 @@ not tried there, at 1 GiB, each copy checked word by word (``verify_copy`` of ``
   vectors interleaved over the grid or one contiguous chunk per CTA — and the one-thread bulk copy with its own L2
   policy on loads and on stores (:data:`POL_SHAPES` × :data:`POL_PAIRS`); large grids of short contiguous chunks
   (:data:`REG_BIG_SHAPES`, :data:`POL_BIG_SHAPES`: blocks in waves, as a non-persistent copy kernel runs);
+  the two paths mixed (:data:`HYBRID_KERNELS`: LSU loads + bulk stores, bulk loads + LSU stores);
   ``cuMemcpyDtoDAsync`` every
   :data:`MEMCPY_EVERY` variants;
 * phase ``B`` (:data:`ROUNDS` rounds): each round ``cuMemcpyDtoDAsync``, the :data:`TOP` fastest correct phase-A
@@ -34,9 +35,9 @@ import numpy as np
 
 from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, Runner, _med
 
-__all__ = ["REG_KERNELS", "REG_SHAPES", "POL_SHAPES", "POL_PAIRS", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY",
-           "OCCUPY_NS", "POLICIES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_BIG_SHAPES", "reg_form", "plan_a", "estimate_seconds", "Race2Backend", "Race2Runner", "best_of",
-           "main"]
+__all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_SHAPES", "POL_PAIRS", "POL_BIG_SHAPES",
+           "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS",
+           "reg_form", "hybrid_smem", "plan_a", "estimate_seconds", "best_of", "Race2Backend", "Race2Runner", "main"]
 
 #: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
 REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_plain_wb_u16",
@@ -64,6 +65,10 @@ POL_PAIRS = ((0, 0), (1, 2), (2, 1), (1, 4), (4, 1), (0, 1), (2, 2), (3, 3))
 REFERENCES = (("tensor_ws 256×32×6 lag3 L2_256B", "tensor_ws", (256, 32, 6, 1, 3, 0, "L2_256B")),
               ("tma_copy 256×64×3 L2_256B", "tma_copy", (256, 64, 3, 1, "L2_256B")),
               ("device_copy 4×256", "device_copy", (4, 256)))
+#: the mixed-path copies of l05_copy_race2.cu (LSU loads + bulk stores, bulk loads + LSU stores): U → (blocks per
+#: SM, threads) — 2 × U × 512 bytes of shared memory per warp, at most ~200 KiB per SM
+HYBRID_KERNELS = ("lsu_tma_copy_u4", "lsu_tma_copy_u8", "tma_lsu_copy_u4", "tma_lsu_copy_u8")
+HYBRID_SHAPES = {4: ((1, 1024), (2, 512), (4, 256), (8, 128)), 8: ((1, 512), (2, 256), (3, 256), (4, 128))}
 ROUNDS, TOP, MEMCPY_EVERY = 5, 8, 24
 OCCUPY_NS = 20_000_000
 _LD = {"plain": "ld.global.v4", "nc": "ld.global.nc.L1::no_allocate.v4", "pf": "ld.global.nc.L1::no_allocate.L2::256B.v4"}
@@ -78,6 +83,15 @@ def reg_form(kernel: str) -> dict[str, Any]:
             or not parts[4].startswith("u") or not parts[4][1:].isdigit():
         raise ValueError(f"{kernel!r} is not a register copy of l05_copy_race2.cu (reg_copy_<ld>_<st>_u<U>)")
     return dict(ld=parts[2], st=parts[3], unroll=int(parts[4][1:]), ld_ptx=_LD[parts[2]], st_ptx=_ST[parts[3]])
+
+
+def hybrid_smem(kernel: str, threads: int) -> int:
+    """Dynamic shared memory of a mixed-path copy: 2 buffers of U × 512 bytes per warp (``tma_lsu``: after 1 KiB of
+    mbarriers)."""
+    if kernel not in HYBRID_KERNELS:
+        raise ValueError(f"{kernel!r} is not a mixed-path copy of l05_copy_race2.cu ({', '.join(HYBRID_KERNELS)})")
+    u = int(kernel.rsplit("_u", 1)[1])
+    return (1024 if kernel.startswith("tma_lsu") else 0) + -(-threads // 32) * 2 * u * 512
 
 
 def plan_a(quick: bool = False) -> list[tuple[str, str, tuple]]:
@@ -99,6 +113,9 @@ def plan_a(quick: bool = False) -> list[tuple[str, str, tuple]]:
                         (tkb, st, per, lag, pl, ps, 0)))
         out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} ld:evict_first st:evict_last chunk", "bulk_pol",
                     (tkb, st, per, lag, 1, 2, 1)))
+    for k in (HYBRID_KERNELS if not quick else HYBRID_KERNELS[::3]):
+        for bps, thr in HYBRID_SHAPES[int(k.rsplit("_u", 1)[1])][: None if not quick else 1]:
+            out.append((f"{k} {bps}×{thr}", "hybrid", (k, bps, thr)))
     for tkb, st, per, lag in (POL_BIG_SHAPES if not quick else ()):
         out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} chunk", "bulk_pol", (tkb, st, per, lag, 0, 0, 1)))
     return out
@@ -188,6 +205,15 @@ class Race2Runner(Runner):
                              lambda src, dst, err: (src, dst, np.int64(nb // 16), np.int32(part), err), nb, reps,
                              verify, extra=dict(reg_form(kern), kernel=kern, blocks_per_sm=bps, threads=thr, part=part))
 
+    def _hybrid_record(self, name: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
+        kern, bps, thr = cfg
+        k = self.gpu.function("l05_copy_race2", kern)
+        k.set_max_dynamic_shared_memory(self.optin)
+        timeout = (np.int64(TIMEOUT_NS),) if kern.startswith("tma_lsu") else ()
+        return self._checked(name, "hybrid", cfg, k, self.num_sms * bps, thr, hybrid_smem(kern, thr),
+                             lambda src, dst, err: (src, dst, np.int64(nb // 16)) + timeout + (err,), nb, reps, verify,
+                             extra=dict(kernel=kern, blocks_per_sm=bps, threads=thr))
+
     def _pol_record(self, name: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
         tkb, st, per, lag, pl, ps, part = cfg
         k = self.gpu.function("l05_copy_race2", "bulk_copy_pol")
@@ -221,6 +247,8 @@ class Race2Runner(Runner):
                 return self._reg_record(name, cfg, nb, reps, verify)
             if kind == "bulk_pol":
                 return self._pol_record(name, cfg, nb, reps, verify)
+            if kind == "hybrid":
+                return self._hybrid_record(name, cfg, nb, reps, verify)
             return self._race_record(name, kind, cfg, nb, reps, verify)
         except Exception as exc:                   # one variant's failure (a launch refused) must not cost the others
             return dict(kind=kind, name=name, config=list(cfg), correct=False, gbps=0.0,

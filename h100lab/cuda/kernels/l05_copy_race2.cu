@@ -17,6 +17,17 @@
 //       `tile_bytes`, bulk stores in bulk groups, refill after wait_group.read `lag`) whose loads and stores each
 //       carry their own L2 policy: pol_ld / pol_st 0 none, 1 evict_first, 2 evict_last, 3 evict_normal,
 //       4 evict_unchanged (createpolicy.fractional.L2::<p>.b64 with fraction 1.0), part as above (tiles).
+//   lsu_tma_copy_u<U>  the two paths mixed, loads by the LSU and stores by the TMA: each warp copies chunks of
+//       U x 512 bytes (chunk c = warp w of the grid, w + W, ..., W = the grid's warps): its lanes load the chunk with
+//       ld.global.nc.L1::no_allocate.v4.u32 (U per lane in flight), write it to one of the warp's two shared buffers
+//       (st.shared.v4.u32), fence.proxy.async.shared::cta (PTX ISA 9.7.13.11: the writes, before the async proxy
+//       reads them), and lane 0 stores it with one cp.async.bulk.global.shared::cta.bulk_group; a buffer is
+//       rewritten after cp.async.bulk.wait_group.read 1 says the store before the last has read it.
+//   tma_lsu_copy_u<U>  the other way round: lane 0 of each warp loads the warp's next chunk with cp.async.bulk
+//       into one of two buffers (its own mbarrier, complete_tx), the lanes wait on it (try_wait.parity), read the
+//       chunk with ld.shared.v4.u32 and store it with st.global.cs.v4.u32; lane 0 then refills the buffer with the
+//       chunk two ahead. Dynamic shared memory: 1 KiB of barriers (2 per warp) + 2 x U x 512 bytes per warp.
+//       Both need n16 a multiple of U x 32 (whole chunks).
 //   occupy  every thread spins on %globaltimer for `ns` nanoseconds: launched on the legacy stream over every SM,
 //       it shows whether cuMemcpyDtoDAsync on another stream needs the SMs (it then waits) or not (a copy engine).
 // n16 = bytes / 16. Every copy is checked word by word by the caller (verify_copy of l03_stream.cu). Bad launch
@@ -184,6 +195,107 @@ extern "C" __global__ void __launch_bounds__(32) bulk_copy_pol(
         }
     }
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // every store has completed
+}
+
+template <int U>
+__device__ __forceinline__ void lsu_tma_copy(const uint4* __restrict__ in, unsigned char* __restrict__ out,
+                                             long long n16, unsigned* __restrict__ err) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr unsigned C = U * 512;
+    if (n16 < 0 || n16 % (U * 32)) {
+        if (threadIdx.x == 0) atomicOr(err, 2u);
+        return;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    unsigned char* buf = smem + warp * 2 * C;
+    const long long nch = n16 / (U * 32), W = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+    int b = 0;
+    long long k = 0;
+    for (long long c = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + warp; c < nch; c += W, ++k) {
+        unsigned char* bb = buf + b * C;
+        if (k >= 2) {                                            // the store of chunk k - 2 has read buffer b
+            if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+            __syncwarp();
+        }
+        const uint4* src = in + c * (U * 32);
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld16<1>(src + u * 32 + lane);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};"
+                         :: "r"(smem_u32(bb + (u * 32 + lane) * 16)), "r"(v[u].x), "r"(v[u].y), "r"(v[u].z), "r"(v[u].w)
+                         : "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncwarp();
+        if (lane == 0) bulk_store(out + c * C, smem_u32(bb), C, false, 0ull);
+        b ^= 1;
+    }
+    if (lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+template <int U>
+__device__ __forceinline__ void tma_lsu_copy(const unsigned char* __restrict__ in, uint4* __restrict__ out,
+                                             long long n16, long long timeout_ns, unsigned* __restrict__ err) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    constexpr unsigned C = U * 512;
+    if (n16 < 0 || n16 % (U * 32) || blockDim.x > 1024) {
+        if (threadIdx.x == 0) atomicOr(err, 2u);
+        return;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    unsigned long long* bars = reinterpret_cast<unsigned long long*>(smem) + 2 * warp;
+    const unsigned buf = smem_u32(smem + 1024 + warp * 2 * C);
+    const long long nch = n16 / (U * 32), W = static_cast<long long>(gridDim.x) * (blockDim.x >> 5);
+    const long long c0 = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + warp;
+    const long long n = c0 < nch ? (nch - 1 - c0) / W + 1 : 0;
+    if (lane == 0) {
+        mbar_init(smem_u32(&bars[0]), 1);
+        mbar_init(smem_u32(&bars[1]), 1);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the inits, before the TMA unit signals them
+        for (long long k = 0; k < n && k < 2; ++k) {
+            mbar_arrive_expect_tx(smem_u32(&bars[k]), C);
+            bulk_load(buf + k * C, in + (c0 + k * W) * C, C, smem_u32(&bars[k]));
+        }
+    }
+    __syncwarp();
+    const unsigned long long deadline = global_ns() + static_cast<unsigned long long>(timeout_ns);
+    for (long long k = 0; k < n; ++k) {
+        const int b = static_cast<int>(k & 1);
+        if (!mbar_wait(smem_u32(&bars[b]), static_cast<unsigned>((k >> 1) & 1), deadline, err)) break;
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
+                         : "r"(buf + b * C + (u * 32 + lane) * 16) : "memory");
+        uint4* dst = out + (c0 + k * W) * (U * 32);
+#pragma unroll
+        for (int u = 0; u < U; ++u) st16<1>(dst + u * 32 + lane, v[u]);
+        __syncwarp();                                            // every lane has read buffer b
+        if (lane == 0 && k + 2 < n) {
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            mbar_arrive_expect_tx(smem_u32(&bars[b]), C);
+            bulk_load(buf + b * C, in + (c0 + (k + 2) * W) * C, C, smem_u32(&bars[b]));
+        }
+    }
+}
+
+extern "C" __global__ void lsu_tma_copy_u4(const uint4* __restrict__ in, unsigned char* __restrict__ out, long long n16,
+                                           unsigned* __restrict__ err) {
+    lsu_tma_copy<4>(in, out, n16, err);
+}
+extern "C" __global__ void lsu_tma_copy_u8(const uint4* __restrict__ in, unsigned char* __restrict__ out, long long n16,
+                                           unsigned* __restrict__ err) {
+    lsu_tma_copy<8>(in, out, n16, err);
+}
+extern "C" __global__ void tma_lsu_copy_u4(const unsigned char* __restrict__ in, uint4* __restrict__ out, long long n16,
+                                           long long timeout_ns, unsigned* __restrict__ err) {
+    tma_lsu_copy<4>(in, out, n16, timeout_ns, err);
+}
+extern "C" __global__ void tma_lsu_copy_u8(const unsigned char* __restrict__ in, uint4* __restrict__ out, long long n16,
+                                           long long timeout_ns, unsigned* __restrict__ err) {
+    tma_lsu_copy<8>(in, out, n16, timeout_ns, err);
 }
 
 // Every thread spins until `ns` nanoseconds of %globaltimer have passed since it started (at most 1 s), then

@@ -82,7 +82,7 @@ def _printf_lines():
 VECTOR_ADD2 = r"""
 // c = a + b, each thread adding two elements: a block of blockDim.x threads covers the 2 * blockDim.x consecutive
 // elements starting at blockIdx.x * 2 * blockDim.x. Launched with ceil(n / (2 * blockDim.x)) blocks.
-extern "C" __global__ void vector_add2(const float* a, const float* b, float* c, int n) {
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
     const int i = blockIdx.x * 2 * blockDim.x + threadIdx.x;     // this thread's two elements: i and j
     const int j = i + blockDim.x;
     if (i < n) c[i] = a[i] + b[i];
@@ -105,6 +105,8 @@ PROMPT_0_6 = _ij_0_6("2 * (blockIdx.x * blockDim.x + threadIdx.x)", "i + 1")
 CHAPTER_0_6 = _ij_0_6("blockIdx.x * blockDim.x + threadIdx.x", "i + blockDim.x")
 #: the block's start right, the second element the neighbour: threads of a block overlap
 NEIGHBOUR_0_6 = _ij_0_6("blockIdx.x * 2 * blockDim.x + threadIdx.x", "i + 1")
+#: the block forgotten: every block adds the first block's elements
+THREAD_ONLY_0_6 = _ij_0_6("threadIdx.x", "i + blockDim.x")
 N_HIDDEN, BLOCK_0_6 = 3000, 256
 
 
@@ -116,7 +118,7 @@ def _vector_add2_run(program):
     rng = np.random.default_rng(17)
     a, b = rng.standard_normal(N_HIDDEN).astype(np.float32), rng.standard_normal(N_HIDDEN).astype(np.float32)
     c = emu.zeros(N_HIDDEN, np.float32)
-    stats = emu.launch(program.function("vector_add2"), -(-N_HIDDEN // (2 * BLOCK_0_6)), BLOCK_0_6, emu.to_device(a),
+    stats = emu.launch(program.function("vector_add"), -(-N_HIDDEN // (2 * BLOCK_0_6)), BLOCK_0_6, emu.to_device(a),
                        emu.to_device(b), c, np.int32(N_HIDDEN), max_instructions=MAX_INSTRUCTIONS)
     return KernelRun({"c": c.to_host()}, stats)
 
@@ -147,6 +149,7 @@ def _writes_as(i_of, j_of):
 
 OVERLAP_HINT = ("The first elements are right and the end of the array was never added: a block now covers "
                 "2·blockDim.x elements, so neighbouring blocks overlap when each starts blockDim.x after the last.")
+FIRST_BLOCK_HINT = "Only the first block's elements are right: which elements does thread 0 of block 1 own?"
 NEIGHBOUR_HINT = ("Inside each block, the second half is mostly never added: two threads of a block must never "
                   "share an element, and together they must cover all 2·blockDim.x of the block's.")
 STRIDED_HINT = ("Each warp instruction reads every other element, so it touches twice the sectors its data needs "
@@ -163,11 +166,13 @@ def _coalesced(out, st):
 kernel_exercise("0.6", run=_vector_add2_run, expect=_expect_0_6, points=2,
                 hint="Each thread owns two elements of its block's 2·blockDim.x; which two, so that a warp's loads "
                      "are consecutive?",
-                symptoms=[Symptom(_writes_as(lambda blk, t: blk * BLOCK_0_6 + t, lambda i: i + BLOCK_0_6), OVERLAP_HINT),
+                symptoms=[Symptom(_writes_as(lambda blk, t: t + 0 * blk, lambda i: i), FIRST_BLOCK_HINT),
+                          Symptom(_writes_as(lambda blk, t: t + 0 * blk, lambda i: i + BLOCK_0_6), FIRST_BLOCK_HINT),
+                          Symptom(_writes_as(lambda blk, t: blk * BLOCK_0_6 + t, lambda i: i + BLOCK_0_6), OVERLAP_HINT),
                           Symptom(_writes_as(lambda blk, t: blk * 2 * BLOCK_0_6 + t, lambda i: i + 1), NEIGHBOUR_HINT)],
                 properties=[Property(_coalesced)],
                 mistakes=[Mistake(STRIDED_HINT, answer=PROMPT_0_6), Mistake(OVERLAP_HINT, answer=CHAPTER_0_6),
-                          Mistake(NEIGHBOUR_HINT, answer=NEIGHBOUR_0_6)])
+                          Mistake(NEIGHBOUR_HINT, answer=NEIGHBOUR_0_6), Mistake(FIRST_BLOCK_HINT, answer=THREAD_ONLY_0_6)])
 
 MATRIX_ADD = r"""
 // C = A + B for rows x cols matrices stored row by row with a leading dimension ld >= cols (row r starts at

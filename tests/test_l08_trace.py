@@ -222,6 +222,10 @@ def test_split_rejects_a_wrong_length():
 def test_benchmark_on_a_fake_gpu(tmp_path, restore_data_env):
     """main() on the emulator: one record per (shape, variant), timings and trace cost from the fake clock, the
     outputs equal, summaries of six warpgroups, the dataset written with its metadata and the raw arrays saved."""
+    from h100lab.design import perf
+    from h100lab.validation import l08
+
+    params = perf.calibrated()                        # from the committed data, before --out points elsewhere
     out = tg.main(["--out", str(tmp_path), "--raw", str(tmp_path / "raw"), "--repeats", "3", "--warmup", "0"],
                   backend=EmuTrace(), shapes=[(128, 768, 384)], variants=(FP8_DEFAULT, "fp8_cooperative_tmastore_lead2"))
     assert out["failed"] == 0
@@ -231,5 +235,12 @@ def test_benchmark_on_a_fake_gpu(tmp_path, restore_data_env):
     for r in ds.records:
         assert r["ok"] and r["same_output"] and len(r["warpgroups"]) == 6
         assert r["trace_cost"] == pytest.approx(r["traced_median_ms"] / r["median_ms"])
+    rows = l08.trace_rows(ds, params)                 # the chapter's table: trace and model side by side
+    assert [r["variant"] for r in rows] == [r["variant"] for r in ds.records]
+    for row in rows:
+        assert row["sm_mhz"] > 0 and row["model_ms"] > 0 and row["trace_period"] > 0
+        assert row["trace_promote"] > 0 and row["trace_wgmma"] > 0
+        assert row["trace_after"] >= row["trace_promote"] + row["trace_scales"] + row["trace_next"]
+        assert row["model_period"] > 0 and row["model_wgmma"] > 0
     z = np.load(tmp_path / "raw" / "gemm_trace_raw.npz")
     assert sorted(z.files) == sorted(f"{v}_128x768x384" for v in (FP8_DEFAULT, "fp8_cooperative_tmastore_lead2"))

@@ -149,7 +149,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTiming", "issue_timing", "Wave",
-           "Prediction", "predict", "predict_record", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "TIME_KINDS",
+           "Prediction", "predict", "predict_record", "issue_events", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "TIME_KINDS",
            "timing_datasets", "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
            "CLUSTER_CALIBRATION", "SCALE_CALIBRATION",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns"]
@@ -424,6 +424,15 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     block's wgmmas and the k-block ends no earlier than they land (the loop-carried copies of the scales); with a
     ring of ``scale_lead`` n ≥ 2 they are issued after a block's promotion and the promotion n k-blocks later
     waits for them. The period is the slope of the last completion over the second half of the run."""
+    return _issue_loop(f, w, extra_cycles, sync_cycles, fence_cycles, pre_cycles, post_cycles, groups, load_cycles)
+
+
+def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycles: float, pre_cycles: float,
+                post_cycles: float, groups: int, load_cycles: float, rec: list | None = None) -> IssueTiming:
+    """:func:`issue_timing`'s loop; ``rec`` (a list) receives one (warpgroup, k-block, {event: cycle}) per k-block
+    and warpgroup — the events of ``l08_gemm.cu -DTRACE=1``'s consumers: ``full`` (the full-barrier wait passed),
+    ``issued`` (the group committed), ``waited`` (wait_group returned), ``promoted`` (FP8), ``end`` (the k-block's
+    last instruction) — for :func:`issue_events`."""
     from ..tensorcore.timing import RATE, exec_cycles
 
     e = exec_cycles(f.atype, f.bn, w)
@@ -445,6 +454,7 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
         if i == 0:
             t[i] += extra_cycles
         t[i] += pre_cycles
+        ev = {"full": t[i]}
         vis = 0.0
         if f.promote:
             # FP8 (l08_gemm.cu): per m64 block of the consumer, its wgmmas, wait_group 0, the promotion. Scale
@@ -464,12 +474,15 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
                     s = max(t[i], tc_free)
                     tc_free = s + e
                     vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
+                ev["issued"] = t[i]
                 if lead == 1:
                     loads[b] = t[i] + load_cycles
                 t[i] = max(t[i], vis) + w.wait
+                ev["waited"] = t[i]
                 if lead > 1 and j >= 0 and load_cycles > 0:
                     t[i] = max(t[i], issued[i][j][b])
                 t[i] += f.promote_cycles / mb
+                ev["promoted"] = t[i]
                 if lead > 1:
                     loads[b] = t[i] + load_cycles
             issued[i].append(loads)
@@ -477,6 +490,8 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
                 t[i] = max([t[i]] + loads)
             t[i] += (fence_cycles if f.cluster_fence else 0.0) + post_cycles
             finish[i][done[i]] = t[i]
+            if rec is not None:
+                rec.append((i, done[i], dict(ev, end=t[i])))
             done[i] += 1
             continue
         for _ in range(g):
@@ -484,6 +499,7 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
             s = max(t[i], tc_free)
             tc_free = s + e
             vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
+        ev["issued"] = t[i]
         pending[i].append(vis)
         if len(pending[i]) > depth:
             k = len(pending[i]) - depth
@@ -492,8 +508,11 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
         if f.cluster_fence and (depth == 0 or done[i] > 0):     # the release.cluster of the stage given back
             t[i] = max([t[i]] + pending[i]) + fence_cycles
             pending[i] = []
+        ev["waited"] = t[i] + w.wait
         t[i] += w.wait + f.promote_cycles + post_cycles
         finish[i][done[i]] = max(t[i], vis)
+        if rec is not None:
+            rec.append((i, done[i], dict(ev, end=t[i])))
         done[i] += 1
         if f.cta_sync and len(set(done)) == 1:          # every warpgroup finished this k-block: __syncthreads
             t = [max(t) + sync_cycles] * n
@@ -633,6 +652,57 @@ class Prediction:
         return max(b, key=b.get)
 
 
+def _loop_args(f: Form, p: PerfParams, ghz: float) -> dict:
+    """:func:`issue_timing`'s per-k-block costs (cycles at ``ghz``) of form ``f`` under ``params``: the TMA issue of
+    a consumer thread (no producer), the ``__syncthreads`` (ring kernels without a producer), a cluster pair's
+    release fence, the full-barrier try_wait and ``wgmma.fence`` before the group, the empty-barrier arrive and loop
+    branch after it, FP8's scale loads."""
+    t, w = p.timing, p.wgmma
+    extra = 0.0 if f.specialized else (t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns) * ghz
+    warps = f.consumers * 4 + (0 if not f.specialized else 4)
+    sync = (t.bar_sync_ns + t.bar_sync_per_warp_ns * warps) * ghz if f.cta_sync else 0.0
+    fence_ns = p.cluster_fence_ns or (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * 4)
+    fence = fence_ns * ghz if f.cluster_fence else 0.0
+    pre = t.wait_hit_ns * ghz + getattr(w, "fence", 0.0)         # full-barrier try_wait (phase complete), fence
+    # the empty-barrier arrive (none in a ring kernel without a producer: its __syncthreads frees the stage), the
+    # loop's branch
+    arrive = 0.0 if f.cta_sync else t.mbarrier_arrive_ns
+    post = arrive * ghz + getattr(w, "loop", 0.0)
+    # FP8: a k-block's scale loads (ld.global from the consumer's loop; none when they come with the stage)
+    load = p.scale_load_ns * ghz if (f.promote and not f.scale_smem) else 0.0
+    return {"extra_cycles": round(extra, 6), "sync_cycles": round(sync, 6), "fence_cycles": round(fence, 6),
+            "pre_cycles": round(pre, 6), "post_cycles": round(post, 6), "load_cycles": round(load, 6)}
+
+
+def issue_events(v, params: PerfParams | None = None, regime: str = "sustained", groups: int = 32) -> dict:
+    """The model's steady k-block of each consumer as ``l08_gemm.cu -DTRACE=1`` times it, in SM cycles (medians over
+    the second half of :func:`issue_timing`'s run): ``period`` (one ``full`` to the next), ``issue`` (full →
+    issued), ``wgmma`` (issued → waited: the group's wgmmas behind the other consumer's in the tensor-core queue,
+    their results, ``wait_group``), ``after`` (waited → end: release, FP8 scales and promotion, arrive, branch),
+    ``wait_full`` (end → the next full: waiting for the tensor cores' queue in this model, every stage full);
+    and ``cycles`` (the period :func:`issue_timing` reports). For :func:`h100lab.validation.l08.trace_rows`."""
+    f = v if isinstance(v, Form) else form(v)
+    p = params if params is not None else calibrated()
+    a = _loop_args(f, p, p.clock(regime))
+    rec: list = []
+    it = _issue_loop(f, p.wgmma, a["extra_cycles"], a["sync_cycles"], a["fence_cycles"], a["pre_cycles"],
+                     a["post_cycles"], groups, a["load_cycles"], rec)
+    per: dict = {}
+    for i, k, ev in rec:
+        per.setdefault(i, {})[k] = ev
+    out: dict = {"issue": [], "wgmma": [], "after": [], "period": [], "wait_full": []}
+    for i, evs in per.items():
+        for k in range(groups // 2, groups - 1):
+            e0, e1 = evs[k], evs[k + 1]
+            out["issue"].append(e0["issued"] - e0["full"])
+            out["wgmma"].append(e0["waited"] - e0["issued"])
+            out["after"].append(e0["end"] - e0["waited"])
+            out["period"].append(e1["full"] - e0["full"])
+            out["wait_full"].append(e1["full"] - e0["end"])
+    med = lambda xs: sorted(xs)[len(xs) // 2]                      # noqa: E731
+    return {**{k: med(x) for k, x in out.items()}, "cycles": it.cycles}
+
+
 def run_ms(time_ms: float, launches: int) -> float:
     """How long ``launches`` back-to-back launches of ``time_ms`` keep the GPU busy (the power regime's clock)."""
     return float(time_ms) * int(launches)
@@ -659,20 +729,8 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     t = p.timing
     w = p.wgmma
     lay = _layout(f, int(M), int(N), int(K), sms, int(group), int(raster))
-    extra = 0.0 if f.specialized else (t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns) * ghz
-    warps = f.consumers * 4 + (0 if not f.specialized else 4)
-    sync = (t.bar_sync_ns + t.bar_sync_per_warp_ns * warps) * ghz if f.cta_sync else 0.0
-    fence_ns = p.cluster_fence_ns or (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * 4)
-    fence = fence_ns * ghz if f.cluster_fence else 0.0
-    pre = t.wait_hit_ns * ghz + getattr(w, "fence", 0.0)         # full-barrier try_wait (phase complete), fence
-    # the empty-barrier arrive (none in a ring kernel without a producer: its __syncthreads frees the stage), the
-    # loop's branch
+    it = issue_timing(f, w, **_loop_args(f, p, ghz))
     arrive = 0.0 if f.cta_sync else t.mbarrier_arrive_ns
-    post = arrive * ghz + getattr(w, "loop", 0.0)
-    # FP8: a k-block's scale loads (ld.global from the consumer's loop; none when they come with the stage)
-    load = p.scale_load_ns * ghz if (f.promote and not f.scale_smem) else 0.0
-    it = issue_timing(f, w, round(extra, 6), round(sync, 6), round(fence, 6), round(pre, 6), round(post, 6),
-                      load_cycles=round(load, 6))
     hbm = read_ceiling(t)
     t_tc = it.cycles / ghz
     drain = (w.latency_tail + w.wait) / ghz

@@ -41,8 +41,7 @@ from .fit import Agreement, agreement
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
            "check_calibration", "check_family", "check_clock", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
-           "lead_diagnosis",
-           "ACHIEVED_CLOCK_FP8"]
+           "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -499,3 +498,68 @@ def _clock_check(rs: list, fp8_bound: float = TOLERANCE) -> CheckResult:
                f"128 × 192, at the lower clock, too fast)", lesson=8, dataset="l08/clock_under_load_fp8")
 def _clock_fp8(ds: Dataset) -> CheckResult:
     return check_clock(ds, ACHIEVED_CLOCK_FP8)
+
+
+#: the timestamp trace of the capstone's k-blocks (``benchmarks/trace_gemm.py``, ``l08_gemm.cu -DTRACE=1``)
+TRACE_DATASET = "l08/gemm_trace"
+
+
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def trace_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
+    """The k-block trace (:data:`TRACE_DATASET`) next to the model, one row per traced form and shape: the measured
+    median time untraced and traced (the trace's cost), the SM clock the trace read (clock64 over globaltimer, the
+    median over the traced warpgroups), the consumers' median k-block (SM cycles; medians over both traced CTAs'
+    two consumers) split as the trace splits it — ``wait_full`` (the previous block's end to the full-barrier
+    pass), ``issue`` (to the commit), ``wgmma`` (to wait_group's return), ``after`` (release, FP8 scales,
+    promotion and the next scales' copy) — and the model's same k-block (:func:`h100lab.design.perf.issue_events`
+    at the trace's clock, and the per-k-block period of its first wave, all bounds in) and its time at the trace's
+    clock. [] when the dataset is not committed or the model cannot calibrate."""
+    from dataclasses import replace
+
+    from .. import data
+    from ..design import perf
+
+    if ds is None or isinstance(ds, str):
+        name = ds or TRACE_DATASET
+        if not data.available(name):
+            return []
+        ds = data.load(name)
+    p = params if params is not None else (_report().params if _report() is not None else None)
+    if p is None:
+        return []
+    out = []
+    for r in ds.records:
+        if not r.get("ok") or "warpgroups" not in r:
+            continue
+        cons = [w for w in r["warpgroups"] if w["role"] == "consumer"]
+        prod = [w for w in r["warpgroups"] if w["role"] == "producer"]
+        mhz = _median([w.get("clock_mhz") for w in r["warpgroups"]])
+        if not cons or not mhz:
+            continue
+        c = lambda k, ws=cons: _median([w["cycles"].get(k, {}).get("median") for w in ws])   # noqa: E731
+        fp8 = r.get("dtype", "bf16") != "bf16"
+        after = ["release"] + (["scales", "promote", "next"] if fp8 else [])
+        parts = [c(k) for k in after]
+        meas = {"period": c("period"), "wait_full": c("wait_full"), "issue": c("issue"), "wgmma": c("wgmma"),
+                "after": sum(parts) if all(x is not None for x in parts) else None}
+        if fp8:
+            meas.update(scales=c("scales"), promote=c("promote"), next=c("next"))
+        ghz = mhz / 1000.0
+        q = replace(p, tensor_ghz=ghz, throttled_ghz=ghz)
+        v = perf.form(r["variant"])
+        ev = perf.issue_events(v, q)
+        pr = perf.predict(v, r["M"], r["N"], r["K"], sms=r.get("grid") or 132, params=q)
+        row = {"variant": r["variant"], "M": r["M"], "N": r["N"], "K": r["K"], "sm_mhz": mhz,
+               "measured_ms": r["median_ms"], "traced_ms": r["traced_median_ms"], "trace_cost": r["trace_cost"],
+               "model_ms": pr.time_ms, "error": pr.time_ms / r["median_ms"] - 1,
+               "model_period_cycles": pr.waves[0].period_ns * ghz, "model_bound": pr.bound,
+               "producer_wait_empty": _median([w["cycles"].get("wait_empty", {}).get("median") for w in prod]),
+               "tma_lead": c("lead"), "mainloop": c("mainloop"), "epilogue": c("epilogue")}
+        row.update({f"trace_{k}": x for k, x in meas.items()})
+        row.update({f"model_{k}": ev[k] for k in ("period", "wait_full", "issue", "wgmma", "after")})
+        out.append(row)
+    return out

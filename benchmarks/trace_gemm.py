@@ -139,7 +139,8 @@ def summarize(raw: np.ndarray, cap_n: int, fp8: bool) -> list[dict]:
     ``wgmma`` = waited − issued, ``release`` = released − waited, then FP8: ``scales`` = scales − released,
     ``promote`` = promoted − scales, ``next`` = next − promoted. Producer: ``wait_empty`` = empty[i] − tma[i − 1],
     ``issue`` = tma − empty; ``lead`` (consumer records): full[i] − the producer's tma[i] of the same CTA (TMA
-    latency plus any wait of the consumer elsewhere)."""
+    latency plus any wait of the consumer elsewhere); consumer 1 only: ``offset_full`` / ``offset_issued`` /
+    ``offset_waited`` = its event less consumer 0's of the same k-block (≈ 0: the two run in lockstep)."""
     regions = split(raw, cap_n)
     prod = {r["slot"]: r for r in regions if r["wg"] == 0}
     out = []
@@ -169,6 +170,12 @@ def summarize(raw: np.ndarray, cap_n: int, fp8: bool) -> list[dict]:
                 iv["scales"] = ev[:, 4] - ev[:, 3]
                 iv["promote"] = ev[:, 5] - ev[:, 4]
                 iv["next"] = ev[:, 6] - ev[:, 5]
+            other = next((q for q in regions if q["slot"] == r["slot"] and q["wg"] == 1), None)
+            if r["wg"] == 2 and other is not None:
+                # consumer 1's events less consumer 0's, block by block: lockstep (~0) or taking turns
+                m = min(n, other["ev"].shape[0])
+                for k, e in (("offset_full", 0), ("offset_issued", 1), ("offset_waited", 2)):
+                    iv[k] = ev[:m, e] - other["ev"][:m, e]
             p = prod.get(r["slot"])
             if p is not None:
                 m = min(n, p["ev"].shape[0])

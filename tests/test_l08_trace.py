@@ -203,6 +203,7 @@ def test_trace_on_the_emulator(variant, shape):
     cons = [w for w in s if w["role"] == "consumer"]
     assert all(w["cycles"]["period"]["n"] == 2 * (nk - 1) for w in cons)        # within a tile only
     assert all(("promote" in w["cycles"]) == fp8 for w in cons)
+    assert [("offset_full" in w["cycles"]) for w in cons] == [False, True, False, True]
 
 
 def test_one_cta_fills_slot_zero_only():

@@ -159,17 +159,28 @@ def test_student_edition_imports_nothing_that_computes_an_answer(source):
 KERNEL_EXERCISES = [f"{m.group(1)}.{m.group(2)}" for p in SOLUTIONS for m in re.finditer(
     r"^# BEGIN SOLUTION\n(?:kernel|SRC)_(\d+)_(\d+) = r", p.read_text(encoding="utf-8"), re.M)]
 MIN_FIX_LINE = 20   # characters of code: shorter lines ("}", "++n;") are no evidence of a copy
-#: ALLOW-LIST — kernel exercises whose fix is STILL a line the book prints (or, 2.11, a line the prompt already has),
-#: each waiting for a redesign in the manner of 4.11, 5.10, 6.9-6.11, 7.8 and 8.10 (another shape, swizzle, layout,
-#: protocol variant). They are strict xfails, never skipped: a redesigned one XPASSes and fails until it is removed.
+#: ALLOW-LIST — kernel exercises whose fix is STILL a line the book prints (judged by placement for the PLACEMENT
+#: exercises below), each waiting for a redesign in the manner of 4.11, 5.10, 6.9-6.11, 7.8 and 8.10 (another shape,
+#: swizzle, layout, protocol variant). They are strict xfails, never skipped: a redesigned one XPASSes and fails until
+#: it is removed.
 STILL_PRINTED = {
-    "2.11": "the fix repeats the prompt's own cluster barrier before exit: a placement this line check cannot see",
     "3.8": "fence.mbarrier_init.release.cluster, as chapter 3 prints it",
     "3.9": "fence.proxy.async.shared::cta, as chapter 3 prints it",
     "5.11": "fence.proxy.async.shared::cta, as chapter 5 prints it",
     "6.12": "wgmma.fence.sync.aligned at the chapter RS kernel's own place",
 }
 
+
+#: PLACEMENT — kernel exercises whose lesson is WHERE one instruction goes (a fence, a barrier). The instruction itself
+#: may be a line the book prints (it is the one the chapter teaches), so these are judged by placement instead:
+#: (1) every line the fix adds or moves stands, in the solution kernel, between a code line before and a code line
+#:     after it that no published source shows around it (no printed sequence of three code lines is copied), and
+#: (2) the planted mistake named here — the same instruction where the book's listing (or the prompt) puts it — is a
+#:     registered mistake of the exercise, so test_planted_mistakes_get_their_hints proves the emulator rejects it and
+#:     its hint answers it; test_placement_mistake_is_the_same_instruction_misplaced proves it is that instruction.
+PLACEMENT = {
+    "2.11": "PROMPT_2_11",      # the cluster barrier after the last remote access, before the exit (chapter 2's rings)
+}
 
 def _sitekit():
     """tests/site/sitekit.py (the site tests' helpers: what the student site may legitimately show)."""
@@ -189,17 +200,60 @@ def _code(line: str) -> str:
     return _sitekit().normalize(re.sub(r"//.*$", "", line))
 
 
-def _fix_lines(ex_id: str) -> list[str]:
-    """The code lines (at least MIN_FIX_LINE characters) of exercise ``ex_id``'s solution kernel in solutions/ that
-    the kernel the student starts from (its prompt region) does not have: what the student must write."""
+def _regions(ex_id: str) -> tuple[str, str]:
+    """(solution kernel text, prompt text with its comment marks removed) of kernel exercise ``ex_id`` in solutions/."""
     lesson, number = ex_id.split(".")
     var = f"(?:kernel|SRC)_{lesson}_{number}"   # sets 0 and 3 name their kernels SRC_L_N
     text = next(p for p in SOLUTIONS if lesson_of_file(p) == int(lesson)).read_text(encoding="utf-8")
-    m = re.search(rf"^# BEGIN SOLUTION\n({var} = r(?:\"\"\"|''').*?)^# END SOLUTION\n# BEGIN PROMPT\n(.*?)^# END PROMPT",
+    m = re.search(rf"^# BEGIN SOLUTION\n({var} = r(?:\"\"\"|\'\'\').*?)^# END SOLUTION\n# BEGIN PROMPT\n(.*?)^# END PROMPT",
                   text, re.M | re.S)
     assert m, f"no solution and prompt regions of {var}"
-    given = {_code(re.sub(r"^# ?", "", line)) for line in m.group(2).splitlines()}
-    return [c for c in map(_code, m.group(1).splitlines()) if len(c) >= MIN_FIX_LINE and c not in given]
+    return m.group(1), "\n".join(re.sub(r"^# ?", "", line) for line in m.group(2).splitlines())
+
+
+def _fix_lines(ex_id: str) -> list[str]:
+    """The code lines (at least MIN_FIX_LINE characters) of exercise ``ex_id``'s solution kernel in solutions/ that
+    the kernel the student starts from (its prompt region) does not have: what the student must write."""
+    solution, prompt = _regions(ex_id)
+    given = {_code(line) for line in prompt.splitlines()}
+    return [c for c in map(_code, solution.splitlines()) if len(c) >= MIN_FIX_LINE and c not in given]
+
+
+def _code_lines(text: str) -> list[str]:
+    """The non-empty code lines of a text, comments dropped, whitespace collapsed; a line commented out the way the
+    student editions show a prompt (``# `` in front) counts as code."""
+    return [c for c in (_code(re.sub(r"^\s*(?:# |#$)", "", line)) for line in text.splitlines()) if c]
+
+
+def _placements(ex_id: str) -> list[tuple[str, tuple[str, str, str]]]:
+    """(line, (code line before, line, code line after)) for every code line the solution kernel of ``ex_id`` adds to
+    its prompt or moves within it (a difflib alignment of the two kernels' code lines)."""
+    import difflib
+
+    solution, prompt = _regions(ex_id)
+    sol, given = _code_lines(solution), _code_lines(prompt)
+    out = []
+    for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, given, sol, autojunk=False).get_opcodes():
+        if tag in ("insert", "replace"):
+            out += [(sol[j], (sol[j - 1] if j else "", sol[j], sol[j + 1] if j + 1 < len(sol) else ""))
+                    for j in range(j1, j2)]
+    return out
+
+
+_TRIPLES: set = set()
+
+
+def _published_triples() -> set:
+    """Every sequence of three consecutive code lines of the sources the student site may show (the same sources as
+    tests/site/sitekit.py's _published_sources: chapters, exercise stubs, the landing page, the book's kernels)."""
+    if not _TRIPLES:
+        paths = [p for folder in ("chapters", "exercises") for p in sorted((ROOT / folder).glob("*.md"))]
+        paths += [ROOT / "intro.md"] + sorted(ROOT.glob("h100lab/cuda/kernels/*.cu")) + \
+            sorted(ROOT.glob("h100lab/cuda/include/**/*.cuh"))
+        for p in paths:
+            lines = _code_lines(p.read_text(encoding="utf-8"))
+            _TRIPLES.update(zip([""] + lines, lines, lines[1:] + [""]))
+    return _TRIPLES
 
 
 def test_a_line_of_a_book_kernel_counts_as_published():
@@ -220,9 +274,42 @@ def test_every_kernel_exercise_is_checked():
     pytest.param(i, marks=pytest.mark.xfail(strict=True, reason=f"allow-list: {STILL_PRINTED[i]}"))
     if i in STILL_PRINTED else i for i in KERNEL_EXERCISES])
 def test_kernel_fix_is_no_line_the_book_prints(ex_id):
+    published = _sitekit()._published_sources()
+    if ex_id in PLACEMENT:     # judged by placement: a printed line is allowed where no printed sequence surrounds it
+        moved = _placements(ex_id)
+        assert moved, f"exercise {ex_id}: the solution kernel adds or moves no line of its prompt"
+        copied = [ctx for line, ctx in moved if ctx in _published_triples()]
+        assert not copied, (f"exercise {ex_id}: the fix stands where the book prints it — these sequences of code lines "
+                            f"(before, fix, after) are printed, so a student can copy the placement: {copied}")
+        return
     fix = _fix_lines(ex_id)
     assert fix, f"exercise {ex_id}: the solution kernel adds no line of {MIN_FIX_LINE}+ characters to its prompt"
-    published = _sitekit()._published_sources()
     copied = [line for line in fix if line in published]
     assert not copied, (f"exercise {ex_id}: these lines of the fix are printed by the book (chapters, exercise stubs "
                         f"or h100lab/cuda kernel sources), so a student can copy them: {copied}")
+
+
+def test_a_printed_sequence_counts_as_a_copied_placement():
+    """The placement check can fail: three consecutive code lines of a book kernel are a printed sequence, and the
+    commented-out prompt lines of an exercise stub count as the code they show."""
+    lines = _code_lines((ROOT / "h100lab/cuda/kernels/l02_dsmem_ring.cu").read_text(encoding="utf-8"))
+    assert tuple(lines[10:13]) in _published_triples()
+    assert _code_lines('# asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // x') == [
+        'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");']
+
+
+@pytest.mark.parametrize("ex_id", sorted(PLACEMENT))
+def test_placement_mistake_is_the_same_instruction_misplaced(ex_id):
+    """The planted kernel named in PLACEMENT is a registered mistake of the exercise (so the planted-mistake test
+    proves the emulator rejects it with its hint), it holds every line the fix places, and it is judged wrong."""
+    import importlib
+
+    from h100lab.grading import get
+
+    ex = get(ex_id)
+    planted = getattr(importlib.import_module(f"h100lab.grading.answers.l{int(ex_id.split('.')[0]):02d}"),
+                      PLACEMENT[ex_id])
+    assert any(m.has_example and m.answer == planted for m in ex.mistakes), f"{PLACEMENT[ex_id]} is no planted mistake"
+    have = set(_code_lines(planted))
+    assert all(line in have for line, _ in _placements(ex_id)), f"{PLACEMENT[ex_id]} lacks the instruction the fix places"
+    assert not judge(ex, planted, ex.answer()).passed

@@ -1,8 +1,8 @@
 """Exercise set 2 (chapter 2, "Clusters, PTX, data types and state spaces").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.cluster, h100lab.ptx,
-h100lab.memory.spaces) or, for a kernel exercise (2.11, 2.14, 2.15), by running the solution kernel on the
-emulator in the grader's process, or (2.13) by NumPy — never typed in. 2.5 is an inline-PTX statement: it is judged by compiling
+h100lab.memory.spaces) or, for a kernel exercise (2.14, 2.15), by running the solution kernel on the
+emulator in the grader's process, or (2.11, 2.13) by NumPy — never typed in. 2.5 is an inline-PTX statement: it is judged by compiling
 it with NVRTC inside a small kernel and running that on the emulator, so every correct spelling passes
 (``asm`` or ``asm volatile``, any whitespace, either operand order of the product). The student edition
 imports nothing from this module.
@@ -192,45 +192,90 @@ def _share_sm():
 
 # ---- kernel exercises ------------------------------------------------------------------------------------
 
-#: 2.11: a pull ring: each CTA publishes a value, then reads its left neighbour's through mapa
+#: 2.11: a push ring over several rounds, its inbox double-buffered by round: the cluster barrier must separate each
+#: round's push from the read of that round — the place where the chapter's rings put their last barrier (before the
+#: exit, after every remote access) is the prompt, and the emulator's race checker rejects it
 SOLUTION_2_11 = r"""
-extern "C" __global__ void pull_ring(const unsigned* in, unsigned* out) {
-    __shared__ unsigned slot;
+// A push ring over `rounds` rounds: each round, every CTA pushes its running value v into inbox[round % 2] of its
+// right neighbour (rank + 1) % n, then adds what its left neighbour pushed into its own inbox: after round r, v is
+// the sum over the ring of in[] weighted by binomial coefficients. out[b] = v of block b after the last round.
+extern "C" __global__ void push_ring(const unsigned* in, int rounds, unsigned* out) {
+    __shared__ unsigned inbox[2];
     unsigned rank, n;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    if (threadIdx.x == 0) slot = in[blockIdx.x];              // publish in my own shared memory
+    unsigned v = in[blockIdx.x];
+    // every CTA of the cluster has started before anyone writes into its shared memory
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-    if (threadIdx.x == 0) {                                    // read my left neighbour's slot
-        unsigned local = (unsigned)__cvta_generic_to_shared(&slot), remote, v;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"((rank + n - 1) % n));
-        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
-        out[blockIdx.x] = v;
+    for (int r = 0; r < rounds; ++r) {
+        if (threadIdx.x == 0) {                                // push v into the right neighbour's inbox
+            unsigned local = (unsigned)__cvta_generic_to_shared(&inbox[r & 1]), remote;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"((rank + 1) % n));
+            asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(remote), "r"(v) : "memory");
+        }
+        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        v += inbox[r & 1];                                     // what the left neighbour pushed this round
     }
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
 }
 """
-_LAST = '    ' + _BARRIER + '\n}\n'
-PROMPT_2_11 = SOLUTION_2_11.replace(_LAST, "}\n")
-PLANTED_2_11 = SOLUTION_2_11.replace(_LAST, '    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");\n}\n')
+_ROUND_BARRIER = "        " + _BARRIER + "\n"
+_READ_2_11 = "        v += inbox[r & 1];                                     // what the left neighbour pushed this round\n"
+_EXIT_2_11 = "    if (threadIdx.x == 0) out[blockIdx.x] = v;\n"
+assert SOLUTION_2_11.count(_ROUND_BARRIER + _READ_2_11) == 1 and _EXIT_2_11 in SOLUTION_2_11
+_NO_ROUND_BARRIER = SOLUTION_2_11.replace(_ROUND_BARRIER + _READ_2_11, _READ_2_11)
+#: the prompt: the barrier where the chapter's rings put their last one — after the loop, before the exit
+PROMPT_2_11 = _NO_ROUND_BARRIER.replace(_EXIT_2_11, "    " + _BARRIER + "\n" + _EXIT_2_11)
+#: the barrier at the top of each round, before the push
+TOP_2_11 = _NO_ROUND_BARRIER.replace("        if (threadIdx.x == 0) {                                // push",
+                                     _ROUND_BARRIER + "        if (threadIdx.x == 0) {                                // push")
+#: the barrier after the read, at the end of each round
+END_2_11 = _NO_ROUND_BARRIER.replace(_READ_2_11, _READ_2_11 + _ROUND_BARRIER)
+#: the right place, but arrive without wait
+ARRIVE_2_11 = SOLUTION_2_11.replace(_ROUND_BARRIER, '        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");\n', 1)
+assert ARRIVE_2_11.count("barrier.cluster.wait") == 1
+ROUNDS_2_11, SEEDS_2_11 = 3, (211, 5)
+
+
+def _x_2_11():
+    return np.random.default_rng(211).integers(0, 1 << 20, 16).astype(np.uint32)
 
 
 def _run_2_11(program):
     from h100lab import emu
 
-    x = np.random.default_rng(211).integers(0, 1 << 30, 16).astype(np.uint32)
-    out = emu.zeros(16, np.uint32)
-    stats = emu.launch(program.function("pull_ring"), 16, 64, emu.to_device(x), out, cluster=4, seed=211)
-    return KernelRun({"out": out.to_host()}, stats)
+    out, stats = {}, []
+    for seed in SEEDS_2_11:          # two schedules, the race checker on: an unordered push and read is reported
+        o = emu.zeros(16, np.uint32)
+        stats.append(emu.launch(program.function("push_ring"), 16, 64, emu.to_device(_x_2_11()), np.int32(ROUNDS_2_11),
+                                o, cluster=4, seed=seed, racecheck=True))
+        out[f"out (seed {seed})"] = o.to_host()
+    return KernelRun(out, stats)
 
 
-_EXITED = ("A CTA read its neighbour's shared memory after the neighbour had exited: every CTA must stay until "
-           "everyone who reads its shared memory is done — a full cluster barrier (arrive and wait) before exiting.")
+def _expect_2_11():
+    v = _x_2_11().reshape(4, 4)
+    for _ in range(ROUNDS_2_11):
+        v = v + np.roll(v, 1, axis=1)        # CTA rank k adds what rank k - 1 pushed
+    return {f"out (seed {seed})": v.reshape(-1) for seed in SEEDS_2_11}
 
 
-kernel_exercise("2.11", run=_run_2_11, reference=SOLUTION_2_11, points=3, budget=60,
-                symptoms=[Symptom(lambda out, ref, err: out is None and "has exited" in str(err), _EXITED)],
-                mistakes=[Mistake(_EXITED, answer=PROMPT_2_11), Mistake(_EXITED, answer=PLANTED_2_11)])
+_UNORDERED = ("A CTA's read of its inbox and its neighbour's push into it are not ordered: a cluster barrier orders "
+              "what each CTA did before it with what every CTA does after it, so it must stand between each round's "
+              "push and that round's read — one before the exit, or at the top or the end of a round, orders other "
+              "pairs.")
+_EXITED = ("A CTA wrote into the shared memory of a neighbour that had already exited: every remote access must come "
+           "before a cluster barrier that the target waits at before it exits.")
+_ARRIVE_ONLY = ("barrier.cluster.arrive alone does not wait, and a thread must not arrive again before the phase "
+                "completes: the read needs the wait of the same barrier.")
+
+kernel_exercise("2.11", run=_run_2_11, expect=_expect_2_11, points=3, budget=60,
+                symptoms=[Symptom(lambda out, ref, err: out is None and "has exited" in str(err), _EXITED),
+                          Symptom(lambda out, ref, err: out is None and "barrier.cluster.arrive twice" in str(err),
+                                  _ARRIVE_ONLY),
+                          Symptom(lambda out, ref, err: out is None and type(err).__name__ == "RaceError", _UNORDERED)],
+                mistakes=[Mistake(_UNORDERED, answer=PROMPT_2_11), Mistake(_UNORDERED, answer=TOP_2_11),
+                          Mistake(_UNORDERED, answer=END_2_11), Mistake(_ARRIVE_ONLY, answer=ARRIVE_2_11)])
 
 #: 2.13: keep the positive elements (stream compaction) and their largest value, both with atomics written in inline
 #: PTX and neither volatile; the compiler keeps the one whose result is used (the slot) and deletes the other

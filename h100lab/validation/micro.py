@@ -22,9 +22,14 @@ kernel's own (its address arithmetic around ``UBLKCP``), so each kernel has its 
 entry; the model's is the clean kernel's. The H200 says: the clean kernel's first issue costs ~26 ns whatever the
 size; an aligned copy fills at ~208 B/ns and one 16 bytes off a line at ~83 B/ns (2.5 times slower: every line is
 split); a cold copy lands ~200 ns (16 B) to ~285 ns (≥ 6 KiB) after a warm one, and a warm TLB entry saves
-~13 ns (the old cold copies' spread is DRAM's, not the TLB's). A cold *round* of many small copies is the
-one noisy measurement: its median moves by ±60 ns between cases that should be equal (32 samples of a two-mode
-distribution), so it is checked at the level it reaches, not at the goal.
+~13 ns (the old cold copies' spread is DRAM's, not the TLB's). A cold *round* of back-to-back copies reads consecutive bytes: where its last copies only ask for lines an
+earlier copy already asked for (16-byte copies, eight to a line) they wait for those lines, not for a DRAM trip of
+their own (:func:`fresh_copy`, :func:`predict_latency_clean`) — the 16-byte rounds from a line start land ~40 ns
+after their warm time at 16 and 32 copies, those 16 bytes further (whose last copy opens a line) ~150 ns. What
+stays unexplained: rounds of 1 KiB copies lose their cold penalty as the round grows (~150 ns at 2 copies, ~0 at 32,
+every copy with lines of its own), and each cold round's 32 samples are two-mode (medians move by up to ~130 ns
+between neighbouring cases), so the cold rounds are reported against each record's own sample spread as well
+(:func:`cold_round_spread`) and checked at the level they reach, not at the goal.
 
 **Cluster barriers** (``l03/sync_cost``): a round trip is quadratic in the CTA's warps and grows with log2 of the
 cluster's CTAs up to 8 (timing assumptions g, g' of :mod:`h100lab.sim.timing`); ``.relaxed`` and ``.release``
@@ -64,9 +69,9 @@ from . import CheckResult, silicon_check
 from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratio
 
 __all__ = ["SPLITS", "LAT_CAL_BYTES", "SyncKernel", "LatencyFit", "fit_latency", "predict_latency",
-           "predict_latency_clean", "predict_sync", "fit_sync", "source_alignment", "READ_CAL_SHAPES",
+           "predict_latency_clean", "fresh_copy", "predict_sync", "fit_sync", "source_alignment", "READ_CAL_SHAPES",
            "read_stream_records", "fit_load_stream", "predict_load_stream", "validate_load_stream",
-           "LoadStreamReport"]
+           "LoadStreamReport", "cold_round_spread", "READ_CHECKS", "COLD_CHECKS"]
 
 LAT_CAL_BYTES = (256, 4096, 65536)
 QUEUE_CANDIDATES = (4, 8, 12, 16, 24, 32)
@@ -138,14 +143,36 @@ def predict_latency(r: dict, m: CopyLatency, kernel: LatencyKernel = OLD_KERNEL,
     raise ValueError(f"latency record kind {k!r}")
 
 
+def fresh_copy(nbytes: int, count: int, offset: int) -> int:
+    """The last copy of a round of ``count`` copies of ``nbytes`` from consecutive source bytes, the first ``offset``
+    bytes past a 128-byte line, that asks for a line no earlier copy of the round asked for (copy 0 always does).
+    Raises ValueError for no copy, no byte or a negative offset."""
+    if nbytes <= 0 or count < 1 or offset < 0:
+        raise ValueError("a round has at least one copy of at least one byte, from a non-negative offset")
+    last = [(offset + (j + 1) * nbytes - 1) // LINE for j in range(count)]
+    return max([0] + [j for j in range(1, count) if last[j] > last[j - 1]])
+
+
 def predict_latency_clean(r: dict, m: CopyLatency, kernel: LatencyKernel = CLEAN_KERNEL) -> dict[str, float]:
     """The model's numbers for one ``l03/tma_latency_clean`` record: first issue, last issue and total, cold (its
-    TLB entry warm when ``touch``) and warm (ns)."""
+    TLB entry warm when ``touch``) and warm (ns). A cold round's copies read consecutive bytes
+    (``l03_copy_latency.cu``): when its last copies ask only for lines an earlier copy already asked for
+    (:func:`fresh_copy`; 16-byte copies share a line eight at a time), they wait for those lines, not for a DRAM trip
+    of their own — the round lands at the later of the prefix up to the last copy that opened a line, cold, and
+    the whole round, warm (assumption: the L2 merges requests for a line already on its way from DRAM; module
+    docstring)."""
     out = {}
     for part, cold in (("cold", True), ("warm", False)):
         rt = round_trip(m, r["bytes"], r["count"], cold=cold, tlb=bool(r["touch"]), aligned=r["align"] % LINE == 0,
                         kernel=kernel)
-        out.update({f"{part}_first_ns": rt["first"], f"{part}_issue_ns": rt["issue"], f"{part}_total_ns": rt["total"]})
+        total = rt["total"]
+        k = fresh_copy(r["bytes"], r["count"], r["align"] % LINE)
+        if cold and k < r["count"] - 1:           # the last copies' lines are already on their way from DRAM
+            own = round_trip(m, r["bytes"], r["count"], aligned=r["align"] % LINE == 0, kernel=kernel)["total"]
+            shared = round_trip(m, r["bytes"], k + 1, cold=True, tlb=bool(r["touch"]),
+                                aligned=r["align"] % LINE == 0, kernel=kernel)["total"]
+            total = max(own, shared)
+        out.update({f"{part}_first_ns": rt["first"], f"{part}_issue_ns": rt["issue"], f"{part}_total_ns": total})
     if r["count"] == 1:                           # one copy: the first issue is the last
         out = {k: v for k, v in out.items() if not k.endswith("_issue_ns")}
     return out
@@ -226,6 +253,22 @@ def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: C
     notes = [f"single copies: {len(old)} l03/tma_latency and {len(clean)} l03/tma_latency_clean calibration records, "
              f"queue depth {m.queue_copies} copies (loss {loss:.4g})"]
     return LatencyFit(m, k, loss, clean_kernel=ck, queue_losses=losses, notes=notes)
+
+
+def cold_round_spread(records: Sequence[dict], m: CopyLatency, kernel: LatencyKernel = CLEAN_KERNEL) -> list[dict]:
+    """The model's cold total of every back-to-back round (``count`` > 1) of ``l03/tma_latency_clean`` against the
+    round's 32 samples: ``{case, predicted, median, p10, p90, inside, error}`` (ns; ``inside``: the prediction lies
+    within the samples' 10th–90th percentiles; ``error``: against the median)."""
+    out = []
+    for r in records:
+        if r.get("count", 1) < 2 or "cold_total_cycles" not in r:
+            continue
+        p = predict_latency_clean(r, m, kernel)["cold_total_ns"]
+        c, g = r["cold_total_cycles"], r["clock_ghz"]
+        lo, hi = c["p10"] / g, c["p90"] / g
+        out.append(dict(case=f"{r['bytes']} B × {r['count']} +{r['align']}", predicted=p, median=r["cold_total_ns"],
+                        p10=lo, p90=hi, inside=bool(lo <= p <= hi), error=p / r["cold_total_ns"] - 1))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -445,3 +488,37 @@ READ_CHECKS = [
 for _title, _part, _tol, _floor in READ_CHECKS:
     silicon_check(_title, lesson=5, dataset="l05/ceilings")(
         lambda ds, a=(_part, _tol, _floor): _read_check(ds, *a))
+
+
+
+def _cold_check(ds, how: str, floor: float) -> CheckResult:
+    from .timing import DATASETS, _fitted              # timing imports this module: a late import
+
+    fr = _fitted(DATASETS["stream"])
+    if fr is None or fr[0].latency is None or not fr[0].held_out.get("latency_clean"):
+        return CheckResult(0, 1, [], note="cannot fit the single-copy model on the committed datasets")
+    tf = fr[0]
+    rows = cold_round_spread(tf.held_out["latency_clean"], tf.latency.model, tf.latency.clean_kernel)
+    ok = [r["inside"] if how == "band" else abs(r["error"]) <= 0.10 for r in rows]
+    n, good = len(rows), sum(ok)
+    allowed = n - math.ceil(floor * n)
+    inside = sum(r["inside"] for r in rows)
+    ten = sum(abs(r["error"]) <= 0.10 for r in rows)
+    worst = sorted((r for r, o in zip(rows, ok) if not o), key=lambda r: -abs(r["error"]))[:5]
+    return CheckResult(n, max(0, (n - good) - allowed),
+                       [{k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()} for r in worst],
+                       note=f"held-out cold rounds: {inside}/{n} inside their samples' p10–p90, {ten}/{n} within ±10 % "
+                            f"of the median (floor {floor:.0%} {'inside' if how == 'band' else 'within'})")
+
+
+#: the cold rounds against their own sample spread (the goal, all within ±10 % of the median, is not met):
+#: (title, "band" or "median", floor) — the level the model reaches on the committed data, rounded down
+COLD_CHECKS = [
+    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu inside their 32 samples' p10–p90 band, ≥ 65 % "
+     "(goal: all within ±10 % of the median; not met)", "band", 0.65),
+    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu (lines in flight shared), ≥ 40 % within ±10 % "
+     "(goal: all; not met)", "median", 0.40),
+]
+for _title, _how, _floor in COLD_CHECKS:
+    silicon_check(_title, lesson=3, dataset="l03/tma_latency_clean")(
+        lambda ds, a=(_how, _floor): _cold_check(ds, *a))

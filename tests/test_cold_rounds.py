@@ -1,0 +1,77 @@
+"""Cold rounds of back-to-back copies from consecutive bytes (h100lab.validation.micro.fresh_copy,
+predict_latency_clean): lines already on their way from DRAM are shared; the checks against the samples' spread."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from h100lab import data
+from h100lab.sim.latency import CopyLatency, LINE, round_trip
+from h100lab.validation import micro
+
+M = CopyLatency(issue_first_ns=25.0, issue_next_ns=37.0, queue_copies=8, first_byte_ns=130.0, dram_extra_ns=200.0,
+                tlb_miss_ns=13.0, fill_bytes_per_ns=208.0, fill_misaligned_bytes_per_ns=83.0, dram_ramp_ns=86.0,
+                dram_ramp_bytes=6000.0)
+
+
+def _brute_fresh(nbytes, count, offset):
+    seen, last = set(), 0
+    for j in range(count):
+        lines = set(range((offset + j * nbytes) // LINE, (offset + (j + 1) * nbytes - 1) // LINE + 1))
+        if lines - seen:
+            last = j
+        seen |= lines
+    return last
+
+
+@settings(max_examples=200, deadline=None)
+@given(nbytes=st.sampled_from([16, 32, 48, 64, 96, 128, 256, 1008, 4096]), count=st.integers(1, 40),
+       offset=st.integers(0, 127).map(lambda x: x // 16 * 16))
+def test_fresh_copy_is_the_last_copy_that_opens_a_line(nbytes, count, offset):
+    assert micro.fresh_copy(nbytes, count, offset) == _brute_fresh(nbytes, count, offset)
+
+
+def test_fresh_copy_examples_and_bad_input():
+    assert micro.fresh_copy(16, 32, 0) == 24 and micro.fresh_copy(16, 32, 16) == 31
+    assert micro.fresh_copy(16, 8, 0) == 0 and micro.fresh_copy(256, 32, 16) == 31
+    with pytest.raises(ValueError, match="at least one copy"):
+        micro.fresh_copy(0, 2, 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(nbytes=st.sampled_from([16, 64, 256, 1024, 4096, 16384]), count=st.integers(1, 32),
+       align=st.sampled_from([0, 16]))
+def test_a_cold_round_lands_between_its_warm_time_and_the_unshared_model(nbytes, count, align):
+    """Sharing lines never makes a cold round land before its warm time nor after the model without sharing; rounds
+    whose every copy opens a line (copies of a line or more, or single copies) are unchanged."""
+    r = dict(bytes=nbytes, count=count, align=align, touch=1)
+    p = micro.predict_latency_clean(r, M)
+    unshared = round_trip(M, nbytes, count, cold=True, tlb=True, aligned=align == 0)["total"]
+    assert p["warm_total_ns"] - 1e-9 <= p["cold_total_ns"] <= unshared + 1e-9
+    if micro.fresh_copy(nbytes, count, align) == count - 1:
+        assert p["cold_total_ns"] == pytest.approx(unshared)
+
+
+def test_sixteen_byte_rounds_from_a_line_start_hide_the_dram_trip():
+    """32 copies of 16 bytes from a line start: the last eight read line 3, asked for ~7 issues earlier, so the round
+    lands within the DRAM part of its warm time; 16 bytes further the last copy opens line 4 and pays it in full."""
+    a = micro.predict_latency_clean(dict(bytes=16, count=32, align=0, touch=1), M)
+    b = micro.predict_latency_clean(dict(bytes=16, count=32, align=16, touch=1), M)
+    assert a["cold_total_ns"] - a["warm_total_ns"] < 0.5 * M.dram_extra_ns
+    assert b["cold_total_ns"] - b["warm_total_ns"] == pytest.approx(M.dram_extra_ns + M.dram_ramp_ns * 16 / 6000, rel=1e-6)
+
+
+def test_cold_round_spread_reads_the_sample_band():
+    rec = dict(bytes=16, count=4, align=0, touch=1, clock_ghz=2.0, cold_total_ns=300.0,
+               cold_total_cycles=dict(median=600.0, p10=560.0, p90=900.0, min=550.0, n=32))
+    (row,) = micro.cold_round_spread([rec, dict(rec, count=1)], M)
+    assert (row["p10"], row["p90"], row["median"]) == (280.0, 450.0, 300.0)
+    assert row["inside"] == (280.0 <= row["predicted"] <= 450.0)
+
+
+@pytest.mark.skipif(not data.available("l03/tma_latency_clean"), reason="l03/tma_latency_clean is not committed")
+def test_cold_round_checks_are_registered_for_lesson_3():
+    from h100lab.validation import _CHECKS
+    titles = {t for t, *_ in micro.COLD_CHECKS}
+    got = [c for c in _CHECKS if c.title in titles]
+    assert len(got) == len(titles) and all(c.dataset == "l03/tma_latency_clean" and c.lesson == 3 for c in got)
+    assert all("not met" in t for t in titles)

@@ -1,10 +1,11 @@
 """Exercise set 3 (chapter 3, "Asynchrony and barriers"): parity waits, mbarrier states, async-groups,
-buffers, the tx-count of a broken pipeline, and four kernel exercises graded on the emulator — fix a
-pipeline's parity, add the fence after ``mbarrier.init``, fence generic writes before a bulk store, write the
-``expect_tx`` byte count of a two-copy stage, and message passing with release/acquire.
+buffers, the tx-count of a broken pipeline, and five kernel exercises graded on the emulator — the starting parity
+mask of a three-stage ring, the fence after ``mbarrier.init`` by each thread that initialised barriers, fence
+generic writes before a bulk store, write the ``expect_tx`` byte count of a two-copy stage, and message passing
+with release/acquire.
 
-Every reference answer is computed by the model the chapter teaches (h100lab.sync, h100lab.sim) or by running
-the reference kernel on the emulator in the grader's process, never typed in. The kernels' sources live here
+Every reference answer is computed by the model the chapter teaches (h100lab.sync, h100lab.sim), by NumPy (3.7,
+3.8: tile sums) or by running the reference kernel on the emulator in the grader's process, never typed in. The kernels' sources live here
 (the solution notebook shows the same text); the student edition shows only the prompts.
 """
 from __future__ import annotations
@@ -89,61 +90,7 @@ def _tx_left():
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Kernel exercises. The pipeline of 3.7 and 3.8: warp 0 produces (one elected lane), warp 1 sums each tile.
-
-PIPELINE_3_7 = r'''
-#define STAGES 2
-#define MAX_TILE_BYTES 2048
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void wait(unsigned bar, unsigned parity) {
-    asm volatile("{\n\t.reg .pred p;\n"
-                 "WAIT_%=:\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
-                 "@!p bra WAIT_%=;\n\t}" :: "r"(bar), "r"(parity) : "memory");
-}
-extern "C" __global__ void tile_sums(const unsigned* src, int tiles, int tile_bytes, unsigned* out) {
-    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
-    __shared__ __align__(128) unsigned char buf[STAGES * MAX_TILE_BYTES];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&full[s])) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&empty[s])) : "memory");
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-    if (warp == 0 && lane == 0) {
-        for (int t = 0; t < tiles; ++t) {
-            const int s = t % STAGES;
-            const unsigned round = t / STAGES;
-            wait(smem_addr(&empty[s]), (round & 1) ^ 1);
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                         :: "r"(smem_addr(&full[s])), "r"(tile_bytes) : "memory");
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                         :: "r"(smem_addr(buf + s * tile_bytes)), "l"(src + t * (tile_bytes / 4)),
-                            "r"(tile_bytes), "r"(smem_addr(&full[s])) : "memory");
-        }
-    } else if (warp == 1) {
-        for (int t = 0; t < tiles; ++t) {
-            const int s = t % STAGES;
-            const unsigned round = t / STAGES;
-            wait(smem_addr(&full[s]), round & 1);
-            const unsigned* tile = reinterpret_cast<const unsigned*>(buf + s * tile_bytes);
-            unsigned acc = 0;
-            for (int i = lane; i < tile_bytes / 4; i += 32) acc += tile[i];
-            for (int d = 16; d > 0; d /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, d);
-            if (lane == 0) out[t] = acc;
-            __syncwarp();
-            if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(&empty[s])) : "memory");
-        }
-    }
-}
-'''
-
-_INIT_FENCE = 'asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");'
+# Kernel exercises (3.7-3.11), each a kernel of its own; the solution notebook shows the same text.
 
 # 3.7: a three-stage ring that keeps each side's parities as a bit mask (bit s: the parity the next wait on stage s
 # asks for, flipped after each wait) and walks the stages with a wrapping index — not the chapter's round & 1
@@ -211,11 +158,6 @@ BOTH_ONES_3_7 = RING_3_7.replace(_FULL_INIT, "        unsigned full_parity = (1u
 #: only the first stage counted free: the producer's second wait (stage 1) asks for a phase that never came
 FIRST_ONLY_3_7 = RING_3_7.replace(_EMPTY_INIT, "        unsigned empty_parity = 1u;\n")
 
-#: 3.8's prompt (no fence after mbarrier.init) and a typical wrong fix (a memory fence, not a proxy fence)
-PROMPT_3_8 = PIPELINE_3_7.replace(_INIT_FENCE, "")
-MEMBAR_3_8 = PIPELINE_3_7.replace(_INIT_FENCE, "__threadfence_block();")
-
-
 def _tiles_run(program, tiles=7, tile_bytes=1024, seed=11, **options):
     from h100lab import emu
 
@@ -266,19 +208,123 @@ kernel_exercise("3.7", run=_tiles_run, expect=_tile_sums_expected, points=3,
                 mistakes=[Mistake(RING_PARITY_HINT, answer=PROMPT_3_7), Mistake(RING_PARITY_HINT, answer=FIRST_ONLY_3_7),
                           Mistake(EARLY_READ_HINT, answer=BOTH_ONES_3_7)])
 
+# 3.8: two streams, each with its own two-stage ring; warp 0 produces both, warps 1 and 2 each consume one stream and
+# initialise that stream's barriers themselves. The fence after mbarrier.init belongs to each initialising thread,
+# after its own inits — thread 0, where the chapter's pipeline has it, initialised nothing here.
+STREAMS_3_8 = r"""
+#define STAGES 2
+#define MAX_TILE_BYTES 1024
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void init_barrier(unsigned long long* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void wait(unsigned long long* bar, unsigned parity) {
+    asm volatile("{\n\t.reg .pred p;\n"
+                 "WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+                 "@!p bra WAIT_%=;\n\t}" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+// out[c * tiles + t] = the sum of tile t of stream c (src + c * tiles * tile_bytes / 4); 96 threads
+extern "C" __global__ void two_streams(const unsigned* src, int tiles, int tile_bytes, unsigned* out) {
+    __shared__ __align__(8) unsigned long long full[2][STAGES], empty[2][STAGES];
+    __shared__ __align__(128) unsigned char buf[2][STAGES * MAX_TILE_BYTES];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (warp >= 1 && lane == 0) {                    // each consumer sets up its own stream's ring
+        const int c = warp - 1;
+        for (int s = 0; s < STAGES; ++s) init_barrier(&full[c][s], 1), init_barrier(&empty[c][s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == 0 && lane == 0) {                    // the producer: the tiles of both streams, alternately
+        for (int t = 0; t < tiles; ++t)
+            for (int c = 0; c < 2; ++c) {
+                const int s = t % STAGES;
+                wait(&empty[c][s], ((t / STAGES) & 1) ^ 1);
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                             :: "r"(smem_addr(&full[c][s])), "r"(tile_bytes) : "memory");
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             :: "r"(smem_addr(buf[c] + s * tile_bytes)), "l"(src + (c * tiles + t) * (tile_bytes / 4)),
+                                "r"(tile_bytes), "r"(smem_addr(&full[c][s])) : "memory");
+            }
+    } else if (warp >= 1) {                          // consumer of stream warp - 1
+        const int c = warp - 1;
+        for (int t = 0; t < tiles; ++t) {
+            const int s = t % STAGES;
+            wait(&full[c][s], (t / STAGES) & 1);
+            const unsigned* tile = reinterpret_cast<const unsigned*>(buf[c] + s * tile_bytes);
+            unsigned acc = 0;
+            for (int i = lane; i < tile_bytes / 4; i += 32) acc += tile[i];
+            for (int d = 16; d > 0; d /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, d);
+            if (lane == 0) out[c * tiles + t] = acc;
+            __syncwarp();
+            if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(&empty[c][s])) : "memory");
+        }
+    }
+}
+"""
+_INIT_FENCE_3_8 = '        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");\n'
+assert _INIT_FENCE_3_8 in STREAMS_3_8
+_NO_FENCE_3_8 = STREAMS_3_8.replace(_INIT_FENCE_3_8, "")
+#: the prompt: no fence at all
+PROMPT_3_8 = _NO_FENCE_3_8
+#: the fence where the chapter's pipeline has it: by thread 0, which initialised nothing here
+THREAD0_3_8 = _NO_FENCE_3_8.replace("    __syncthreads();\n    if (warp == 0 && lane == 0) {",
+                                    "    if (threadIdx.x == 0) asm volatile(\"fence.mbarrier_init.release.cluster;\" "
+                                    "::: \"memory\");\n    __syncthreads();\n    if (warp == 0 && lane == 0) {", 1)
+#: the fence before the inits
+BEFORE_3_8 = _NO_FENCE_3_8.replace("        const int c = warp - 1;\n        for (int s = 0; s < STAGES; ++s) init_barrier",
+                                   "        const int c = warp - 1;\n" + _INIT_FENCE_3_8 +
+                                   "        for (int s = 0; s < STAGES; ++s) init_barrier", 1)
+#: a memory fence instead of the proxy fence, in the right place
+MEMBAR_3_8 = STREAMS_3_8.replace(_INIT_FENCE_3_8, "        __threadfence_block();\n")
+assert THREAD0_3_8 != _NO_FENCE_3_8 and BEFORE_3_8 != _NO_FENCE_3_8
+TILES_3_8, TILE_BYTES_3_8 = 5, 512
+
+
+def _streams_input():
+    return np.random.default_rng(38).integers(0, 2**32, 2 * TILES_3_8 * TILE_BYTES_3_8 // 4, dtype=np.uint32)
+
+
+def _streams_run(program):
+    from h100lab import emu
+
+    from ..kernels import MAX_INSTRUCTIONS
+
+    from h100lab.emu.errors import EmuError
+
+    out = emu.zeros(2 * TILES_3_8, np.uint32)
+    try:
+        stats = emu.launch(program.function("two_streams"), 1, 96, emu.to_device(_streams_input()),
+                           np.int32(TILES_3_8), np.int32(TILE_BYTES_3_8), out, max_instructions=MAX_INSTRUCTIONS)
+    except EmuError as exc:     # the symptoms tell a missing fence from a misplaced one by the compiled PTX
+        exc.has_init_fence = "fence.mbarrier_init" in program.ptx
+        raise
+    return KernelRun({"out": out.to_host()}, stats)
+
+
+def _streams_expected():
+    return {"out": _streams_input().reshape(2 * TILES_3_8, -1).sum(axis=1, dtype=np.uint32)}
+
+
 INIT_FENCE_HINT = ("mbarrier.init is an ordinary (generic-proxy) write; the copy engine signals the barrier through "
                    "the async proxy. A memory fence orders one proxy's accesses — which fence orders the two proxies "
                    "for a freshly initialised barrier?")
+INIT_WHO_HINT = ("fence.mbarrier_init makes visible the inits of the thread that executes it, those it made before the "
+                 "fence: here the consumers initialise their own barriers, so who must fence, and after what?")
 
 
 def _unfenced_init(out, ref, err):
     return _report(err, "ProxyFenceError") and "mbarrier.init" in str(err)
 
 
-kernel_exercise("3.8", run=_tiles_run, reference=PIPELINE_3_7, points=3,
-                hint="Who reads the barrier after mbarrier.init, and through which proxy?",
-                symptoms=[Symptom(_unfenced_init, INIT_FENCE_HINT)],
-                mistakes=[Mistake(INIT_FENCE_HINT, answer=MEMBAR_3_8)])
+kernel_exercise("3.8", run=_streams_run, expect=_streams_expected, points=3,
+                hint="Who initialised each barrier, who reads it through which proxy, and in which order?",
+                symptoms=[Symptom(lambda out, ref, err: _unfenced_init(out, ref, err) and err.has_init_fence, INIT_WHO_HINT),
+                          Symptom(_unfenced_init, INIT_FENCE_HINT)],
+                mistakes=[Mistake(INIT_FENCE_HINT, answer=PROMPT_3_8), Mistake(INIT_FENCE_HINT, answer=MEMBAR_3_8),
+                          Mistake(INIT_WHO_HINT, answer=THREAD0_3_8), Mistake(INIT_WHO_HINT, answer=BEFORE_3_8)])
 
 # ------------------------------------------------------------------------------------------------------------
 # 3.9: generic writes, then a bulk store (async proxy) of the same shared memory

@@ -197,6 +197,14 @@ def test_the_race_on_a_fake_gpu(tmp_path, monkeypatch):
     assert len(ov) == 6 and all(x["delayed"] for x in ov)
     best = cr.best_of(recs)
     assert best["rounds"] == cr.ROUNDS and best["name"] in names_b and best["memcpy_gbps_median"] > 0
+    table = cr.race_table(recs)
+    assert table[0]["kind"] == "memcpy" and {x["variant"] for x in table[1:]} == names_b - {"cuMemcpyDtoDAsync"}
+    assert [x["ratio (median of rounds)"] for x in table[1:]] == sorted([x["ratio (median of rounds)"]
+                                                                        for x in table[1:]], reverse=True)
+    summ = cr.race_summary(recs)
+    assert summ["memcpy_needs_sms"] is True and summ["control_delayed"] is True
+    assert summ["failed"] == ["plain_wb_u2 2×1024 interleaved"] and summ["variants_a"] == 5
+    assert summ["memcpy_beside_ms"] == 20.3 and summ["best"]["name"] == best["name"]
     rows = [dict(phase="B", kind="memcpy", name="m", gbps=10.0, correct=True)] + [
         dict(phase="B", kind="reg", name=n, gbps=g, ratio_round=g / 10, correct=True)
         for n, g in (("x", 9.0), ("x", 12.0), ("x", 9.5), ("y", 10.0), ("y", 10.1), ("y", 9.9))]

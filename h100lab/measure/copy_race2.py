@@ -37,7 +37,7 @@ from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, R
 
 __all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_SHAPES", "POL_PAIRS", "POL_BIG_SHAPES",
            "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS",
-           "reg_form", "hybrid_smem", "plan_a", "estimate_seconds", "best_of", "Race2Backend", "Race2Runner", "main"]
+           "reg_form", "hybrid_smem", "plan_a", "estimate_seconds", "best_of", "race_table", "race_summary", "Race2Backend", "Race2Runner", "main"]
 
 #: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
 REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_plain_wb_u16",
@@ -146,6 +146,50 @@ def best_of(recs: Sequence[dict[str, Any]], phase: str = "B") -> dict[str, Any] 
     b = max(rows, key=lambda r: r["ratio_median"])
     b["memcpy_gbps_median"] = _med([r["gbps"] for r in recs if r.get("phase") == phase and r["kind"] == "memcpy"])
     return b
+
+
+def race_table(recs: Sequence[dict[str, Any]], phase: str = "B") -> list[dict[str, Any]]:
+    """One row per copy of ``phase`` (memcpy first, then by median ratio, fastest first): ``{variant, kind, rounds,
+    GB/s (median), ratio (median of rounds), ratio (min–max)}``; a copy with a failed check in any round is left
+    out (its name is in ``failed`` of :func:`race_summary`)."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in recs:
+        if r.get("phase") == phase:
+            by.setdefault((r["kind"], r["name"]), []).append(r)
+    rows = []
+    for (kind, name), rs in by.items():
+        if not all(r.get("correct") for r in rs):
+            continue
+        q = [r["ratio_round"] for r in rs]
+        rows.append({"variant": name, "kind": kind, "rounds": len(rs),
+                     "GB/s (median)": round(_med([r["gbps"] for r in rs])), "ratio (median of rounds)": round(_med(q), 3),
+                     "ratio (min–max)": f"{min(q):.3f}–{max(q):.3f}"})
+    rows.sort(key=lambda x: (x["kind"] != "memcpy", -x["ratio (median of rounds)"]))
+    return rows
+
+
+def race_summary(recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the chapter reports: the phase-B best (:func:`best_of`), the number of phase-A variants and of failed
+    checks, the best phase-A ratio, and the overlap phase's verdict (``memcpy_needs_sms``: True when every memcpy
+    beside the spinner was delayed, False when none was, None when mixed or not measured; ``control_delayed``: the
+    same for the register copy, which must be delayed for the test to mean anything)."""
+    a = [r for r in recs if r.get("phase") == "A" and r["kind"] != "memcpy"]
+    ok_a = [r for r in a if r.get("correct")]
+    ov = [r for r in recs if r.get("phase") == "overlap"]
+
+    def verdict(name: str):
+        d = [r["delayed"] for r in ov if r["name"] == name]
+        return None if not d or (any(d) and not all(d)) else all(d)
+    mem = [r for r in ov if r["name"] == "memcpy"]
+    return {"best": best_of(recs), "variants_a": len(a), "failed": sorted({r["name"] for r in recs
+                                                                          if r["kind"] != "overlap"
+                                                                          and not r.get("correct")}),
+            "best_a_ratio": max((r["ratio_round"] for r in ok_a), default=float("nan")),
+            "memcpy_needs_sms": verdict("memcpy"),
+            "control_delayed": verdict(next((r["name"] for r in ov if r["name"] != "memcpy"), "")),
+            "memcpy_alone_ms": _med([r["alone_ms"] for r in mem]) if mem else float("nan"),
+            "memcpy_beside_ms": _med([r["with_occupy_ms"] for r in mem]) if mem else float("nan"),
+            "occupy_ms": _med([r["occupy_ms"] for r in ov]) if ov else float("nan")}
 
 
 class Race2Backend(CudaBackend):

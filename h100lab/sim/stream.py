@@ -11,8 +11,9 @@ and hands the buffer back). ``grid`` CTAs, ``ctas_per_sm`` per SM, each streamin
 :func:`simulate_stream` runs that program on :class:`~h100lab.sim.machine.GPU` (any memory model; model 2
 is the one it was written for), simulating a symmetric subset of the grid (``sim_sms`` SMs, the memory's
 rate scaled to their share) and a truncated tile count whose steady-state period extrapolates the rest.
-:func:`analytic_stream` is the closed form of the same schedule in model 2, fast enough to fit the timing
-table on hundreds of runs (:mod:`h100lab.validation.timing`); ``tests/test_timing_model.py`` checks the two
+:func:`analytic_stream` is the closed form of the same schedule in model 2, and :func:`analytic_stream_batch` the
+same for many runs at once (NumPy, bit for bit the same numbers), fast enough to fit the timing table on hundreds of
+runs (:mod:`h100lab.validation.timing`); ``tests/test_timing_model.py`` checks the two
 agree. Symbols (all :class:`~h100lab.sim.timing.Timing` entries or :class:`StreamKernel` constants)::
 
     transfer   X_tma = c · (T / tma_bytes_per_ns [+ T / store rate for a copy])   (c CTAs per SM share the TMA unit)
@@ -40,11 +41,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from .machine import GPU
-from .timing import Timing, default_timing, read_ceiling, soft_period, store_rate, write_cost
+from .timing import Timing, default_timing, read_ceiling, soft_periods, store_rate, write_cost
 
 __all__ = ["StreamKernel", "STREAM_KERNEL", "StreamConfig", "StreamResult", "simulate_stream", "analytic_stream",
-           "StreamAnalytic", "config_from_record"]
+           "StreamAnalytic", "config_from_record", "StreamBatch", "analytic_stream_batch", "BOUNDS"]
 
 MODES = ("load", "consume", "copy")
 FULL, EMPTY, BUF = 0, 64, 1024        # barriers and tiles in shared memory, as l03_stream.cu lays them out
@@ -257,53 +260,100 @@ class StreamAnalytic:
         return self.span_ns / tiles
 
 
+@dataclass(frozen=True)
+class StreamBatch:
+    """The columns of many :class:`StreamConfig` for :func:`analytic_stream_batch` (NumPy arrays, one entry per
+    configuration): tile bytes ``T``, ``stages``, ``grid``, CTAs per SM ``c``, ``tiles``, the ``mode`` index in
+    :data:`MODES`, ``dram``, and the launch's ``moved`` bytes. Build once (:meth:`of`) when the same
+    configurations are evaluated under many timing tables (a fit)."""
+
+    T: np.ndarray
+    stages: np.ndarray
+    grid: np.ndarray
+    c: np.ndarray
+    tiles: np.ndarray
+    mode: np.ndarray
+    dram: np.ndarray
+    moved: np.ndarray
+
+    @classmethod
+    def of(cls, cfgs) -> "StreamBatch":
+        cfgs = list(cfgs)
+        col = lambda f, dt=np.int64: np.array([f(x) for x in cfgs], dtype=dt)
+        return cls(col(lambda x: x.tile_bytes), col(lambda x: x.stages), col(lambda x: x.grid),
+                   col(lambda x: x.ctas_per_sm), col(lambda x: x.tiles), col(lambda x: MODES.index(x.mode)),
+                   col(lambda x: x.dram, bool), col(lambda x: x.moved_bytes))
+
+    def __len__(self) -> int:
+        return len(self.T)
+
+
+#: the closed form's per-tile bounds, in the order :func:`analytic_stream` names the binding one
+BOUNDS = ("consumer", "producer", "tma", "ops", "memory", "lsu", "latency")
+
+
+def analytic_stream_batch(cfgs, timing: Timing | None = None, kernel: StreamKernel = STREAM_KERNEL) -> dict:
+    """:func:`analytic_stream` of many configurations at once (a :class:`StreamBatch` or a sequence of
+    :class:`StreamConfig`): a dict of NumPy arrays, one entry per configuration, keyed by
+    :class:`StreamAnalytic`'s field names (``bound``: an index into :data:`BOUNDS`).
+
+    The one implementation of the closed form (:func:`analytic_stream` is this on one configuration): NumPy's
+    element-wise ``+ − × ÷``, ``minimum`` and ``maximum`` round exactly as Python's float arithmetic does and the
+    operations run in the order the formulas are written, and the smooth maximum's powers go through
+    :func:`math.pow` (:func:`h100lab.sim.timing.soft_periods`), so every entry is bit for bit the value of the
+    scalar formula."""
+    t = timing if timing is not None else default_timing()
+    b = cfgs if isinstance(cfgs, StreamBatch) else StreamBatch.of(cfgs)
+    T, S, G, c = b.T, b.stages, b.grid, b.c
+    load, consume, copy = b.mode == 0, b.mode == 1, b.mode == 2
+    m2 = t.memory_model >= 2
+    R = read_ceiling(t)
+    w = write_cost(t) if m2 else 1.0
+    shared = m2 and t.memory_shared
+    n_cp = np.where(copy, 2, 1)
+    op = t.tma_op_ns if m2 else 0.0
+    per_kb = t.tma_latency_per_kb_ns if m2 else 0.0
+    dram = np.where(b.dram & m2, t.dram_latency_ns, 0.0)
+    lat = t.tma_latency_ns + per_kb * T / 1024.0 + dram
+    b1 = np.minimum(t.tma_bytes_per_ns, R if shared else R / G)
+    loop = kernel.loop_ns
+    expect = t.mbarrier_expect_tx_ns if m2 else t.mbarrier_arrive_ns
+    # work per mode: load 0; consume one warp's half (work) and both halves (work_rt); copy the store
+    half = T / 2
+    own = kernel.consume_fixed_ns + half / kernel.consume_warp_bytes_per_ns + t.fence_ns
+    work_c = t.smem_latency_ns + half / t.smem_bytes_per_ns + own           # one warp, its own half
+    work_rt_c = t.smem_latency_ns + T / t.smem_bytes_per_ns + own           # both halves: the second queues
+    store_read = T / store_rate(t) + (t.tma_store_read_ns if m2 else 0.0)
+    st_start = 0.0 if (m2 and t.tma_issue_overlap) else t.tma_issue_ns
+    work_s = np.maximum(t.tma_issue_ns, st_start + op + store_read) + t.issue_ns + t.wait_hit_ns
+    work = np.where(consume, work_c, np.where(copy, work_s, 0.0))
+    work_rt = np.where(consume, work_rt_c, np.where(copy, work_s, 0.0))
+    C = t.wait_hit_ns + work + t.mbarrier_arrive_ns + loop
+    Q = t.wait_hit_ns + expect + t.tma_issue_ns + loop
+    x_tma = c * (T / t.tma_bytes_per_ns + np.where(copy, T / store_rate(t), 0.0))   # (e) store rate
+    x_ops = c * n_cp * op
+    units = T * (1.0 + np.where(copy, w, 0.0))
+    x_mem = G * units / R if shared else units / (R / G)
+    x_lsu = np.where(consume, c * T / t.smem_bytes_per_ns, 0.0)
+    start = 0.0 if (m2 and t.tma_issue_overlap) else t.tma_issue_ns   # (c') issue overlaps travel
+    first = start + op + T / b1 + lat + t.wait_wake_ns
+    rt = expect + first + work_rt + t.wait_wake_ns   # stage handed back → producer awake again
+    terms = np.stack(np.broadcast_arrays(C, Q, x_tma, x_ops, x_mem, x_lsu, rt / S)).astype(float)
+    P = soft_periods(terms, t)
+    drain = np.where(copy, t.tma_latency_ns + np.maximum(0.0, T * w / (R if shared else R / G)
+                                                         - T / t.tma_bytes_per_ns), 0.0)
+    span = first + work_rt + t.mbarrier_arrive_ns + loop + (b.tiles - 1) * P + drain
+    return {"consumer": terms[0], "producer": terms[1], "x_tma": terms[2], "x_ops": terms[3], "x_mem": terms[4],
+            "x_lsu": terms[5], "round_trip": rt, "period": P, "bound": np.argmax(terms, axis=0), "first_ns": first,
+            "drain_ns": drain, "span_ns": span, "kernel_ns": span + kernel.launch_ns}
+
+
 def analytic_stream(cfg: StreamConfig, timing: Timing | None = None,
                     kernel: StreamKernel = STREAM_KERNEL) -> StreamAnalytic:
     """The closed form of :func:`simulate_stream` (module docstring) in memory model 2 (model 1 tables are read
-    as model 2 with one ceiling and fixed slices)."""
-    t = timing if timing is not None else default_timing()
-    T, S, G, c = cfg.tile_bytes, cfg.stages, cfg.grid, cfg.ctas_per_sm
-    R = read_ceiling(t)
-    w = write_cost(t) if t.memory_model >= 2 else 1.0
-    shared = t.memory_model >= 2 and t.memory_shared
-    n_cp = cfg.copies_per_tile
-    op = t.tma_op_ns if t.memory_model >= 2 else 0.0
-    per_kb = t.tma_latency_per_kb_ns if t.memory_model >= 2 else 0.0
-    dram = t.dram_latency_ns if (cfg.dram and t.memory_model >= 2) else 0.0
-    lat = t.tma_latency_ns + per_kb * T / 1024.0 + dram
-    b1 = min(t.tma_bytes_per_ns, R if shared else R / G)
-    loop = kernel.loop_ns
-    expect = t.mbarrier_expect_tx_ns if t.memory_model >= 2 else t.mbarrier_arrive_ns
-    if cfg.mode == "load":
-        work = work_rt = 0.0
-    elif cfg.mode == "consume":
-        half = T / 2
-        own = kernel.consume_fixed_ns + half / kernel.consume_warp_bytes_per_ns + t.fence_ns
-        work = t.smem_latency_ns + half / t.smem_bytes_per_ns + own        # one warp, its own half
-        work_rt = t.smem_latency_ns + T / t.smem_bytes_per_ns + own        # both halves: the second queues
-    else:
-        store_read = T / store_rate(t) + (t.tma_store_read_ns if t.memory_model >= 2 else 0.0)
-        st_start = 0.0 if (t.memory_model >= 2 and t.tma_issue_overlap) else t.tma_issue_ns
-        work = work_rt = max(t.tma_issue_ns, st_start + op + store_read) + t.issue_ns + t.wait_hit_ns
-    C = t.wait_hit_ns + work + t.mbarrier_arrive_ns + loop
-    Q = t.wait_hit_ns + expect + t.tma_issue_ns + loop
-    x_tma = c * (T / t.tma_bytes_per_ns + (T / store_rate(t) if cfg.mode == "copy" else 0.0))   # (e) store rate
-    x_ops = c * n_cp * op
-    units = T * (1.0 + (w if cfg.mode == "copy" else 0.0))
-    x_mem = G * units / R if shared else units / (R / G)
-    x_lsu = c * T / t.smem_bytes_per_ns if cfg.mode == "consume" else 0.0
-    start = 0.0 if (t.memory_model >= 2 and t.tma_issue_overlap) else t.tma_issue_ns   # (c') issue overlaps travel
-    first = start + op + T / b1 + lat + t.wait_wake_ns
-    rt = expect + first + work_rt + t.wait_wake_ns   # stage handed back → producer awake again
-    terms = {"consumer": C, "producer": Q, "tma": x_tma, "ops": x_ops, "memory": x_mem, "lsu": x_lsu,
-             "latency": rt / S}
-    bound = max(terms, key=terms.get)
-    P = soft_period(terms.values(), t)
-    drain = 0.0
-    if cfg.mode == "copy":
-        drain = t.tma_latency_ns + max(0.0, T * w / (R if shared else R / G) - T / t.tma_bytes_per_ns)
-    span = first + work_rt + t.mbarrier_arrive_ns + loop + (cfg.tiles - 1) * P + drain
-    return StreamAnalytic(C, Q, x_tma, x_ops, x_mem, x_lsu, rt, P, bound, first, drain, span, span + kernel.launch_ns)
+    as model 2 with one ceiling and fixed slices): :func:`analytic_stream_batch` of this one configuration."""
+    a = analytic_stream_batch([cfg], timing, kernel)
+    return StreamAnalytic(**{k: (BOUNDS[int(v[0])] if k == "bound" else float(v[0])) for k, v in a.items()})
 
 
 def _round(x: float) -> float:

@@ -95,11 +95,14 @@ existing cost), and :meth:`Timing.model2` returns a model-2 table with the estim
 """
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, replace
 from typing import Iterable
 
 __all__ = ["Param", "Timing", "H200_ESTIMATES", "default_timing", "calibrate", "calibrate_hbm", "copy_stream_period",
-           "fit_latency_bandwidth", "write_cost", "read_ceiling", "store_rate", "soft_period", "MODEL2_ESTIMATES", "MODEL2_PARAMS"]
+           "fit_latency_bandwidth", "write_cost", "read_ceiling", "store_rate", "soft_period", "soft_periods",
+           "MODEL2_ESTIMATES", "MODEL2_PARAMS"]
 
 
 @dataclass(frozen=True)
@@ -324,6 +327,33 @@ def soft_period(terms, t: Timing) -> float:
     if k <= 0 or m == 0:
         return m
     return m * sum((x / m) ** k for x in b) ** (1.0 / k)
+
+
+def soft_periods(bounds, t: Timing):
+    """:func:`soft_period` of many pipelines at once: ``bounds`` is an array (bounds × pipelines), the result one
+    period per pipeline (a NumPy array), bit for bit :func:`soft_period` of each column — the maximum and the
+    divisions are exact in NumPy, the powers go through :func:`math.pow` (C's ``pow``, what Python's ``**`` calls;
+    NumPy's SIMD ``power`` may round differently in the last bit) and the sum runs in the bounds' order. Raises
+    ValueError for a negative bound."""
+    import numpy as np
+
+    b = np.asarray(bounds, dtype=float)
+    if b.ndim != 2:
+        raise ValueError("bounds: a 2-D array, one row per bound, one column per pipeline")
+    if (b < 0).any():
+        raise ValueError("a pipeline bound is a time: it cannot be negative")
+    k = t.params["period_sharpness"].value if "period_sharpness" in t.params else 0.0
+    m = b.max(axis=0)
+    if k <= 0:
+        return m
+    zero = m == 0
+    r = b / np.where(zero, 1.0, m)
+    p = np.fromiter(map(math.pow, r.ravel().tolist(), itertools.repeat(k)), float, r.size).reshape(r.shape)
+    s = p[0].copy()
+    for row in p[1:]:
+        s += row
+    root = np.fromiter(map(math.pow, s.tolist(), itertools.repeat(1.0 / k)), float, s.size)
+    return np.where(zero, m, m * root)
 
 
 def write_cost(t: Timing) -> float:

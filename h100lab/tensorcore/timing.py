@@ -44,7 +44,9 @@ memory stalls (operands already in shared memory, the same tile every time); clo
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -118,37 +120,60 @@ def simulate(program: Sequence[tuple], params: WgmmaTiming = PRIOR) -> Timeline:
     ``max(start + latency_start, end + latency_tail)`` — whatever accumulator it uses (no dependency between
     groups, measured); ``commit`` closes the open group (an empty group is visible at once); ``wait N`` blocks
     until at most N groups are pending, then costs ``wait``; ``fence``, ``loop`` cost their constants."""
+    return _run(program, params, None, True)
+
+
+def _run(program: Sequence[tuple], params: WgmmaTiming, named: dict | None, keep_spans: bool) -> Timeline:
+    """:func:`simulate`'s loop (``named``: cycles of the timing kernel's named ``("work", name)`` ops, or None).
+
+    Written for speed (:func:`calibrate` runs it ~1000 times on programs of ~1000 wgmmas) with the same floating
+    point operations in the same order as the plain statement of the rules: a two-argument ``max(a, b)`` is
+    ``b if b > a else a`` (what ``max`` returns), the open group's visible time is a running maximum (the maximum
+    of the list), each wgmma's execution cycles are computed once per (type, N)."""
+    issue, lat_start, lat_tail = params.issue, params.latency_start, params.latency_tail
+    wait_c, fence_c, loop_c = params.wait, params.fence, params.loop
+    execs: dict = {}
     t = 0.0
     tc_free = 0.0
-    open_done: list[float] = []
+    open_max = None                 # visible time of the open group so far (None: no wgmma in it)
     groups: list[float] = []        # visible time of each committed group
-    spans = []
+    spans: list = []
     busy = 0.0
     for op in program:
-        if op[0] == "mma":
-            e = exec_cycles(op[1], op[2], params)
-            t += params.issue
-            start = max(t, tc_free)
+        kind = op[0]
+        if kind == "mma":
+            e = execs.get(op[1:])
+            if e is None:
+                e = execs[op[1:]] = exec_cycles(op[1], op[2], params)
+            t += issue
+            start = tc_free if tc_free > t else t
             end = start + e
             tc_free = end
             busy += e
-            spans.append((t, start, end))
-            open_done.append(max(start + params.latency_start, end + params.latency_tail))
-        elif op[0] == "commit":
-            groups.append(max(open_done) if open_done else t)
-            open_done = []
-        elif op[0] == "wait":
+            if keep_spans:
+                spans.append((t, start, end))
+            a, b = start + lat_start, end + lat_tail
+            v = b if b > a else a
+            if open_max is None or v > open_max:
+                open_max = v
+        elif kind == "commit":
+            groups.append(t if open_max is None else open_max)
+            open_max = None
+        elif kind == "wait":
             n = int(op[1])
             if len(groups) > n:
-                t = max(t, max(groups[:len(groups) - n]))
+                m = max(groups[:len(groups) - n])
+                if m > t:
+                    t = m
                 groups = groups[len(groups) - n:] if n else []
-            t += params.wait
-        elif op[0] == "fence":
-            t += params.fence
-        elif op[0] == "loop":
-            t += params.loop
-        elif op[0] == "work":
-            t += float(op[1])
+            t += wait_c
+        elif kind == "fence":
+            t += fence_c
+        elif kind == "loop":
+            t += loop_c
+        elif kind == "work":
+            w = op[1]
+            t += named[w] if named is not None and isinstance(w, str) else float(w)
         else:
             raise ValueError(f"unknown op {op!r}")
     return Timeline(t, busy, spans)
@@ -168,13 +193,20 @@ def pattern(atype: str, n: int, per_group: int, depth: int, iters: int, *, sets:
     (run-time group size, as ptxas compiled it — module docstring): per iteration the loop's extra ``work``, a
     fence; the group's wgmmas as blocks of 16, 8 and 4 (a fence and one group each) and the size-mod-4 rest one
     group each (a fence each); an empty m64n8 HGMMA (a fence, its own group); the wait; the loop branch."""
+    return list(_pattern(atype, n, per_group, depth, iters, sets, kernel))
+
+
+@lru_cache(maxsize=256)
+def _pattern(atype: str, n: int, per_group: int, depth: int, iters: int, sets: int, kernel: str) -> tuple:
+    """:func:`pattern` as a tuple, once per arguments and process (:func:`calibrate` asks for the same dozen
+    programs ~1000 times)."""
     if kernel == "l07_wgmma_deps":
         prog = []
         for i in range(iters):
             prog += [("fence",)] + [("mma", atype, n)] * per_group + [("commit",), ("wait", depth)]
             if (i + 1) % sets == 0:
                 prog.append(("loop",))
-        return prog + [("wait", 0)]
+        return tuple(prog + [("wait", 0)])
     if kernel != "l07_wgmma_timing":
         raise ValueError(f"kernel {kernel!r}: one of {KERNELS}")
     blocks, rest = [], per_group - per_group % 4
@@ -190,14 +222,13 @@ def pattern(atype: str, n: int, per_group: int, depth: int, iters: int, *, sets:
             prog += [("fence",)] + [("mma", atype, n)] * size + [("commit",)]
         prog += [("fence",), ("mma", "f16", 8), ("commit",), ("work", f"wait{min(depth, 3)}"), ("wait", depth),
                  ("loop",)]
-    return prog + [("wait", 0)]
+    return tuple(prog + [("wait", 0)])
 
 
-def _resolve(program, params):
+def _named(params: WgmmaTiming) -> dict[str, float]:
     """The timing kernel's named extra work (``("work", "pre" | "pre4" | "wait<d>")``) → cycles of ``params``."""
-    named = {"pre": params.work, "pre4": params.work + params.work_block4,
-             **{f"wait{d}": params.work_wait[d] for d in range(4)}}
-    return [("work", named[op[1]]) if op[0] == "work" and isinstance(op[1], str) else op for op in program]
+    return {"pre": params.work, "pre4": params.work + params.work_block4,
+            **{f"wait{d}": params.work_wait[d] for d in range(4)}}
 
 
 def utilisation(atype: str, n: int, per_group: int, depth: int, iters: int = 64,
@@ -216,9 +247,8 @@ def predict_case(c: dict[str, Any], params: WgmmaTiming = PRIOR) -> float:
     if c.get("kind") == "timing_dep" and not c.get("static"):
         raise ValueError(f"{c['id']}: the run-time depth switch of l07/wgmma_deps is not modelled (its branches cost "
                          "the warp more than the tensor core takes); l07/wgmma_depth measured the same loops")
-    prog = pattern(c["type"], c["n"], c["per_group"], c["depth"], c["iters"], sets=c.get("sets", 1),
-                   kernel=kernel_of(c))
-    return simulate(_resolve(prog, params), params).cycles
+    prog = _pattern(c["type"], c["n"], c["per_group"], c["depth"], c["iters"], c.get("sets", 1), kernel_of(c))
+    return _run(prog, params, _named(params), False).cycles
 
 
 #: cycles to issue one wgmma [assumption: the warp's fence + issue + wait, measured together, split with 4 here]
@@ -270,10 +300,22 @@ def calibrate(records: Sequence[dict[str, Any]], prior: WgmmaTiming = PRIOR) -> 
       depth d = 0, 1, 2; depth 3 as 2: the jump table sends 2 and 3 the same way), ``work_block4`` (N = 64, 4
       per group), ``min_exec`` (N = 16 back to back), ``sparse_extra`` (sparse N = 64 back to back).
 
-    Without calibration records: the prior."""
+    Without calibration records: the prior. A pure function of the calibration records' content and ``prior``:
+    computed once per process for each (the book's lesson 7 check and lesson 8's time model both ask)."""
     cal = {_key(r): r for r in records if r.get("ok", True) and r.get("cycles") and is_calibration(r)}
     if not cal:
         return prior
+    memo = (prior, json.dumps(sorted(cal.items(), key=lambda kv: kv[0]), sort_keys=True, default=repr))
+    if memo not in _FITS:
+        _FITS[memo] = _calibrate(cal, prior)
+    return _FITS[memo]
+
+
+_FITS: dict = {}
+
+
+def _calibrate(cal: dict, prior: WgmmaTiming) -> WgmmaTiming:
+    """:func:`calibrate` on ``cal`` (calibration key → record)."""
     p = prior
 
     def per(key):

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 __all__ = ["Split", "hash_split", "FitParam", "LeastSquaresResult", "least_squares", "Agreement", "agreement",
-           "log_ratio"]
+           "log_ratio", "log_ratios"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,22 @@ def log_ratio(pred: float, meas: float) -> float:
     if not (pred > 0 and meas > 0):
         return math.inf
     return math.log(pred / meas)
+
+
+def log_ratios(pred, meas) -> np.ndarray:
+    """:func:`log_ratio` of each pair of two equally long sequences, as one array, bit for bit: the divisions in
+    NumPy (exact), the logarithms through :func:`math.log` (NumPy's SIMD ``log`` may round differently in the last
+    bit); ``inf`` where a value is not positive."""
+    p = np.asarray(pred, dtype=float)
+    m = np.asarray(meas, dtype=float)
+    if p.shape != m.shape or p.ndim != 1:
+        raise ValueError("log_ratios: two 1-D sequences of the same length")
+    ok = (p > 0) & (m > 0)
+    with np.errstate(over="ignore", under="ignore"):      # as Python's float division: inf, 0, no warning
+        q = np.where(ok, p, 1.0) / np.where(ok, m, 1.0)
+    out = np.fromiter(map(math.log, q.tolist()), float, q.size)
+    out[~ok] = math.inf
+    return out
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ import numpy as np
 
 from . import CheckResult, silicon_check
 from . import micro
-from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratio
+from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratios
 
 __all__ = ["SPLITS", "GOAL", "TOLERANCE", "DATASETS", "TimingFit", "TimingReport", "fit", "validate",
            "predict_stream", "predict_latency", "predict_sync", "predict_ceiling", "load_datasets",
@@ -186,7 +186,7 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
         bounds: dict | None = None, latency_clean: list[dict] | None = None) -> TimingFit:
     """Fit memory model 2 (module docstring) on the calibration part of each dataset given (default: the
     committed datasets, :func:`load_datasets`). Raises ValueError when the streaming sweep is missing."""
-    from ..sim.stream import STREAM_KERNEL, StreamConfig, analytic_stream, config_from_record
+    from ..sim.stream import STREAM_KERNEL, StreamBatch, analytic_stream_batch, config_from_record
     from ..sim.timing import H200_ESTIMATES
 
     if stream is None and latency is None and sync is None and ceilings is None and latency_clean is None:
@@ -280,14 +280,19 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
         kv = {k: x for k, x in v.items() if k in kernel_keys}
         return t.with_values(**tv), STREAM_KERNEL.with_values(**kv)
 
+    batch = StreamBatch.of(cfgs)                 # the runs' columns, once: only the tables change in the fit
+    meas = np.empty(2 * len(cs))
+    meas[0::2] = [r["ns_per_tile"] for r in cs]
+    meas[1::2] = [r["moved_gbps"] for r in cs]
+
     def residuals(v: dict) -> np.ndarray:
+        # per run: log ratio of the time per tile, then of the bandwidth (the closed form of every run at once)
         tt, kk = split_vals(v)
-        out = []
-        for r, c in zip(cs, cfgs):
-            a = analytic_stream(c, tt, kk)
-            out.append(log_ratio(a.span_ns / c.tiles, r["ns_per_tile"]))
-            out.append(log_ratio(c.moved_bytes / a.kernel_ns, r["moved_gbps"]))
-        return np.clip(np.array(out, dtype=float), -5, 5)
+        a = analytic_stream_batch(batch, tt, kk)
+        pred = np.empty(2 * len(cs))
+        pred[0::2] = a["span_ns"] / batch.tiles
+        pred[1::2] = batch.moved / a["kernel_ns"]
+        return np.clip(log_ratios(pred, meas), -5, 5)
 
     lsq = least_squares(residuals, free, max_iter=max_iter)
     t2, k2 = split_vals(lsq.values)

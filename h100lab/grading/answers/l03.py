@@ -5,7 +5,7 @@ generic writes before a bulk store, write the ``expect_tx`` byte count of a two-
 with release/acquire.
 
 Every reference answer is computed by the model the chapter teaches (h100lab.sync, h100lab.sim), by NumPy (3.7,
-3.8: tile sums) or by running the reference kernel on the emulator in the grader's process, never typed in. The kernels' sources live here
+3.8: tile sums; 3.9: the neighbour sums) or by running the reference kernel on the emulator in the grader's process, never typed in. The kernels' sources live here
 (the solution notebook shows the same text); the student edition shows only the prompts.
 """
 from __future__ import annotations
@@ -327,16 +327,24 @@ kernel_exercise("3.8", run=_streams_run, expect=_streams_expected, points=3,
                           Mistake(INIT_WHO_HINT, answer=THREAD0_3_8), Mistake(INIT_WHO_HINT, answer=BEFORE_3_8)])
 
 # ------------------------------------------------------------------------------------------------------------
-# 3.9: generic writes, then a bulk store (async proxy) of the same shared memory
+# 3.9: a tile written twice by every thread (scaled, then replaced by a neighbour sum, in place), then one bulk store
+# (async proxy). The fence belongs after each writer's LAST generic write, before the barrier that hands the tile to
+# the issuer — after the first pass, where the chapter's single-pass kernel has it, the second pass goes unfenced.
 
-STORE_3_9 = r'''
-extern "C" __global__ void triple_store(const unsigned* src, unsigned* dst) {
+STORE_3_9 = r"""
+// dst[b * 128 + t] = 3 in[t] + 3 in[(t + 1) % 128] of block b's 128 words, computed in shared memory and stored
+// with one bulk copy (cp.async.bulk shared -> global); 128 threads per block
+extern "C" __global__ void neighbour_store(const unsigned* src, unsigned* dst) {
     __shared__ __align__(128) unsigned tile[128];
-    const unsigned* in = src + blockIdx.x * 128;
-    tile[threadIdx.x] = 3u * in[threadIdx.x];                      // every thread writes (generic proxy)
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // each writer orders its writes for the async proxy
+    const unsigned t = threadIdx.x;
+    tile[t] = 3u * src[blockIdx.x * 128 + t];                   // pass 1: every thread writes (generic proxy)
     __syncthreads();
-    if (threadIdx.x == 0) {
+    const unsigned v = tile[t] + tile[(t + 1) % 128];          // reads a neighbour's word of pass 1
+    __syncthreads();                                           // every read is done before anyone overwrites
+    tile[t] = v;                                               // pass 2, in place
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (t == 0) {
         asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 512;"
                      :: "l"(dst + blockIdx.x * 128), "r"(static_cast<unsigned>(__cvta_generic_to_shared(tile)))
                      : "memory");
@@ -344,35 +352,71 @@ extern "C" __global__ void triple_store(const unsigned* src, unsigned* dst) {
         asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
 }
-'''
-_STORE_FENCE = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // each writer orders its writes for the async proxy\n'
+"""
+_STORE_FENCE = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n'
+_PASS1 = "    tile[t] = 3u * src[blockIdx.x * 128 + t];                   // pass 1: every thread writes (generic proxy)\n"
+assert STORE_3_9.count(_STORE_FENCE) == 1 and _PASS1 in STORE_3_9
 PROMPT_3_9 = STORE_3_9.replace(_STORE_FENCE, "")
-ONE_FENCE_3_9 = PROMPT_3_9.replace('    if (threadIdx.x == 0) {\n', '    if (threadIdx.x == 0) {\n'
-                                   '        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n')
+#: the fence where the chapter's single-pass kernel has it: after the first writes, before the first barrier
+PASS1_3_9 = PROMPT_3_9.replace(_PASS1, _PASS1 + _STORE_FENCE)
+#: one fence, by the issuing thread
+ONE_FENCE_3_9 = PROMPT_3_9.replace('    if (t == 0) {\n', '    if (t == 0) {\n    ' + _STORE_FENCE)
+
+
+def _store_input():
+    return np.random.default_rng(23).integers(0, 2**30, 4 * 128, dtype=np.uint32)
 
 
 def _store_run(program):
     from h100lab import emu
+    from h100lab.emu.errors import EmuError
 
     from ..kernels import MAX_INSTRUCTIONS
 
-    x = np.random.default_rng(23).integers(0, 2**30, 4 * 128, dtype=np.uint32)
-    dx, out = emu.to_device(x), emu.zeros(4 * 128, np.uint32)
-    stats = emu.launch(program.function("triple_store"), 4, 128, dx, out, max_instructions=MAX_INSTRUCTIONS)
+    dx, out = emu.to_device(_store_input()), emu.zeros(4 * 128, np.uint32)
+    try:
+        stats = emu.launch(program.function("neighbour_store"), 4, 128, dx, out, max_instructions=MAX_INSTRUCTIONS)
+    except EmuError as exc:     # the symptoms tell a missing fence from a misplaced one by the compiled PTX
+        exc.has_proxy_fence = "fence.proxy.async" in program.ptx
+        raise
     return KernelRun({"dst": out.to_host()}, stats)
 
 
+def _store_expected():
+    t = (3 * _store_input().astype(np.uint64)).astype(np.uint32).reshape(4, 128)
+    return {"dst": (t + np.roll(t, -1, axis=1)).reshape(-1)}
+
+
+STORE_NONE_HINT = ("The bulk store reads the tile through the async proxy: ordinary stores are not visible to it until "
+                   "the threads that made them fence them (fence.proxy.async), before the barrier that hands the tile "
+                   "to the issuing thread.")
+STORE_EARLY_HINT = ("A fence orders the writes its thread made before it, not those it makes after: the tile's last "
+                    "generic writes came after the fence.")
 STORE_FENCE_HINT = ("fence.proxy.async orders the accesses of the thread that executes it. Which threads wrote the "
                     "tile, and where must their fences stand relative to the barrier that hands the tile to the "
                     "issuing thread?")
 
-kernel_exercise("3.9", run=_store_run, reference=STORE_3_9, points=3,
+
+def _unfenced_store(by_warp0: bool):
+    """The bulk store found bytes written with ordinary stores and not fenced, while the PTX has a proxy fence — by
+    warp 0 (the issuer's own warp: its fence came before its last writes) or by another warp (no fence of its own)."""
+    import re
+
+    def test(out, ref, err):
+        m = re.search(r"that warp (\d+) wrote with ordinary stores", str(err))
+        return bool(_report(err, "ProxyFenceError") and m and err.has_proxy_fence and (m.group(1) == "0") == by_warp0)
+    return test
+
+
+kernel_exercise("3.9", run=_store_run, expect=_store_expected, points=3,
                 hint="The tile is written by the generic proxy and read by the async proxy (the bulk store).",
-                symptoms=[Symptom(lambda out, ref, err: _report(err, "ProxyFenceError") and "ordinary stores" in str(err),
-                                  STORE_FENCE_HINT)],
+                symptoms=[Symptom(_unfenced_store(True), STORE_EARLY_HINT), Symptom(_unfenced_store(False), STORE_FENCE_HINT),
+                          Symptom(lambda out, ref, err: _report(err, "ProxyFenceError") and "ordinary stores" in str(err),
+                                  STORE_NONE_HINT)],
                 properties=[Property(lambda out, st: None if st.tma_bytes == 4 * 512 else
                                      f"the bulk stores moved {st.tma_bytes} B, not one 512-B tile per block")],
-                mistakes=[Mistake(STORE_FENCE_HINT, answer=ONE_FENCE_3_9)])
+                mistakes=[Mistake(STORE_NONE_HINT, answer=PROMPT_3_9), Mistake(STORE_EARLY_HINT, answer=PASS1_3_9),
+                          Mistake(STORE_FENCE_HINT, answer=ONE_FENCE_3_9)])
 
 # ------------------------------------------------------------------------------------------------------------
 # 3.10: the expect_tx of a stage filled by two copies

@@ -5,8 +5,9 @@ generic writes before a bulk store, write the ``expect_tx`` byte count of a two-
 with release/acquire.
 
 Every reference answer is computed by the model the chapter teaches (h100lab.sync, h100lab.sim), by NumPy (3.7,
-3.8: tile sums; 3.9: the neighbour sums) or by running the reference kernel on the emulator in the grader's process, never typed in. The kernels' sources live here
-(the solution notebook shows the same text); the student edition shows only the prompts.
+3.8: tile sums; 3.9: the neighbour sums) or by running the reference kernel on the emulator in the grader's
+process, never typed in. The kernels' sources live here (the solution notebook shows the same text); the student
+edition shows only the prompts.
 """
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ REG = ["reg_copy_plain_wb_u2", "reg_copy_plain_wb_u16", "reg_copy_nc_cs_u8", "re
 @needs_nvrtc
 @pytest.mark.parametrize("name", REG)
 @pytest.mark.parametrize("part,grid,block,n16", [(0, 3, 64, 1000), (1, 3, 64, 1000), (1, 7, 32, 4096),
-                                                  (0, 2, 128, 4096), (1, 40, 32, 1000), (0, 40, 32, 1000)])
+                                                  (0, 2, 128, 4096), (1, 40, 32, 1000), (0, 40, 32, 1000),
+                                                  (0, 4, 32, 1000), (1, 4, 32, 1000)])
 def test_reg_copy_copies_every_vector(name, part, grid, block, n16):
     """Every register copy copies exactly n16 vectors — whole rounds and the ragged tail, both partitions,
     more threads than rounds — and writes nothing past them."""
@@ -109,6 +110,22 @@ def test_plan_a_names_every_form_once_and_keeps_u16_to_512_threads():
     assert all(c[1] * cr.hybrid_smem(c[0], c[2]) <= 227 * 1024 for c in hyb)
 
 
+def test_plan_2_sizes_grids_from_the_copy_and_keeps_the_policies_around_the_first_run_s_best():
+    from h100lab.measure import copy_race2 as cr
+    plan = cr.plan_2()
+    names = [p[0] for p in plan]
+    assert len(names) == len(set(names)) and cr.estimate_seconds(plan=2) < 180
+    regs = [c for _, k, c in plan if k == "reg_grid"]
+    assert {c[0] for c in regs} == set(cr.PLAN2_REG_KERNELS)
+    assert all(c[3] % cr.reg_form(c[0])["unroll"] == 0 and c[1] in cr.PLAN2_THREADS for c in regs)
+    assert all(c[1] <= 512 for c in regs if cr.reg_form(c[0])["unroll"] >= 16)
+    pols = {c for _, k, c in plan if k == "bulk_pol"}
+    assert all((t, s, p, l, 2, 1, 0) in pols for t, s, p, l in cr.PLAN2_POL_SHAPES)
+    assert {k for _, k, _ in plan} == {"reg_grid", "bulk_pol", "hybrid"}
+    with pytest.raises(ValueError, match="plan 3"):
+        cr.Race2Runner(_fake_gpu(), plan=3)
+
+
 def test_reg_form_reads_the_entry_name_and_refuses_others():
     from h100lab.measure import copy_race2 as cr
     f = cr.reg_form("reg_copy_pf_cs_u16")
@@ -175,17 +192,19 @@ def test_the_race_on_a_fake_gpu(tmp_path, monkeypatch):
     overlap phase records the memcpy as delayed, and best_of picks by median ratio."""
     from h100lab.measure import copy_race2 as cr
     from h100lab.measure.timing_sweep import Budget
-    monkeypatch.setattr(cr, "plan_a", lambda quick=False: [
+    monkeypatch.setitem(cr.PLANS, 1, lambda quick=False: [
         ("plain_wb_u2 2×1024 interleaved", "reg", ("reg_copy_plain_wb_u2", 2, 1024, 0)),
         ("nc_cs_u8 2×1024 chunk", "reg", ("reg_copy_nc_cs_u8", 2, 1024, 1)),
         ("bulk_pol", "bulk_pol", (16, 2, 1, 1, 1, 2, 0)),
         ("tma_lsu_copy_u8 2×256", "hybrid", ("tma_lsu_copy_u8", 2, 256)),
-        ("lsu_tma_copy_u4 4×256", "hybrid", ("lsu_tma_copy_u4", 4, 256))])
+        ("lsu_tma_copy_u4 4×256", "hybrid", ("lsu_tma_copy_u4", 4, 256)),
+        ("nc_cs_u4 256 thr, 8 vec/thr, chunk", "reg_grid", ("reg_copy_nc_cs_u4", 256, 1, 8))])
     gpu = _fake_gpu()
     r = cr.Race2Runner(gpu, quick=True, budget=Budget(600), log=open(tmp_path / "log", "w"))
     recs = r.step_copyrace2()
     a = [x for x in recs if x["phase"] == "A" and x["kind"] != "memcpy"]
-    assert [x["correct"] for x in a] == [False, True, True, True, True] and a[0]["bad_words"] > 0
+    assert [x["correct"] for x in a] == [False, True, True, True, True, True] and a[0]["bad_words"] > 0
+    assert a[5]["grid"] == -(-(a[5]["bytes"] // 16) // (256 * 8)) and a[5]["block"] == 256
     assert a[3]["smem_bytes"] == cr.hybrid_smem("tma_lsu_copy_u8", 256) == 1024 + 8 * 2 * 8 * 512
     b = [x for x in recs if x["phase"] == "B"]
     assert sum(x["kind"] == "memcpy" for x in b) == cr.ROUNDS
@@ -203,7 +222,7 @@ def test_the_race_on_a_fake_gpu(tmp_path, monkeypatch):
                                                                         for x in table[1:]], reverse=True)
     summ = cr.race_summary(recs)
     assert summ["memcpy_needs_sms"] is True and summ["control_delayed"] is True
-    assert summ["failed"] == ["plain_wb_u2 2×1024 interleaved"] and summ["variants_a"] == 5
+    assert summ["failed"] == ["plain_wb_u2 2×1024 interleaved"] and summ["variants_a"] == 6
     assert summ["memcpy_beside_ms"] == 20.3 and summ["best"]["name"] == best["name"]
     rows = [dict(phase="B", kind="memcpy", name="m", gbps=10.0, correct=True)] + [
         dict(phase="B", kind="reg", name=n, gbps=g, ratio_round=g / 10, correct=True)

@@ -21,6 +21,10 @@ not tried there, at 1 GiB, each copy checked word by word (``verify_copy`` of ``
   register copy) on a non-blocking stream alone and while ``occupy`` holds every SM's thread slots on the legacy
   stream for :data:`OCCUPY_NS`; a copy engine finishes in its own time, an SM kernel waits for the spinner.
 
+``--plan 2`` writes ``l05/copy_race2_b`` instead: phase A is :func:`plan_2`, the first run's leads followed up
+(register copies over grids sized from the copy, bulk copies with ``evict_last`` loads and ``evict_first`` stores,
+persistent and not); phases B and overlap as above.
+
 The plan (which variants, the order of the kernels' parameters, ratios, the best-of summary) is plain Python run on
 a fake backend by ``tests/test_l05_copy_race2.py``. Expected wall time on an H200: about a minute
 (:func:`estimate_seconds`).
@@ -37,7 +41,8 @@ from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, R
 
 __all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_SHAPES", "POL_PAIRS", "POL_BIG_SHAPES",
            "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS",
-           "reg_form", "hybrid_smem", "plan_a", "estimate_seconds", "best_of", "race_table", "race_summary", "Race2Backend", "Race2Runner", "main"]
+           "reg_form", "hybrid_smem", "plan_a", "plan_2", "PLANS", "PLAN2_REG_KERNELS", "PLAN2_THREADS",
+           "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "estimate_seconds", "best_of", "race_table", "race_summary", "Race2Backend", "Race2Runner", "main"]
 
 #: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
 REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_plain_wb_u16",
@@ -121,9 +126,52 @@ def plan_a(quick: bool = False) -> list[tuple[str, str, tuple]]:
     return out
 
 
-def estimate_seconds(quick: bool = False) -> float:
+#: plan 2 (after the first run, data/l05/copy_race2 with ``plan == 1``: the fastest copies were register copies over
+#: non-persistent grids of ~65 K blocks, and bulk copies with evict_last loads and evict_first stores): register
+#: copies over grids sized from the copy — ``vpt`` vectors per thread, grid = ⌈n16 / (threads × vpt)⌉ —
+#: interleaved (each thread vpt / U unrolled rounds spread over the whole buffer) or one contiguous chunk per block
+PLAN2_REG_KERNELS = ("reg_copy_nc_cs_u2", "reg_copy_nc_cs_u4", "reg_copy_nc_cs_u8", "reg_copy_nc_cs_u16",
+                     "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_nc_wb_u8", "reg_copy_plain_cs_u8",
+                     "reg_copy_pf_cs_u8")
+PLAN2_THREADS = (128, 256, 512, 1024)
+#: plan 2's bulk copies: persistent shapes (tile KiB, stages, CTAs/SM, lag) × policy pairs around evict_last loads +
+#: evict_first stores, and non-persistent grids of short chunks with and without that pair
+PLAN2_POL_SHAPES = ((64, 2, 1, 1), (64, 3, 1, 2), (32, 6, 1, 3), (16, 12, 1, 3), (16, 6, 2, 3), (32, 3, 2, 2))
+PLAN2_POL_PAIRS = ((2, 1), (2, 0), (0, 1), (2, 4), (3, 1))
+PLAN2_POL_BIG = ((16, 4, 8, 1), (16, 4, 64, 1), (32, 3, 64, 1), (64, 2, 32, 1))
+
+
+def plan_2(quick: bool = False) -> list[tuple[str, str, tuple]]:
+    """Plan 2's phase A: ``reg_grid``: (kernel, threads, part, vectors per thread); ``bulk_pol`` as in
+    :func:`plan_a`; the mixed-path copies of :func:`plan_a`."""
+    out: list[tuple[str, str, tuple]] = []
+    for k in (PLAN2_REG_KERNELS if not quick else PLAN2_REG_KERNELS[1:3]):
+        u = reg_form(k)["unroll"]
+        for thr in (PLAN2_THREADS if not quick else (256,)):
+            if u >= 16 and thr > 512:
+                continue
+            for part in (0, 1):
+                for vpt in ((u, 2 * u, 4 * u) if not quick else (u,)):
+                    out.append((f"{k[9:]} {thr} thr, {vpt} vec/thr, {'chunk' if part else 'interleaved'}", "reg_grid",
+                                (k, thr, part, vpt)))
+    for tkb, st, per, lag in (PLAN2_POL_SHAPES if not quick else PLAN2_POL_SHAPES[:1]):
+        for pl, ps in (PLAN2_POL_PAIRS if not quick else PLAN2_POL_PAIRS[:1]):
+            out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} ld:{POLICIES[pl]} st:{POLICIES[ps]}", "bulk_pol",
+                        (tkb, st, per, lag, pl, ps, 0)))
+    for tkb, st, per, lag in (PLAN2_POL_BIG if not quick else ()):
+        for pl, ps in ((0, 0), (2, 1)):
+            out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{lag} ld:{POLICIES[pl]} st:{POLICIES[ps]} chunk",
+                        "bulk_pol", (tkb, st, per, lag, pl, ps, 1)))
+    out += [p for p in plan_a(quick) if p[1] == "hybrid"]
+    return out
+
+
+PLANS = {1: plan_a, 2: plan_2}
+
+
+def estimate_seconds(quick: bool = False, plan: int = 1) -> float:
     """Wall time on an H200: compiles (~15 s) plus ~40 ms per checked-and-timed variant at 1 GiB."""
-    n = len(plan_a(quick))
+    n = len(PLANS[plan](quick))
     return 15.0 + 0.04 * (n + n // MEMCPY_EVERY + 1) + ROUNDS * 0.06 * (TOP + len(REFERENCES) + 1) + 1.0
 
 
@@ -240,7 +288,13 @@ class Race2Backend(CudaBackend):
 
 
 class Race2Runner(Runner):
-    """:class:`~h100lab.measure.timing_sweep.Runner` with the second race."""
+    """:class:`~h100lab.measure.timing_sweep.Runner` with the second race (``plan``: which phase-A plan, :data:`PLANS`)."""
+
+    def __init__(self, gpu, *, plan: int = 1, **kw):
+        super().__init__(gpu, **kw)
+        if plan not in PLANS:
+            raise ValueError(f"plan {plan}: one of {sorted(PLANS)}")
+        self.plan = plan
 
     def _reg_record(self, name: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
         kern, bps, thr, part = cfg
@@ -248,6 +302,15 @@ class Race2Runner(Runner):
         return self._checked(name, "reg", cfg, k, self.num_sms * bps, thr, 0,
                              lambda src, dst, err: (src, dst, np.int64(nb // 16), np.int32(part), err), nb, reps,
                              verify, extra=dict(reg_form(kern), kernel=kern, blocks_per_sm=bps, threads=thr, part=part))
+
+    def _reg_grid_record(self, name: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
+        kern, thr, part, vpt = cfg
+        k = self.gpu.function("l05_copy_race2", kern)
+        grid = -(-(nb // 16) // (thr * vpt))
+        return self._checked(name, "reg_grid", cfg, k, grid, thr, 0,
+                             lambda src, dst, err: (src, dst, np.int64(nb // 16), np.int32(part), err), nb, reps,
+                             verify, extra=dict(reg_form(kern), kernel=kern, threads=thr, part=part,
+                                                vectors_per_thread=vpt))
 
     def _hybrid_record(self, name: str, cfg: tuple, nb: int, reps: int, verify) -> dict[str, Any]:
         kern, bps, thr = cfg
@@ -293,6 +356,8 @@ class Race2Runner(Runner):
                 return self._pol_record(name, cfg, nb, reps, verify)
             if kind == "hybrid":
                 return self._hybrid_record(name, cfg, nb, reps, verify)
+            if kind == "reg_grid":
+                return self._reg_grid_record(name, cfg, nb, reps, verify)
             return self._race_record(name, kind, cfg, nb, reps, verify)
         except Exception as exc:                   # one variant's failure (a launch refused) must not cost the others
             return dict(kind=kind, name=name, config=list(cfg), correct=False, gbps=0.0,
@@ -314,7 +379,7 @@ class Race2Runner(Runner):
         mc["ratio_round"] = 1.0
         recs.append(mc)
         self.say(f"copyrace2: memcpy {mc['gbps']:.0f} GB/s")
-        plan = plan_a(self.quick)
+        plan = PLANS[self.plan](self.quick)
         for i, (name, kind, cfg) in enumerate(plan):
             if self.budget.over():
                 self.say(f"copyrace2: budget spent after {i} of {len(plan)} phase-A variants")
@@ -386,26 +451,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     def extra(ap):
         ap.add_argument("--budget-s", type=float, default=170.0,
                         help="wall-clock budget in seconds; past it the run stops and writes what it has")
+        ap.add_argument("--plan", type=int, default=1, choices=sorted(PLANS),
+                        help="phase-A plan: 1 the first race (plan_a), 2 the second (plan_2, data/l05/copy_race2_b)")
         ap.add_argument("--memcpy-only", action="store_true",
                         help="only three 1 GiB cuMemcpyDtoDAsync calls, nothing written (to run under nsys)")
 
     s = begin("copy_race2", argv, __doc__.splitlines()[0], "fewer variants, a smaller copy (a smoke test)", extra)
     if s is None:
         return 2
-    runner = Race2Runner(Race2Backend(), quick=s.args.quick, budget=Budget(s.args.budget_s))
+    runner = Race2Runner(Race2Backend(), quick=s.args.quick, budget=Budget(s.args.budget_s), plan=s.args.plan)
     if s.args.memcpy_only:
         src, dst = runner.buffers()
         ms = runner.gpu.timed([lambda: runner.gpu.memcpy_dtod(dst, src, GIB) for _ in range(3)])
         runner.say(f"memcpy only: {', '.join(f'{x:.3f}' for x in ms)} ms per 1 GiB")
         return 0
-    runner.say(f"copy race 2 on {s.meta['gpu']}: {len(plan_a(s.args.quick))} phase-A variants, estimated "
-               f"{estimate_seconds(s.args.quick):.0f} s, budget {s.args.budget_s:.0f} s")
+    runner.say(f"copy race 2 (plan {runner.plan}) on {s.meta['gpu']}: {len(PLANS[runner.plan](s.args.quick))} phase-A "
+               f"variants, estimated {estimate_seconds(s.args.quick, runner.plan):.0f} s, budget {s.args.budget_s:.0f} s")
     recs = runner.step_copyrace2()
     bad = [r for r in recs if not r.get("correct")]
     meta = dict(s.meta, step="copyrace2", complete=not runner.budget.over(), buffer_bytes=runner.buf_bytes,
                 timeout_ns=TIMEOUT_NS, repeats=runner.repeats, quick=runner.quick, rounds=ROUNDS, top=TOP,
-                occupy_ns=OCCUPY_NS)
-    path = data.write("l05/copy_race2", recs, meta)
+                occupy_ns=OCCUPY_NS, plan=runner.plan)
+    path = data.write("l05/copy_race2" if runner.plan == 1 else "l05/copy_race2_b", recs, meta)
     runner.say(f"copyrace2: {len(recs)} records ({len(bad)} failed their check) → {path}")
     return 0
 

@@ -7,7 +7,7 @@ from h100lab import nvrtc
 
 needs_nvrtc = pytest.mark.skipif(nvrtc.unavailable_reason() is not None, reason=f"{nvrtc.unavailable_reason()}")
 TIMEOUT = np.int64(2_000_000_000)
-REG = ["reg_copy_plain_wb_u2", "reg_copy_plain_wb_u16", "reg_copy_nc_cs_u8", "reg_copy_pf_wb_u8", "reg_copy_nc_cs_u2",
+REG = ["reg_copy_nc_cs_u1", "reg_copy_plain_wb_u1", "reg_copy_plain_wb_u2", "reg_copy_plain_wb_u16", "reg_copy_nc_cs_u8", "reg_copy_pf_wb_u8", "reg_copy_nc_cs_u2",
        "reg_copy_plain_cs_u4", "reg_copy_pf_cs_u16", "reg_copy_plain_cs_u8"]
 
 
@@ -139,7 +139,7 @@ def test_every_register_copy_is_an_entry_point():
     from h100lab import emu
     from h100lab.measure import copy_race2 as cr
     entries = set(emu.compile_kernel("l05_copy_race2").entry_points())
-    assert set(cr.REG_KERNELS) | {"bulk_copy_pol", "occupy"} <= entries
+    assert set(cr.REG_KERNELS) | set(cr.PLAN2_REG_KERNELS) | {"bulk_copy_pol", "occupy"} <= entries
 
 
 def _fake_gpu():

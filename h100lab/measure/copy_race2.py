@@ -130,7 +130,7 @@ def plan_a(quick: bool = False) -> list[tuple[str, str, tuple]]:
 #: non-persistent grids of ~65 K blocks, and bulk copies with evict_last loads and evict_first stores): register
 #: copies over grids sized from the copy — ``vpt`` vectors per thread, grid = ⌈n16 / (threads × vpt)⌉ —
 #: interleaved (each thread vpt / U unrolled rounds spread over the whole buffer) or one contiguous chunk per block
-PLAN2_REG_KERNELS = ("reg_copy_nc_cs_u2", "reg_copy_nc_cs_u4", "reg_copy_nc_cs_u8", "reg_copy_nc_cs_u16",
+PLAN2_REG_KERNELS = ("reg_copy_nc_cs_u1", "reg_copy_plain_wb_u1", "reg_copy_nc_cs_u2", "reg_copy_nc_cs_u4", "reg_copy_nc_cs_u8", "reg_copy_nc_cs_u16",
                      "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_nc_wb_u8", "reg_copy_plain_cs_u8",
                      "reg_copy_pf_cs_u8")
 PLAN2_THREADS = (128, 256, 512, 1024)
@@ -151,7 +151,7 @@ def plan_2(quick: bool = False) -> list[tuple[str, str, tuple]]:
             if u >= 16 and thr > 512:
                 continue
             for part in (0, 1):
-                for vpt in ((u, 2 * u, 4 * u) if not quick else (u,)):
+                for vpt in (((u, 2 * u, 4 * u) if u > 1 else (1, 2, 4, 8)) if not quick else (u,)):
                     out.append((f"{k[9:]} {thr} thr, {vpt} vec/thr, {'chunk' if part else 'interleaved'}", "reg_grid",
                                 (k, thr, part, vpt)))
     for tkb, st, per, lag in (PLAN2_POL_SHAPES if not quick else PLAN2_POL_SHAPES[:1]):

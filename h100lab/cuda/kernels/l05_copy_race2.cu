@@ -122,6 +122,8 @@ __device__ __forceinline__ void pol_wait_read(int lag) {
         reg_copy<LD, ST, U>(in, out, n16, part, err);                                                            \
     }
 
+H100LAB_REG(reg_copy_plain_wb_u1, 0, 0, 1)
+H100LAB_REG(reg_copy_nc_cs_u1, 1, 1, 1)
 H100LAB_REG(reg_copy_plain_wb_u2, 0, 0, 2)
 H100LAB_REG(reg_copy_plain_wb_u4, 0, 0, 4)
 H100LAB_REG(reg_copy_plain_wb_u8, 0, 0, 8)

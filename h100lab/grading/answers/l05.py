@@ -2,8 +2,8 @@
 
 Every reference answer is computed by the model the chapter teaches (h100lab.tma, h100lab.sync,
 h100lab.cluster) or, for a kernel exercise, by running the solution kernel on the emulator in the grader's
-process (5.9, 5.11) or from what the kernel must compute (5.10: each CTA's sum of its column's tiles) — never
-typed in. The notebook states each exercise's parameters in its text; the same
+process (5.9) or from what the kernel must compute (5.10: each CTA's sum of its column's tiles; 5.11: the scaled
+tile) — never typed in. The kernels include the book's shared helpers (h100lab/mbarrier.cuh) rather than restate them. The notebook states each exercise's parameters in its text; the same
 values are defined here for the reference. The student edition imports nothing from this module.
 """
 from __future__ import annotations
@@ -227,6 +227,7 @@ SOLUTION_5_10 = r"""
 // barrier; issuer c's `empty` barrier counts the CTAs of its column releasing a stage (remote arrives, mapa).
 // out[CTA] = the CTA's element-wise sum of its K tiles; masks[CTA] = the ctaMask it computed.
 #include <h100lab/tensormap.cuh>
+#include <h100lab/mbarrier.cuh>        // smem_u32, cluster_rank, cluster_size, cluster_sync (the book's helpers)
 
 #define BOX_X 32                        // one tile: 32 fp32 x 8 rows = 1024 bytes
 #define BOX_Y 8
@@ -236,26 +237,7 @@ SOLUTION_5_10 = r"""
 
 namespace {
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ unsigned cluster_size() {
-    unsigned n;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
-
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
+// the wait of lesson 5's cluster pipelines: acquire at cluster scope (the releases are remote arrives)
 __device__ __forceinline__ void wait_parity(unsigned bar, unsigned parity) {
     asm volatile("{\n\t.reg .pred p;\n"
                  "WAIT_%=:\n\t"
@@ -413,15 +395,27 @@ kernel_exercise("5.10", run=_run_5_10, expect=_expect_5_10, points=3, budget=60,
                           Mistake(_EXTRA, answer=PLANTED_5_10_CONTIG), Mistake(_ISSUER, answer=PLANTED_5_10_NOSELF),
                           Mistake(_MISSING, answer=PLANTED_5_10_SELF), Mistake(_RANK, answer=PLANTED_5_10_GRID)])
 
-#: 5.11: results written to shared memory by every warp, then stored with one TMA store
+#: 5.11: a warp-specialised epilogue: warps 1-3 write the tile and arrive on an mbarrier, warp 0 waits on it and
+#: issues the TMA store. The fence belongs to each writer, after its writes and before its arrive — there is no
+#: __syncthreads between the writes and the store here, and the one before the writes is where the chapter's kernel
+#: (fence, then __syncthreads, then the store) would put it.
 SOLUTION_5_11 = r"""
 #include <h100lab/tensormap.cuh>
+// y (rows of 32 fp32) = a * in, block b storing rows 8b .. 8b + 7 through the tensor map (box 32 x 8); 128 threads:
+// warps 1-3 compute the tile, warp 0 stores it once every writer has arrived on `ready`
 extern "C" __global__ void scale_and_store(const __grid_constant__ CUtensorMap out_map, const float* in, float a) {
-    __shared__ alignas(128) float tile[8 * 32];          // the box: 32 fp32 x 8 rows
-    for (int i = threadIdx.x; i < 8 * 32; i += blockDim.x) tile[i] = a * in[blockIdx.x * 256 + i];
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // every writer: generic writes -> async proxy
+    __shared__ alignas(128) float tile[8 * 32];
+    __shared__ alignas(8) unsigned long long ready;
+    const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&ready));
+    if (threadIdx.x == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 96;" :: "r"(bar) : "memory");
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x >= 32) {                            // the writers: 96 threads
+        for (int i = threadIdx.x - 32; i < 8 * 32; i += 96) tile[i] = a * in[blockIdx.x * 256 + i];
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+    } else if (threadIdx.x == 0) {                      // the issuer
+        asm volatile("{\n\t.reg .pred p;\nW_%=:\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n\t"
+                     "@!p bra W_%=;\n\t}" :: "r"(bar) : "memory");
         asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
                      :: "l"(reinterpret_cast<unsigned long long>(&out_map)), "r"(0), "r"(8 * (int)blockIdx.x),
                         "r"(static_cast<unsigned>(__cvta_generic_to_shared(tile))) : "memory");
@@ -430,35 +424,55 @@ extern "C" __global__ void scale_and_store(const __grid_constant__ CUtensorMap o
     }
 }
 """
-_FENCE_LINE = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // every writer: generic writes -> async proxy\n'
+_FENCE_LINE = '        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n'
+_ARRIVE_5_11 = '        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");\n'
+_STORE_5_11 = '        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group'
+assert SOLUTION_5_11.count(_FENCE_LINE) == 1 and _ARRIVE_5_11 in SOLUTION_5_11 and _STORE_5_11 in SOLUTION_5_11
 PROMPT_5_11 = SOLUTION_5_11.replace(_FENCE_LINE, "")
-PLANTED_5_11 = PROMPT_5_11.replace('    if (threadIdx.x == 0) {\n',
-                                   '    if (threadIdx.x == 0) {\n        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n')
+#: the chapter's place: every thread fences, then __syncthreads — here before the writes
+SYNC_5_11 = PROMPT_5_11.replace("    __syncthreads();\n", "    " + _FENCE_LINE.lstrip() + "    __syncthreads();\n", 1)
+#: the issuer fences, after its wait, before the store
+ISSUER_5_11 = PROMPT_5_11.replace(_STORE_5_11, _FENCE_LINE + _STORE_5_11, 1)
+assert len({PROMPT_5_11, SYNC_5_11, ISSUER_5_11}) == 3
+# (A writer fencing after its arrive is wrong too — nothing orders that fence before the issuer's store — but the
+# emulator checks the bytes when the store is issued, and in every schedule tried (seeds 0-11, quantum 1) the
+# writers' fences had run by then, so it is no planted mistake here: the emulator cannot be shown to reject it.)
 
 
 def _run_5_11(program):
     from h100lab import emu
+    from h100lab.emu.errors import EmuError
 
     x = np.random.default_rng(511).standard_normal(4 * 256).astype(np.float32)
     g = emu.to_device(x)
     y = emu.zeros((32, 32), np.float32)
     m = emu.encode_tiled("FLOAT32", 2, y, [32, 32], [128], [32, 8], [1, 1])
-    stats = emu.launch(program.function("scale_and_store"), 4, 128, m, g, np.float32(1.5))
+    try:
+        stats = emu.launch(program.function("scale_and_store"), 4, 128, m, g, np.float32(1.5))
+    except EmuError as exc:     # the symptoms tell a missing fence from a misplaced one by the compiled PTX
+        exc.has_proxy_fence = "fence.proxy.async" in program.ptx
+        raise
     return KernelRun({"y": y.to_host()}, stats)
 
 
-def _fence_only_in_thread0(src, ref):
-    import re
-
-    return isinstance(src, str) and re.search(r"if\s*\(\s*threadIdx\.x\s*==\s*0\s*\)\s*\{\s*asm\s+volatile\s*\(\s*"
-                                              r"\"fence\.proxy\.async", src) is not None
+def _expect_5_11():
+    x = np.random.default_rng(511).standard_normal(4 * 256).astype(np.float32)
+    return {"y": (np.float32(1.5) * x).reshape(32, 32)}
 
 
-_FENCE_ALL = ("Every warp that wrote the tile must fence its own generic writes (fence.proxy.async) before the "
-              "barrier; a fence by the issuing thread covers only its own writes.")
+def _unfenced(present: bool):
+    def test(out, ref, err):
+        return (out is None and type(err).__name__ == "ProxyFenceError" and "ordinary stores" in str(err)
+                and err.has_proxy_fence == present)
+    return test
+
+
+_FENCE_WHERE = ("fence.proxy.async orders, for the async proxy, the writes its own thread made before it. Here the "
+                "issuer learns that the tile is complete from the writers' arrivals on the barrier — so whose fence, "
+                "between which two of their steps, orders the writes before the store?")
 _FENCE_NONE = ("The TMA store reads shared memory through the async proxy: ordinary stores to the tile are not "
-               "visible to it until the writers fence them (then synchronise, then store).")
-kernel_exercise("5.11", run=_run_5_11, reference=SOLUTION_5_11, points=3, budget=60,
-                mistakes=[Mistake(_FENCE_ALL, answer=PLANTED_5_11, when=_fence_only_in_thread0),
-                          Mistake(_FENCE_NONE, answer=PROMPT_5_11,
-                                  when=lambda v, ref: isinstance(v, str) and "fence.proxy.async" not in v)])
+               "visible to it until the writers fence them, before they signal that the tile is ready.")
+kernel_exercise("5.11", run=_run_5_11, expect=_expect_5_11, points=3, budget=60,
+                symptoms=[Symptom(_unfenced(True), _FENCE_WHERE), Symptom(_unfenced(False), _FENCE_NONE)],
+                mistakes=[Mistake(_FENCE_NONE, answer=PROMPT_5_11), Mistake(_FENCE_WHERE, answer=SYNC_5_11),
+                          Mistake(_FENCE_WHERE, answer=ISSUER_5_11)])

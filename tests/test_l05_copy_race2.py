@@ -224,6 +224,10 @@ def test_the_race_on_a_fake_gpu(tmp_path, monkeypatch):
     assert summ["memcpy_needs_sms"] is True and summ["control_delayed"] is True
     assert summ["failed"] == ["plain_wb_u2 2×1024 interleaved"] and summ["variants_a"] == 6
     assert summ["memcpy_beside_ms"] == 20.3 and summ["best"]["name"] == best["name"]
+    fig = cr.chapter_figures([recs, recs])
+    assert fig["variants"] == 12 and fig["failed"] == 2 and fig["best"]["name"] == best["name"]
+    assert fig["best"]["min"] <= fig["best"]["ratio_median"] <= fig["best"]["max"] and fig["memcpy_needs_sms"] is True
+    assert fig["tma_best_name"] == "bulk_pol" and fig["tma_evict_first_ld"] == fig["tma_best"]
     rows = [dict(phase="B", kind="memcpy", name="m", gbps=10.0, correct=True)] + [
         dict(phase="B", kind="reg", name=n, gbps=g, ratio_round=g / 10, correct=True)
         for n, g in (("x", 9.0), ("x", 12.0), ("x", 9.5), ("y", 10.0), ("y", 10.1), ("y", 9.9))]

@@ -42,7 +42,7 @@ from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, R
 __all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_SHAPES", "POL_PAIRS", "POL_BIG_SHAPES",
            "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS",
            "reg_form", "hybrid_smem", "plan_a", "plan_2", "PLANS", "PLAN2_REG_KERNELS", "PLAN2_THREADS",
-           "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "estimate_seconds", "best_of", "race_table", "race_summary", "Race2Backend", "Race2Runner", "main"]
+           "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "estimate_seconds", "best_of", "race_table", "race_summary", "chapter_figures", "Race2Backend", "Race2Runner", "main"]
 
 #: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
 REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_plain_wb_u16",
@@ -238,6 +238,44 @@ def race_summary(recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "memcpy_alone_ms": _med([r["alone_ms"] for r in mem]) if mem else float("nan"),
             "memcpy_beside_ms": _med([r["with_occupy_ms"] for r in mem]) if mem else float("nan"),
             "occupy_ms": _med([r["occupy_ms"] for r in ov]) if ov else float("nan")}
+
+
+def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
+    """The numbers chapter 5 quotes from one or more runs (``l05/copy_race2``, ``l05/copy_race2_b``; records each):
+    ``best`` (the copy with the highest median phase-B ratio over all runs, :func:`best_of`, with ``min`` / ``max``
+    of its rounds and its run's index), ``variants`` (phase-A copies tried, all runs), ``failed`` (checks that
+    failed), ``persistent_best`` (the best phase-A ratio of a register copy over a persistent grid, ≤ 16 blocks per
+    SM), ``tma_best`` / ``tma_best_name`` (the best bulk copy with a policy pair, phase A), ``tma_evict_first_ld``
+    (the best bulk copy whose loads carry evict_first), ``memcpy_gbps`` (median of every phase-B memcpy), and the
+    overlap phase's verdict of the first run that has one (:func:`race_summary`)."""
+    best, out = None, {"variants": 0, "failed": 0}
+    a_all: list[dict[str, Any]] = []
+    mem: list[float] = []
+    summ = None
+    for i, recs in enumerate(runs):
+        s = race_summary(recs)
+        out["variants"] += s["variants_a"]
+        out["failed"] += len(s["failed"])
+        b = s["best"]
+        if b and (best is None or b["ratio_median"] > best["ratio_median"]):
+            best = dict(b, run=i, min=min(b["ratio_rounds"]), max=max(b["ratio_rounds"]))
+        a_all += [r for r in recs if r.get("phase") == "A" and r["kind"] != "memcpy" and r.get("correct")]
+        mem += [r["gbps"] for r in recs if r.get("phase") == "B" and r["kind"] == "memcpy"]
+        if summ is None and s["memcpy_needs_sms"] is not None:
+            summ = s
+    pers = [r["ratio_round"] for r in a_all if r["kind"] == "reg" and r["blocks_per_sm"] <= 16]
+    pol = [r for r in a_all if r["kind"] == "bulk_pol" and (r["policy_ld"], r["policy_st"]) != ("none", "none")]
+    tb = max(pol, key=lambda r: r["ratio_round"], default=None)
+    ef = [r["ratio_round"] for r in pol if r["policy_ld"] == "evict_first"]
+    out.update(best=best, persistent_best=max(pers, default=float("nan")),
+               tma_best=tb["ratio_round"] if tb else float("nan"), tma_best_name=tb["name"] if tb else "(none)",
+               tma_evict_first_ld=max(ef, default=float("nan")), memcpy_gbps=_med(mem) if mem else float("nan"),
+               memcpy_needs_sms=summ["memcpy_needs_sms"] if summ else None,
+               control_delayed=summ["control_delayed"] if summ else None,
+               memcpy_alone_ms=summ["memcpy_alone_ms"] if summ else float("nan"),
+               memcpy_beside_ms=summ["memcpy_beside_ms"] if summ else float("nan"),
+               occupy_ms=summ["occupy_ms"] if summ else float("nan"))
+    return out
 
 
 class Race2Backend(CudaBackend):

@@ -53,7 +53,9 @@ def test_value_mistakes_get_their_hints():
     ("6.10", "PLANTED_6_10_LINEAR", "other 8 KB tile"), ("6.10", "PLANTED_6_10_ELEMS", "counts bytes"),
     ("6.11", "PLANTED_6_11_CHAPTER", "chapter's 128B"), ("6.11", "PLANTED_6_11_NOXOR", "same XOR"),
     ("6.11", "PLANTED_6_11_SWAP", "wrong registers"),
-    ("6.12", "PLANTED_6_12_EARLY", "after those writes"),
+    ("6.12", "PROMPT_6_12", "what comes after it"), ("6.12", "LDSM_6_12", "what comes after it"),
+    ("6.12", "KEEP_6_12", "what comes after it"),
+    ("6.12", "NONE_6_12", "first wgmma must follow"),
 ])
 def test_kernel_mistakes_are_diagnosed(ex, source, words):
     with pytest.raises(AssertionError, match=words):
@@ -62,7 +64,8 @@ def test_kernel_mistakes_are_diagnosed(ex, source, words):
 
 @pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
 def test_solution_kernels_pass_and_counts():
-    for ex, source in (("6.9", L.SOLUTION_6_9), ("6.10", L.SOLUTION_6_10), ("6.11", L.SOLUTION_6_11)):
+    for ex, source in (("6.9", L.SOLUTION_6_9), ("6.10", L.SOLUTION_6_10), ("6.11", L.SOLUTION_6_11),
+                       ("6.12", L.SOLUTION_6_12)):
         check(ex, source)
     A, Bt = L._inputs(1)
     d = L._ss_variant(1, lambda k: 32 * k, lambda k: 32 * k)        # the model's D of the right kernel
@@ -89,3 +92,15 @@ def test_variant_tiles_are_what_the_model_reads():
                         k=128)
     out = run_source(L.SOLUTION_6_10, L._runner("gemm_ss", L._SEED10, k=128, smem=33 * 1024), name="y.cu").outputs["d"]
     assert np.array_equal(out.view(np.uint32), d10.view(np.uint32))
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+def test_6_12_mask_is_causal_and_the_fence_is_what_matters():
+    """6.12's reference is the model on the causally masked A (it differs from the unmasked product), and the
+    solution differs from its misplaced variants only by where the fence stands."""
+    unmasked = L._model_d(*[[M[:, 16 * k:16 * k + 16] for k in range(4)] for M in L._inputs(L._SEED12)])
+    assert not np.array_equal(L._expect_6_12()["d"].view(np.uint32), unmasked.view(np.uint32))
+    fence = 'asm volatile("wgmma.fence.sync.aligned;" ::: "memory");'
+    for planted in (L.PROMPT_6_12, L.KEEP_6_12, L.LDSM_6_12):
+        assert planted.count(fence) == 1 and sorted(planted.replace(fence, "").split()) == \
+            sorted(L.SOLUTION_6_12.replace(fence, "").split())

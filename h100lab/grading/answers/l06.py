@@ -1,12 +1,14 @@
 """Exercise set 6 (chapter 6, "WGMMA").
 
 Every reference answer is computed by the model the chapter teaches (h100lab.tensorcore, h100lab.memory) or, for
-a kernel exercise (6.9-6.12), by running the solution kernel on the emulator in the grader's process — never typed
-in. The notebook states each exercise's parameters in its text; the same values are defined here. The kernels are
-cut from h100lab/cuda/kernels/l06_wgmma_gemm.cu (the chapter's SS and RS GEMM tiles) and turned into variants (6.9-6.11:
-another swizzle, another K, another A layout) whose fix the book does not print. Symptoms recognise a typical
-mistake by comparing the student's D with the model's D for that mistake (the tile rebuilt in shared-memory bytes,
-read through the mistaken descriptor or fragment). The student edition imports nothing from this module.
+a kernel exercise, by running the solution kernel on the emulator in the grader's process (6.9-6.11) or by the
+tensor-core model (6.12: the causally masked product) — never typed in. The notebook states each exercise's
+parameters in its text; the same values are defined here. The kernels are cut from
+h100lab/cuda/kernels/l06_wgmma_gemm.cu (the chapter's SS and RS GEMM tiles) and turned into variants (6.9-6.11:
+another swizzle, another K, another A layout; 6.12: an A fragment masked in registers, so the wgmma.fence moves)
+whose fix the book does not print. Symptoms recognise a typical mistake by comparing the student's D with the
+model's D for that mistake (the tile rebuilt in shared-memory bytes, read through the mistaken descriptor or
+fragment). The student edition imports nothing from this module.
 """
 from __future__ import annotations
 
@@ -489,19 +491,65 @@ kernel_exercise("6.11", run=_runner("gemm_rs", _SEED11), reference=SOLUTION_6_11
                 mistakes=[Mistake(_LINEAR, answer=PROMPT_6_11), Mistake(_CHAPTER_LAYOUT, answer=PLANTED_6_11_CHAPTER),
                           Mistake(_NOXOR, answer=PLANTED_6_11_NOXOR), Mistake(_SWAP, answer=PLANTED_6_11_SWAP)])
 
-# 6.12: the missing wgmma.fence of the RS kernel
+# 6.12: the wgmma.fence of an RS kernel that masks its A fragment in registers (causal, as attention's P x V): the
+# last writer of the A registers before each wgmma is the mask, not ldmatrix — the chapter's two places (once before
+# the K loop, as the SS kernel has it; after ldmatrix and the accumulators' pin, as the RS kernel has it) leave the
+# mask's writes unfenced
+_HEAD_6_12 = ("// Lesson 6 exercise: one warpgroup computes a 64 x 64 x 64 bf16 -> f32 tile D = mask(A) * B, A masked\n"
+              "// causally in registers (A[row][col] = 0 where col > row, as attention's P x V) between ldmatrix and wgmma.\n"
+              "// A (64 x 64) and Bt (B transposed, 64 x 64) are row-major (K-major) bf16 in global memory.\n")
+_CAUSAL = ("// the bits of a bf16x2 A register (columns col, col + 1 of row `row`) that a causal mask keeps: col <= row\n"
+           "__device__ __forceinline__ unsigned causal(unsigned row, unsigned col) {\n"
+           "    return (col <= row ? 0x0000FFFFu : 0u) | (col + 1 <= row ? 0xFFFF0000u : 0u);\n}\n\n")
+_LDSM_END = '                     : "=r"(a0), "=r"(a1), "=r"(a2), "=r"(a3) : "r"(base + sw128(arow, chunk)) : "memory");\n'
+_KEEP_D = '#pragma unroll\n        for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(d[r]) :: "memory");\n'
 _FENCE_LINE = '        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");    // A registers were just written by ldmatrix\n'
-assert _FENCE_LINE in SOLUTION_RS
-PROMPT_6_12 = SOLUTION_RS.replace(_FENCE_LINE, "")
-_LDSM_STMT = '        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"'
-PLANTED_6_12_EARLY = PROMPT_6_12.replace(_LDSM_STMT, '        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");\n'
-                                         + _LDSM_STMT)
-assert PLANTED_6_12_EARLY != PROMPT_6_12
+_FENCE_6_12 = '        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");\n'
+_MASK = ("        // register j holds row 16w + g + 8(j & 1), columns 16k + 2c + 8(j >> 1) and the next one\n"
+         "        a0 &= causal(16 * w + g, 16 * k + 2 * c);\n"
+         "        a1 &= causal(16 * w + g + 8, 16 * k + 2 * c);\n"
+         "        a2 &= causal(16 * w + g, 16 * k + 2 * c + 8);\n"
+         "        a3 &= causal(16 * w + g + 8, 16 * k + 2 * c + 8);\n"
+         '        asm volatile("" : "+r"(a0), "+r"(a1), "+r"(a2), "+r"(a3));   // the masked registers, here\n')
+SOLUTION_6_12 = _sub(SOLUTION_RS, (_HEAD, _HEAD_6_12),
+                     ("__device__ __forceinline__ unsigned long long desc_sw128", _CAUSAL +
+                      "__device__ __forceinline__ unsigned long long desc_sw128"),
+                     ("    const unsigned arow = 16 * w + 8 * (mat & 1) + lane % 8;\n",
+                      "    const unsigned arow = 16 * w + 8 * (mat & 1) + lane % 8;\n"
+                      "    const unsigned g = lane / 4, c = lane % 4;                  // this lane's fragment row, column pair\n"),
+                     (_LDSM_END + _KEEP_D + _FENCE_LINE, _LDSM_END + _KEEP_D + _MASK + _FENCE_6_12))
+_NO_FENCE_6_12 = SOLUTION_6_12.replace(_FENCE_6_12, "")
+_LOOP_6_12 = "#pragma unroll\n    for (int k = 0; k < 4; ++k) {\n"
+assert _NO_FENCE_6_12.count(_LOOP_6_12) == 1
+#: the prompt: one fence before the K loop, after the accumulators are zeroed (the chapter's SS kernel)
+PROMPT_6_12 = _NO_FENCE_6_12.replace(_LOOP_6_12, _FENCE_6_12.replace("        ", "    ", 1) + _LOOP_6_12)
+#: after ldmatrix and the accumulators' pin, before the mask: the chapter's RS kernel's sequence
+KEEP_6_12 = _NO_FENCE_6_12.replace(_LDSM_END + _KEEP_D, _LDSM_END + _KEEP_D + _FENCE_6_12)
+#: right after ldmatrix
+LDSM_6_12 = _NO_FENCE_6_12.replace(_LDSM_END, _LDSM_END + _FENCE_6_12)
+#: no fence at all
+NONE_6_12 = _NO_FENCE_6_12
 _SEED12 = 612
-_FENCE = ("Every K-step, ldmatrix writes the A registers (and the accumulators were zeroed by ordinary instructions): "
-          "wgmma.fence must come after those writes and before the wgmma that reads the registers.")
-kernel_exercise("6.12", run=_runner("gemm_rs", _SEED12), reference=SOLUTION_RS, points=3, budget=60,
-                symptoms=[Symptom(lambda out, ref, st: out is None and "wgmma.fence" in str(st), _FENCE)],
+
+
+def _expect_6_12():
+    """D of the tensor-core model on the causally masked A (zeroed elements are +0.0 bf16)."""
+    A, Bt = _inputs(_SEED12)
+    A = np.where(np.arange(64)[None, :] <= np.arange(64)[:, None], A, np.uint16(0)).astype(A.dtype)
+    return {"d": _model_d([A[:, 16 * k:16 * k + 16] for k in range(4)], [Bt[:, 16 * k:16 * k + 16] for k in range(4)])}
+
+
+_FENCE_NONE = ("A warp's first wgmma must follow a wgmma.fence: the fence orders the registers the wgmma reads after "
+               "every instruction that wrote them.")
+_FENCE_WHERE = ("The A registers were written after the last wgmma.fence: each K-step, which instruction is the last to "
+                "write the registers the wgmma reads — ldmatrix, or what comes after it?")
+kernel_exercise("6.12", run=_runner("gemm_rs", _SEED12), expect=_expect_6_12, points=3, budget=60,
+                symptoms=[Symptom(lambda out, ref, err: out is None and "without a wgmma.fence" in str(err), _FENCE_NONE),
+                          Symptom(lambda out, ref, err: out is None and "after the last wgmma.fence" in str(err),
+                                  _FENCE_WHERE)],
                 properties=[Property(_wgmma_count)],
-                must_contain=[(r"ldmatrix", "keep the ldmatrix loads: the exercise is about ordering their writes")],
-                mistakes=[Mistake(_FENCE, answer=PROMPT_6_12), Mistake(_FENCE, answer=PLANTED_6_12_EARLY)])
+                must_contain=[(r"ldmatrix", "keep the ldmatrix loads: the exercise is about ordering the writes to the "
+                                            "A registers")],
+                mistakes=[Mistake(_FENCE_WHERE, answer=PROMPT_6_12), Mistake(_FENCE_WHERE, answer=KEEP_6_12),
+                          Mistake(_FENCE_WHERE, answer=LDSM_6_12),
+                          Mistake(_FENCE_NONE, answer=NONE_6_12)])

@@ -269,3 +269,27 @@ def test_hybrid_copies_refuse_a_partial_chunk(name):
     args = (src, dst, np.int64(100)) + ((TIMEOUT,) if name.startswith("tma") else ()) + (err,)
     emu.launch(k, 1, 32, *args, shared_mem=cr.hybrid_smem(name, 32))
     assert int(err.to_host()[0]) == 2 and not dst.to_host().any()
+
+
+@pytest.mark.parametrize("name", ["l05/copy_race2", "l05/copy_race2_b"])
+def test_committed_race_is_complete_and_checked(name):
+    """The committed H200 runs: metadata of a real run, every copy checked word by word and correct, five phase-B
+    rounds each with its own memcpy, the ratios those rounds' own, and the overlap phase's control delayed."""
+    from h100lab import data
+    from h100lab.measure import copy_race2 as cr
+    if not data.available(name):
+        pytest.skip(f"{name} is not committed")
+    ds = data.load(name)
+    assert ds.meta["gpu"].startswith("NVIDIA H") and ds.meta["complete"] and "copy_race2" in ds.meta["command"]
+    recs = ds.records
+    assert all(r["correct"] for r in recs)
+    assert all(r.get("bad_words", 0) == 0 and r.get("error_bits", 0) == 0 for r in recs)
+    b = [r for r in recs if r["phase"] == "B"]
+    mem = {r["round"]: r["gbps"] for r in b if r["kind"] == "memcpy"}
+    assert sorted(mem) == list(range(cr.ROUNDS))
+    for r in b:
+        assert r["ratio_round"] == pytest.approx(r["gbps"] / mem[r["round"]])
+    s = cr.race_summary(recs)
+    if s["control_delayed"] is not None:
+        assert s["control_delayed"] is True
+    assert s["best"]["rounds"] == cr.ROUNDS

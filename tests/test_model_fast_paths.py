@@ -239,22 +239,33 @@ def _records(truth):
     return recs
 
 
-def test_calibrate_is_computed_once_per_content_and_again_when_a_record_changes():
+def test_calibrate_is_computed_once_per_content_and_again_when_a_record_changes(tmp_path, monkeypatch):
+    from h100lab import fitcache
+
+    monkeypatch.setenv("H100LAB_CACHE", str(tmp_path))
+    fitcache.clear_memory()
     truth = wt.WgmmaTiming(issue=wt.ISSUE, min_exec=23.0, overhead=0.5, sparse_extra=18.0, latency_tail=40.0,
                            wait=6.0, fence=6.0, loop=20.0, work=90.0, work_wait=(120.0, 110.0, 140.0, 140.0),
                            work_block4=60.0)
     recs = _records(truth)
-    wt._FITS.clear()
+    calls = []
+    real = wt._calibrate
+    monkeypatch.setattr(wt, "_calibrate", lambda cal, prior: calls.append(1) or real(cal, prior))
     p = wt.calibrate(recs)
-    assert len(wt._FITS) == 1
+    assert len(calls) == 1 and len(list((tmp_path / "fits").glob("wgmma-calibrate-*"))) == 1
     # the same content (other dict objects, another order, a record outside the subset) is not fitted again
     copy = [dict(r) for r in reversed(recs)] + [dict(recs[0], depth=2, id="held out")]
-    assert wt.calibrate(copy) is p and len(wt._FITS) == 1
-    # a changed measurement is: its own fit, as if nothing had been remembered
+    assert wt.calibrate(copy) is p and len(calls) == 1
+    # a new process reads the disk copy: equal to the last bit
+    fitcache.clear_memory()
+    assert wt.calibrate(recs) == p and len(calls) == 1
+    # a changed measurement is fitted again, as if nothing had been remembered
     changed = [dict(r, cycles=[r["cycles"][0] * 1.05]) if r["type"] == "sp_bf16" else r for r in recs]
     q = wt.calibrate(changed)
-    assert len(wt._FITS) == 2 and q.sparse_extra != p.sparse_extra
-    wt._FITS.clear()
-    assert wt.calibrate(changed) == q
-    # another prior is another fit
-    assert wt.calibrate(recs, prior=wt.WgmmaTiming(issue=5.0)) is not p and len(wt._FITS) == 2
+    assert len(calls) == 2 and q.sparse_extra != p.sparse_extra
+    monkeypatch.setenv("H100LAB_CACHE", "off")
+    fitcache.clear_memory()
+    assert wt.calibrate(changed) == q and len(calls) == 3
+    # another prior is another fit (the records then set every constant it had: the same values)
+    assert wt.calibrate(recs, prior=wt.WgmmaTiming(issue=5.0)) == p and len(calls) == 4
+    fitcache.clear_memory()

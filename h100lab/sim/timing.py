@@ -255,8 +255,8 @@ class Timing:
         object.__setattr__(self, "name", name)
 
     def __getattr__(self, key: str) -> float:
-        try:
-            return self.params[key].value
+        try:      # through __dict__: a table being unpickled has no params yet (no recursion, an AttributeError)
+            return self.__dict__["params"][key].value
         except KeyError:
             raise AttributeError(f"timing table has no parameter {key!r}") from None
 

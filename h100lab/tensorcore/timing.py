@@ -44,7 +44,6 @@ memory stalls (operands already in shared memory, the same tile every time); clo
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Sequence
@@ -300,18 +299,16 @@ def calibrate(records: Sequence[dict[str, Any]], prior: WgmmaTiming = PRIOR) -> 
       depth d = 0, 1, 2; depth 3 as 2: the jump table sends 2 and 3 the same way), ``work_block4`` (N = 64, 4
       per group), ``min_exec`` (N = 16 back to back), ``sparse_extra`` (sparse N = 64 back to back).
 
-    Without calibration records: the prior. A pure function of the calibration records' content and ``prior``:
-    computed once per process for each (the book's lesson 7 check and lesson 8's time model both ask)."""
+    Without calibration records: the prior. A pure function of the calibration records' content, ``prior`` and the
+    package's code: computed once per content (:func:`h100lab.fitcache.memo`: once per process, and kept on disk
+    for the next — lesson 7's check and lesson 8's time model both ask, in several chapters)."""
+    from .. import fitcache
+
     cal = {_key(r): r for r in records if r.get("ok", True) and r.get("cycles") and is_calibration(r)}
     if not cal:
         return prior
-    memo = (prior, json.dumps(sorted(cal.items(), key=lambda kv: kv[0]), sort_keys=True, default=repr))
-    if memo not in _FITS:
-        _FITS[memo] = _calibrate(cal, prior)
-    return _FITS[memo]
-
-
-_FITS: dict = {}
+    parts = {"prior": repr(prior), "records": sorted(cal.items(), key=lambda kv: kv[0])}
+    return fitcache.memo("wgmma-calibrate", parts, lambda: _calibrate(cal, prior))
 
 
 def _calibrate(cal: dict, prior: WgmmaTiming) -> WgmmaTiming:

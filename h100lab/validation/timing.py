@@ -185,8 +185,13 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
         ceilings: list[dict] | None = None, *, base=None, max_iter: int = 80,
         bounds: dict | None = None, latency_clean: list[dict] | None = None) -> TimingFit:
     """Fit memory model 2 (module docstring) on the calibration part of each dataset given (default: the
-    committed datasets, :func:`load_datasets`). Raises ValueError when the streaming sweep is missing."""
-    from ..sim.stream import STREAM_KERNEL, StreamBatch, analytic_stream_batch, config_from_record
+    committed datasets, :func:`load_datasets`). Raises ValueError when the streaming sweep is missing.
+
+    A pure function of the records, ``base``, ``max_iter``, ``bounds`` and the package's code, so it is computed
+    once per content (:func:`h100lab.fitcache.memo`: once per process, and kept on disk for the next process —
+    every chapter asks for the fit of the committed datasets): equal inputs give the same :class:`TimingFit` object,
+    which callers read and do not modify."""
+    from .. import fitcache
     from ..sim.timing import H200_ESTIMATES
 
     if stream is None and latency is None and sync is None and ceilings is None and latency_clean is None:
@@ -195,7 +200,18 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
         latency_clean = ds["latency_clean"]
     if not stream:
         raise ValueError("fitting the timing model needs l03/stream_sweep (python -m h100lab.measure.timing_sweep)")
-    t = (base or H200_ESTIMATES).model2(tma_issue_overlap=1)
+    base = base or H200_ESTIMATES
+    parts = {"stream": stream, "latency": latency, "sync": sync, "ceilings": ceilings, "latency_clean": latency_clean,
+             "base": [base.name, base.rows()], "max_iter": max_iter, "bounds": bounds}
+    return fitcache.memo("timing-fit", parts, lambda: _fit(stream, latency, sync, ceilings, base, max_iter, bounds,
+                                                           latency_clean))
+
+
+def _fit(stream, latency, sync, ceilings, base, max_iter, bounds, latency_clean) -> TimingFit:
+    """:func:`fit`'s computation."""
+    from ..sim.stream import STREAM_KERNEL, StreamBatch, analytic_stream_batch, config_from_record
+
+    t = base.model2(tma_issue_overlap=1)
     notes: list[str] = []
     cal: dict[str, list] = {}
     held: dict[str, list] = {}

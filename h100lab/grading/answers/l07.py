@@ -408,12 +408,9 @@ SOLUTION_7_8 = r"""
 // K-block 1, ...); B has one per 32 rows of B (= 32 columns of D) and K-block, stored K-block by K-block (for each
 // K-block, the scale of D's columns 0-31, then that of columns 32-63).
 // acc_out[thread * 32 + register] = the raw f32 accumulators.
+#include <h100lab/wgmma_probe.cuh>   // the book's wgmma helpers: dyn, smem_u32, pin, the operand macros WG_D32, WG_ACC32
 
 namespace {
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 
 __device__ __forceinline__ unsigned sw128(unsigned row, unsigned chunk) {
     return row * 128u + ((chunk ^ (row & 7u)) << 4);
@@ -434,19 +431,13 @@ __device__ __forceinline__ unsigned long long desc_sw128(unsigned addr) {
 
 __device__ __forceinline__ void wgmma_e4m3(float (&p)[32], unsigned long long da, unsigned long long db, int sd) {
     asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %34, 0;\n\t"
-                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, q, 1, 1;\n\t}"
-                 : "+f"(p[0]), "+f"(p[1]), "+f"(p[2]), "+f"(p[3]), "+f"(p[4]), "+f"(p[5]), "+f"(p[6]), "+f"(p[7]),
-                   "+f"(p[8]), "+f"(p[9]), "+f"(p[10]), "+f"(p[11]), "+f"(p[12]), "+f"(p[13]), "+f"(p[14]), "+f"(p[15]),
-                   "+f"(p[16]), "+f"(p[17]), "+f"(p[18]), "+f"(p[19]), "+f"(p[20]), "+f"(p[21]), "+f"(p[22]), "+f"(p[23]),
-                   "+f"(p[24]), "+f"(p[25]), "+f"(p[26]), "+f"(p[27]), "+f"(p[28]), "+f"(p[29]), "+f"(p[30]), "+f"(p[31])
-                 : "l"(da), "l"(db), "r"(sd) : "memory");
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " WG_D32 ", %32, %33, q, 1, 1;\n\t}"
+                 : WG_ACC32("+f", p, 0) : "l"(da), "l"(db), "r"(sd) : "memory");
 }
 
 __device__ __forceinline__ void keep(float (&p)[32]) {       // p stays in registers across the wgmma fences
 #pragma unroll
-    for (int r = 0; r < 32; ++r) asm volatile("" : "+f"(p[r]) :: "memory");
+    for (int r = 0; r < 32; ++r) pin(p[r]);
 }
 
 }  // namespace
@@ -459,8 +450,6 @@ __device__ __forceinline__ float promote_scale(const float* __restrict__ sa, con
     const int blk = (n - 1) / 4;                       // the K-block every wgmma of the window belongs to
     return __fmul_rn(sa[blk * 64 + row], sb[blk * 2 + col / 32]);
 }
-
-extern __shared__ __align__(16) unsigned char dyn[];
 
 extern "C" __global__ void __launch_bounds__(128) fp8_block_scaled(
         const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ sa,

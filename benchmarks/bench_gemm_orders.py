@@ -42,6 +42,7 @@ for p in (str(ROOT), str(HERE)):
 import bench_gemm  # noqa: E402  (TorchCuda: inputs, cuBLAS, CUDA-event timing, errors; _close_to_cublas)
 
 DATASET = "l08/gemm_orders"
+SKEW_DATASET = "l08/gemm_skew"
 #: square shapes below the power limit, a deeper K (each tile's k-loop twice as long) and the two-wave shape of the
 #: 128-column tiles' misses
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (1280, 3840, 8192), (8192, 8192, 4096),
@@ -58,6 +59,39 @@ PAIR_ORDERS = ((1, 0), (8, 0), (1, 1))
 PAIR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
 #: fewer persistent CTAs than SMs (each a different wave width): (shape, variant, (group, raster) orders, grids)
 GRID_RUNS = (((8192, 8192, 8192), "pingpong", ((1, 0), (8, 0)), (66, 128)),)
+
+
+class SkewCuda(bench_gemm.TorchCuda):
+    """bench_gemm's backend plus the traced capstone (l08_gemm.cu -DTRACE=1) in any grid and tile order."""
+
+    def traced(self, variant: str, M: int, N: int, K: int, grid: int, group: int, raster: int, cap_n: int,
+               n: int, seed: int):
+        """(a callable that launches the traced kernel once, its int64 trace buffer of ``n`` values)."""
+        import numpy as np
+
+        tg = _trace_module()
+        v = self.cap.variant(variant)
+        key = ("traced", variant)
+        if key not in self._kernels:
+            k = self.cuda.compile_kernel("l08_gemm", options=tg.traced_options(v)).function(v.entry)
+            k.set_max_dynamic_shared_memory(v.smem_bytes)
+            self._kernels[key] = k
+        k = self._kernels[key]
+        A, B, C = self.inputs(M, N, K, seed)
+        buf = self.torch.zeros(n, dtype=self.torch.int64, device="cuda")
+        maps = self.cap.tensor_maps(self.cuda, v, A.data_ptr(), B.data_ptr(), M, N, K)
+        args = tg.launch_args(v, maps, np.uint64(C.data_ptr()), M, N, K, trace=np.uint64(buf.data_ptr()),
+                              cap_n=cap_n, group=group, raster=raster)
+        self._keep = (A, B, C, buf)
+        return (lambda: self.cuda.launch(k, grid, self.cap.THREADS, *args, shared_mem=v.smem_bytes)), buf
+
+    def zero(self, buf) -> None:
+        buf.zero_()
+
+    def host(self, buf):
+        import numpy as np
+        self.sync()
+        return buf.cpu().numpy().view(np.uint64)
 
 
 def _attempt(rec: dict, body, label: str, log) -> dict:
@@ -124,8 +158,87 @@ def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, args, runs, log=p
     return recs
 
 
+#: --skew: the traced cooperative kernel (l08_gemm.cu -DTRACE=1 stamps CTAs 0 and grid / 2): (shape, grid, group,
+#: raster) — grids 2 … 132 put CTA grid / 2 at 1 … 66 places behind CTA 0 in the launch; at 132 CTAs the two CTAs'
+#: tile starts over the whole run in the row-major and grouped orders
+SKEW_VARIANT = "cooperative"
+SKEW_RUNS = tuple(((8192, 8192, 8192), g, 8, 0) for g in (2, 4, 8, 16, 24, 32, 48, 64, 96, 132)) + (
+    ((8192, 8192, 8192), 132, 1, 0), ((8192, 8192, 4096), 132, 1, 0), ((8192, 8192, 4096), 132, 8, 0))
+
+
+def _trace_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("trace_gemm", HERE / "trace_gemm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def clock_to_ns(w: dict, clk) -> list:
+    """%clock64 stamps of one traced warpgroup as %globaltimer ns: the line through its (start, end) pairs."""
+    span = (w["clk1"] - w["clk0"]) or 1
+    return [w["ns0"] + (int(c) - w["clk0"]) * (w["ns1"] - w["ns0"]) / span for c in clk]
+
+
+def skew_record(groups: list, grid: int) -> dict:
+    """From trace_gemm.split's warpgroups of one traced launch: per traced CTA (0 and grid / 2) its SM, each
+    warpgroup's start (%globaltimer) and the consumer warpgroup 1's tile starts, in ns after CTA 0's producer
+    started; ``start_skew_ns``: CTA grid / 2's producer start minus CTA 0's."""
+    by = {(w["slot"], w["wg"]): w for w in groups}
+    if (0, 0) not in by:
+        raise ValueError("CTA 0's producer wrote no trace header")
+    t0 = by[(0, 0)]["ns0"]
+    ctas = []
+    for slot in (0, 1):
+        if (slot, 0) not in by:
+            continue
+        cons = by.get((slot, 1))
+        ctas.append({"cta": 0 if slot == 0 else grid // 2, "smid": by[(slot, 0)]["smid"],
+                     "start_ns": [by[(slot, wg)]["ns0"] - t0 for wg in range(3) if (slot, wg) in by],
+                     "end_ns": by[(slot, 0)]["ns1"] - t0,
+                     "tile_start_ns": [] if cons is None else
+                     [round(x - t0, 1) for x in clock_to_ns(cons, cons["tile_ev"][:, 0])]})
+    rec = {"ctas": ctas}
+    if len(ctas) == 2:
+        rec["start_skew_ns"] = ctas[1]["start_ns"][0] - ctas[0]["start_ns"][0]
+    return rec
+
+
+def run_skew(be, runs, log=print) -> list[dict]:
+    """One traced launch (after a warm-up) per run of :data:`SKEW_RUNS`: the launch skew and drift of CTA
+    grid / 2 against CTA 0 (records of kind ``skew``)."""
+    import numpy as np
+
+    from h100lab.design import capstone as cap
+
+    tg = _trace_module()
+    v = cap.variant(SKEW_VARIANT)
+    recs = []
+    for i, ((M, N, K), grid, group, raster) in enumerate(runs):
+        rec = {"kind": "skew", "variant": SKEW_VARIANT, "M": M, "N": N, "K": K, "grid": grid, "group": group,
+               "raster": raster, "traced_ctas": [0, grid // 2]}
+        label = f"skew {SKEW_VARIANT} {M}x{N}x{K} grid {grid:3d} group {group} raster {'MN'[raster]}"
+
+        def body(rec=rec, M=M, N=N, K=K, grid=grid, group=group, raster=raster, label=label):
+            tm, tn = cap.tile_counts(v, M, N)
+            cap_n = -(-tm * tn // grid) * -(-K // v.bk)
+            fn, buf = be.traced(SKEW_VARIANT, M, N, K, grid, group, raster, cap_n, tg.trace_len(cap_n), seed=900)
+            fn()                                              # warm-up launch
+            be.zero(buf)
+            fn()
+            groups = tg.split(be.host(buf), cap_n)
+            rec.update(skew_record(groups, grid), trace_cap=cap_n, ok=True)
+            drift = [b - a for a, b in zip(rec["ctas"][0]["tile_start_ns"], rec["ctas"][-1]["tile_start_ns"])]
+            rec["tile_drift_ns"] = [round(x, 1) for x in drift]
+            log(f"{label}: start skew {rec.get('start_skew_ns', float('nan')):.0f} ns; tile-start drift "
+                f"{[round(x) for x in drift[:4]]} ... {[round(x) for x in drift[-2:]]} ns; SMs "
+                f"{[c['smid'] for c in rec['ctas']]}")
+        recs.append(_attempt(rec, body, label, log))
+    return recs
+
+
 def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=None, pair_orders=None,
-         pair_shapes=None, grid_runs=None) -> dict:
+         pair_shapes=None, grid_runs=None, skew_runs=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="data folder to write l08/gemm_orders.json into (default: the repo's)")
     ap.add_argument("--warmup", type=int, default=3)
@@ -133,6 +246,8 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     ap.add_argument("--variants", default=None, help="comma-separated capstone variants (default: %s)"
                     % ",".join(VARIANTS))
     ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s)")
+    ap.add_argument("--skew", action="store_true", help="only the traced launches of SKEW_RUNS (records of kind "
+                    "'skew': when CTA grid / 2 starts and runs its tiles against CTA 0), into l08/gemm_skew")
     args = ap.parse_args(argv)
     if args.repeats < 20 and backend is None:
         ap.error("--repeats: the median of at least 20 launches")
@@ -144,7 +259,9 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     if unknown:
         ap.error(f"--variants: {unknown} are not bf16 capstone variants of one CTA per cluster")
     t0 = time.time()
-    be = backend if backend is not None else bench_gemm.TorchCuda()
+    be = backend if backend is not None else (SkewCuda() if args.skew else bench_gemm.TorchCuda())
+    if args.skew and args.name == DATASET:
+        args.name = SKEW_DATASET
     sms = be.sm_count()
     shapes = SHAPES if shapes is None else shapes
     orders = ORDERS if orders is None else orders
@@ -167,6 +284,9 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     def save(done: bool) -> Path:
         return data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
 
+    if args.skew:
+        recs += run_skew(be, SKEW_RUNS if skew_runs is None else skew_runs, log)
+        shapes = []
     for i, shape in enumerate(shapes):
         runs = runs_of(shape, variants, orders, pair_orders, pair_shapes, grid_runs)
         rec = {"kind": "orders", "variant": "cublas", "M": shape[0], "N": shape[1], "K": shape[2]}

@@ -57,3 +57,55 @@ def test_orders_bench_on_a_fake_gpu(tmp_path):
     assert pp["ratio_cublas"] == pytest.approx(1.0) and len(pp["samples_ms"]) == 20
     assert "planted failure" in recs[3]["error"] and out["failed"] == 2
     assert ("pingpong", 128, 512, 64, 2, 1) in be.launches and recs[-1]["waves"] == 4
+
+
+def test_skew_mode_on_the_emulator(tmp_path):
+    """--skew: the traced capstone (-DTRACE=1) on the emulator standing in for the GPU — CTA 0's and CTA grid / 2's
+    starts and tile starts read back; the records carry the start skew and the per-tile drift."""
+    import numpy as np
+
+    from h100lab.design import capstone as cap
+
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    tg = bench._trace_module()
+
+    class EmuSkew:
+        def metadata(self, command):
+            return {"gpu": "Fake H200", "compute_capability": "9.0", "driver": "0", "cuda": "0", "date": "2000-01-01",
+                    "command": command}
+
+        def sm_count(self):
+            return 4
+
+        def traced(self, variant, M, N, K, grid, group, raster, cap_n, n, seed):
+            v = cap.variant(variant)
+            k = emu.compile_kernel("l08_gemm", options=tg.traced_options(v)).function(v.entry)
+            k.set_max_dynamic_shared_memory(v.smem_bytes)
+            rng = np.random.default_rng(seed)
+            A, B = (emu.to_device(cap.bf16_round(rng.standard_normal(s).astype(np.float32))) for s in ((M, K), (N, K)))
+            C = emu.to_device(np.zeros((M, N), np.uint16))
+            buf = emu.to_device(np.zeros(n, np.uint64))
+            self.keep = (A, B, C, buf)                      # device arrays live while the launch may run
+            args = tg.launch_args(v, cap.tensor_maps(emu, v, A, B, M, N, K), C, M, N, K, trace=buf, cap_n=cap_n,
+                                  group=group, raster=raster)
+            return (lambda: emu.launch(k, grid, cap.THREADS, *args, shared_mem=v.smem_bytes)), buf
+
+        def zero(self, buf):
+            buf.copy_from_host(np.zeros(buf.shape, np.uint64))
+
+        def host(self, buf):
+            return buf.to_host().view(np.uint64)
+
+    logs = []
+    out = bench.main(["--out", str(tmp_path), "--skew"], backend=EmuSkew(), log=logs.append,
+                     skew_runs=(((128, 1024, 128), 2, 1, 0), ((128, 1024, 128), 4, 8, 0)))
+    obj = json.loads(Path(out["path"]).read_text())
+    assert Path(out["path"]).name.startswith("gemm_skew") and obj["meta"]["complete"] is True
+    recs = obj["records"]
+    assert [r["kind"] for r in recs] == ["skew", "skew"] and all(r["ok"] for r in recs), recs
+    two, four = recs
+    assert [c["cta"] for c in two["ctas"]] == [0, 1] and [c["cta"] for c in four["ctas"]] == [0, 2]
+    # 128 x 1024 = 4 tiles of 128 x 256: two per CTA on 2 CTAs, one per CTA on 4
+    assert len(two["ctas"][0]["tile_start_ns"]) == 2 and len(four["ctas"][1]["tile_start_ns"]) == 1
+    assert len(two["tile_drift_ns"]) == 2 and "start_skew_ns" in two
+    assert two["ctas"][0]["start_ns"][0] == 0 and two["ctas"][0]["end_ns"] >= 0

@@ -206,14 +206,37 @@ def test_swizzle_read_records_from_nsight_compute_csv():
         m.swizzle_records(parse_ncu_csv(head + rows.splitlines(True)[0]))
 
 
+_PULL_RING = r"""
+extern "C" __global__ void pull_ring(const unsigned* in, unsigned* out) {
+    __shared__ unsigned slot;
+    unsigned rank, n;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    if (threadIdx.x == 0) slot = in[blockIdx.x];              // publish in my own shared memory
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (threadIdx.x == 0) {                                    // read my left neighbour's slot
+        unsigned local = (unsigned)__cvta_generic_to_shared(&slot), remote, v;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"((rank + n - 1) % n));
+        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+        out[blockIdx.x] = v;
+    }
+    KEEP_ALIVE
+}
+"""
+
+
 def test_emulator_faults_on_a_read_of_an_exited_cta():
+    """A pull ring (each CTA reads its left neighbour's slot through mapa) is right with a cluster barrier before the
+    exit, and without it the emulator reports the read of a CTA that has exited."""
     emu = _emu()
     from h100lab.emu import MemoryFault
-    from h100lab.grading.answers.l02 import PROMPT_2_11, SOLUTION_2_11
 
+    barrier = 'asm volatile("barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");'
     x = np.arange(16, dtype=np.uint32)
     out = emu.zeros(16, np.uint32)
-    emu.launch(emu.compile(SOLUTION_2_11).function("pull_ring"), 16, 64, emu.to_device(x), out, cluster=4)
+    emu.launch(emu.compile(_PULL_RING.replace("KEEP_ALIVE", barrier)).function("pull_ring"), 16, 64, emu.to_device(x),
+               out, cluster=4)
     assert out.to_host().tolist() == np.roll(x.reshape(4, 4), 1, axis=1).ravel().tolist()
     with pytest.raises(MemoryFault, match="which has exited"):
-        emu.launch(emu.compile(PROMPT_2_11).function("pull_ring"), 16, 64, emu.to_device(x), out, cluster=4)
+        emu.launch(emu.compile(_PULL_RING.replace("KEEP_ALIVE", "")).function("pull_ring"), 16, 64, emu.to_device(x),
+                   out, cluster=4, seed=211)

@@ -327,6 +327,8 @@ def main(argv=None, backend=None, shapes=None, variants=None, log=print) -> dict
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--variants", default=None, help="comma-separated variants (default: RUNS)")
+    ap.add_argument("--name", default=DATASET, help=f"dataset name under the data folder (default {DATASET})")
+    ap.add_argument("--shapes", default=None, help="comma-separated MxNxK shapes (default: SHAPES)")
     args = ap.parse_args(argv)
     if args.repeats < 20 and backend is None:
         ap.error("--repeats: the median of at least 20 launches")
@@ -350,8 +352,10 @@ def main(argv=None, backend=None, shapes=None, variants=None, log=print) -> dict
     if args.out:
         os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
     raw: dict | None = {} if args.raw else None
-    recs = run(be, shapes if shapes is not None else SHAPES, variants, sms, args.warmup, args.repeats, log, raw)
-    path = data.write(DATASET, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=True))
+    if shapes is None:
+        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")] if args.shapes else SHAPES
+    recs = run(be, shapes, variants, sms, args.warmup, args.repeats, log, raw)
+    path = data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=True))
     if raw is not None:
         Path(args.raw).mkdir(parents=True, exist_ok=True)
         np.savez_compressed(Path(args.raw) / "gemm_trace_raw.npz", **raw)

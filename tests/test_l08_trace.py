@@ -244,4 +244,9 @@ def test_benchmark_on_a_fake_gpu(tmp_path, restore_data_env):
         assert row["trace_after"] >= row["trace_promote"] + row["trace_scales"] + row["trace_next"]
         assert row["model_period"] > 0 and row["model_wgmma"] > 0
     z = np.load(tmp_path / "raw" / "gemm_trace_raw.npz")
+    out2 = tg.main(["--out", str(tmp_path), "--name", "l08/gemm_trace_b", "--shapes", "128x192x256", "--repeats", "3",
+                    "--warmup", "0", "--variants", BF16_DEFAULT.replace("inflight_tmastore", "inflight")],
+                   backend=EmuTrace())
+    assert out2["failed"] == 0 and out2["path"].endswith("gemm_trace_b.json")
+    assert [(r["M"], r["N"], r["K"]) for r in data.load("l08/gemm_trace_b").records] == [(128, 192, 256)]
     assert sorted(z.files) == sorted(f"{v}_128x768x384" for v in (FP8_DEFAULT, "fp8_cooperative_tmastore_lead2"))

@@ -269,3 +269,35 @@ def test_calibrate_is_computed_once_per_content_and_again_when_a_record_changes(
     # another prior is another fit (the records then set every constant it had: the same values)
     assert wt.calibrate(recs, prior=wt.WgmmaTiming(issue=5.0)) == p and len(calls) == 4
     fitcache.clear_memory()
+
+
+# ------------------------------------------------------------------------------------------------
+# lesson 3's pipeline simulator: an untraced run is remembered per (configuration, table values)
+
+
+def test_untraced_pipeline_runs_are_remembered_per_configuration_and_table(monkeypatch):
+    from h100lab.sim import pipeline as sp
+
+    monkeypatch.setattr(sp, "_MEMO", {})
+    calls = []
+    real = sp._simulate
+    monkeypatch.setattr(sp, "_simulate", lambda *a: calls.append(a[2]) or real(*a))
+    cfg = sp.PipelineConfig(stages=3, iters=16, tile_bytes=4096, compute_ns=300.0)
+    t = H200_ESTIMATES
+    a = sp.simulate(cfg, t, trace=False)
+    b = sp.simulate(sp.PipelineConfig(stages=3, iters=16, tile_bytes=4096, compute_ns=300.0),
+                    H200_ESTIMATES.with_values(source="another source, the same values"), trace=False)
+    assert calls == [False] and a == b and a is not b          # a copy of the first result
+    fresh = real(cfg, t, False)
+    assert (fresh.total_ns, fresh.ns_per_iter, fresh.steady_ns_per_iter, fresh.events) == \
+        (a.total_ns, a.ns_per_iter, a.steady_ns_per_iter, a.events)
+    # another value of the table, another configuration, or a trace: simulated
+    slower = sp.simulate(cfg, t.with_values(tma_latency_ns=t.tma_latency_ns * 3), trace=False)
+    sp.simulate(sp.PipelineConfig(stages=4, iters=16, tile_bytes=4096, compute_ns=300.0), t, trace=False)
+    traced = sp.simulate(cfg, t, trace=True)
+    assert calls == [False, False, False, True] and slower.total_ns > a.total_ns and traced.trace
+    # bounded
+    monkeypatch.setattr(sp, "MEMO_SIZE", 2)
+    for s in (5, 6, 7):
+        sp.simulate(sp.PipelineConfig(stages=s, iters=8, tile_bytes=4096), t, trace=False)
+    assert len(sp._MEMO) == 2

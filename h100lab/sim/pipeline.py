@@ -25,7 +25,7 @@ entry.) The simulator and the closed form agree in steady state; ``tests/test_l0
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..sync.trace import Record
 from .machine import GPU
@@ -150,8 +150,29 @@ def _single(w, cfg: PipelineConfig, lay, done: list):
 
 
 def simulate(cfg: PipelineConfig, timing: Timing | None = None, *, trace: bool = True) -> PipelineResult:
-    """Run the pipeline on the simulator (one CTA per SM, ``cfg.ctas`` SMs sharing HBM)."""
+    """Run the pipeline on the simulator (one CTA per SM, ``cfg.ctas`` SMs sharing HBM).
+
+    Without a trace the run is a pure function of ``cfg`` and the table's values, remembered per process (the
+    last :data:`MEMO_SIZE` runs; lesson 3's checks and its chapter predict the same records several times): a
+    repeated call returns a copy of the first result."""
     timing = timing if timing is not None else default_timing()
+    if trace:
+        return _simulate(cfg, timing, True)
+    key = (cfg, tuple((k, p.value) for k, p in timing.params.items()))
+    hit = _MEMO.get(key)
+    if hit is None:
+        hit = _MEMO[key] = _simulate(cfg, timing, False)
+        while len(_MEMO) > MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+    return replace(hit)
+
+
+#: how many untraced runs :func:`simulate` remembers
+MEMO_SIZE = 1024
+_MEMO: dict = {}
+
+
+def _simulate(cfg: PipelineConfig, timing: Timing, trace: bool) -> PipelineResult:
     gpu = GPU(timing, num_sms=cfg.ctas, trace=trace, cta_threads=32 * (1 + cfg.consumers))
     lay = layout(1 if cfg.synchronous else cfg.stages, cfg.tile_bytes)
     done: list[float] = []

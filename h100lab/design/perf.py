@@ -31,9 +31,12 @@ constants of its own:
   units together, shared by the CTAs of a wave; for runs long enough to reach the power limit,
   ``throttled_ghz``; and, for cluster pairs whose consumers give a stage back to the peer CTA with
   ``mbarrier.arrive.release.cluster``, ``cluster_fence_ns`` — that fence's cost in the k-block loop (fitted on one
-  record of the cluster run; lesson 3 measured it unloaded); and, for the FP8 form, ``scale_load_ns`` — how long a
-  consumer's ``ld.global`` of the next k-block's scales takes under the kernel's own traffic (fitted on one record,
-  :data:`SCALE_CALIBRATION`; see the FP8 assumption below).
+  record of the cluster run; lesson 3 measured it unloaded);
+* for the FP8 form, the **k-block trace** (``data/l08/gemm_trace``: ``l08_gemm.cu -DTRACE=1``'s %clock64 at each
+  event of each k-block, ``benchmarks/trace_gemm.py``): the consumer chain's CUDA-core parts read off it
+  (:func:`trace_constants`, in SM cycles) and ``scale_load_ns`` — the lead-1 scale loads' latency from their issue
+  to the end-of-block copies that wait for them — fitted on one record of the same run (:data:`SCALE_CALIBRATION`;
+  see the FP8 assumptions below).
 
 **Per k-block** (``bk`` elements of K: one ring stage) of a CTA, the steady period is the smooth maximum of six
 bounds::
@@ -85,29 +88,35 @@ Assumptions (each a limit of the model, not of the kernel):
   ``long_run_ms``, ``throttled_ghz`` beyond (the H200 lowers its clock to hold its power limit; the measured
   16384³ runs drift from the 8192³ clock within one record). ``long_run_ms`` is the geometric mean of the
   longest sustained calibration run and the throttled calibration run;
-* FP8 (e4m3) with per-block scales promotes the partial sum into the f32 accumulator once per k-block of 128
-  K-bytes: ``wait_group 0``, then one FFMA per accumulator register per thread, one instruction per clock per
-  warp scheduler;
-* FP8's scale loads (the mechanism found in the SASS of ``l08_gemm.cu -DFP8=1``): each consumer issues the
-  ``ld.global`` of its next k-block's scales right after the k-block's wgmmas, and the loop-carried register
-  copies at the loop's end (``sc = next``: MOVs) wait for those loads — so a consumer's k-block lasts at least its
-  full-barrier wait, its wgmma issue, one scale load and its arrive and branch, whatever the tensor cores do; the
-  promotion runs under the load. The load takes ``scale_load_ns`` — a time, not cycles: it does not follow the SM
-  clock [assumption] — fitted (not measured) on one record, 8192³ ``fp8_cooperative_tmastore`` of
-  ``l08/gemm_bench_fp8``; it comes out several times lesson 1's unloaded L2 hit (:func:`unloaded_l2_hit_ns`, one
-  thread's chase on an idle GPU) — read as an L2 hit under the kernel's TMA traffic (the scales are a few KB,
-  hot in L2), not measured apart. With the scales fetched ``scale_lead`` n ≥ 2 k-blocks ahead (``-DSCALE_LEAD``: a
-  register ring of depth n, the loop unrolled by it, no copies) a block's loads are issued after the promotion that
-  last read their registers and first read by the promotion n blocks later: off the critical path once n − 1
-  k-blocks and a block's issue outlast the load; with ``scale_smem`` (the scales come with the stage) there is no
-  load in the loop. A tile's first blocks' scales, loaded at the tile's start, are not charged (one load per tile
-  of tens of k-blocks). **The held-out test refutes the load as the cost** (``data/l08/gemm_bench_fp8_lead``,
-  predicted before it came, :func:`h100lab.validation.l08.lead_diagnosis`): the scale-ring forms run about as fast
-  as lead 1 on silicon (128 × 128 a few per cent faster, 128 × 192 and 256 × 128 a few per cent slower) where the
-  model, the load off their path, has them far faster — so ``scale_load_ns`` is an effective per-k-block floor of the
-  lead-1 consumer fitted on one record, standing for a cost not yet identified that stays with the ring. The FP8
-  clock run (``data/l08/clock_under_load_fp8``) tests the time-not-cycles assumption: the 128 × 128 form, load-bound, agrees
-  at its clock; the 128 × 192 form's time follows its (lower) clock more than a fixed-ns load lets the model's;
+* FP8 (e4m3) with per-block scales: **what the k-block trace shows** (``data/l08/gemm_trace``, H200, both traced
+  CTAs and both consumers alike): the producer runs 4,000–5,600 cycles ahead (every stage full; it waits on the
+  empty barrier most of each k-block), a consumer's ``wait_group`` lasts about its own group's execution (the two
+  consumers take turns on the tensor cores, half a k-block apart, without queueing behind each other), and the
+  k-block period is one consumer's serial chain — full-barrier try_wait, the group's issue, its own wgmmas,
+  release, scales, promotion, the scale loads — with the tensor cores idle for the rest (≈ 40–50 % of the 128 ×
+  128 form's k-block). So FP8's k-block is bound by the consumer chain's CUDA-core parts, not by the tensor cores,
+  the producer, TMA or shared memory. The chain in :func:`issue_timing`: the full-barrier try_wait and
+  ``wgmma.fence`` as for bf16 (lesson 3, lesson 7: the trace agrees); the group's issue window
+  ``fp8_issue_cycles`` (fence, warpgroup convergence, descriptors, wgmmas, commit — ~8× lesson 7's 4 cycles per
+  wgmma; the group's first wgmma reaches the tensor cores only after the window's fixed part, as the trace's
+  wait_group of about a whole group's execution after it says); the wgmmas, their results and the wait (lesson
+  7); the promotion ``fp8_promote`` per tile N (≈ one FFMA per clock for 128 columns, ≈ 3 cycles per register for
+  192 — measured, not explained: the 192-column form's promotion picks between two B scales per register); then
+  the scale loads by ``scale_lead``. Lead 1: the next block's loads are issued right after the group
+  (``fp8_scale_issue_cycles``, the trace's extra issue window over lead 2) and the loop-carried copies at the block's
+  end wait for them, ``scale_load_ns`` after their issue — a time, not cycles [assumption], fitted on the trace
+  run's untraced 128 × 128 lead-1 time at the trace's clock (the trace cannot time that wait: its timestamp of the
+  next block's scales waits for them, and costs the lead-1 forms 9–22 % where the others pay 4–8 %); it comes
+  out about twice lesson 1's unloaded L2 hit (:func:`unloaded_l2_hit_ns`) — an L2 hit under the kernel's traffic.
+  Lead n ≥ 2 (``-DSCALE_LEAD``, a register ring): the ring's loads are issued on the chain after the promotion
+  (``fp8_ring_issue_cycles``, measured) and their latency is hidden (first read n blocks later). So the ring moves
+  the loads' cost rather than removing it: 128 × 128 (short promotion, load-bound at lead 1) gains, 128 × 192
+  (the load hidden under its long promotion at lead 1) loses — as ``data/l08/gemm_bench_fp8_lead`` measured
+  (:func:`h100lab.validation.l08.lead_diagnosis`). The trace's own cost per event (:func:`trace_overhead`, from its
+  traced and untraced times) is taken out of every interval; BM 256 forms (two m64 blocks per consumer) pay the
+  issue window, promotion and ring loads per block [not traced]; ``scale_smem`` (scales with the stage): no
+  loads. The staggered consumers' named barriers are not modelled (the trace did not run them). The FP8 clock run
+  (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
 * a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
 
 :func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock
@@ -117,7 +126,8 @@ bound (TMA / L2 → SM, HBM for L2 misses, ring latency — the smooth maximum's
 bound's k-th power), the exposed epilogue and the fill.
 
 Calibration: :func:`calibrate` (the subset :func:`is_calibration` names: three variants at 4096³ and 8192³ and
-one record at 16384³); held-out agreement: :mod:`h100lab.validation.l08`.
+one record at 16384³, one cluster record; and, for FP8, the k-block trace run: :data:`TRACE_DATASET`); held-out
+agreement: :mod:`h100lab.validation.l08`.
 
 How the model got here (so the held-out figures can be judged): its first form had no L2 share and calibrated on
 the two cooperative variants only; lesson 3's refit of the memory model then raised one SM's TMA rate, under which
@@ -138,8 +148,12 @@ share no longer improves any held-out figure, so it is no longer fitted. The FP8
 constant fitted on one FP8 record (:data:`SCALE_CALIBRATION`) and every other FP8 record held out (two thirds of
 the lead-1 records within ±10 % since; the 128 × 128 forms of the later FP8 runs, which ran faster than the first
 run's, and the FP8 cluster pairs come out too slow, 128 × 192 too fast at the lower clocks) — and the scale-ring
-run, its clean held-out test, then showed the load is not the cost (above). The ping-pong form in row-major order
-is still off. No constant was ever fitted on a held-out record.
+run, its clean held-out test, then showed the load is not the cost. The k-block trace (``-DTRACE=1``) then showed
+what is: the consumer chain's CUDA-core parts (the group's issue window, the promotion, the loads' issue), each
+several times what the model had charged, while the fitted load had stood in for all of them; the chain now comes
+from the trace and the load's latency from one record of the trace run, and every throughput record of every FP8
+run is held out (74 → 104 of 130 within ±10 %, worst 25 → 17 %; the scale-ring forms 0 → 15 of 20). The
+ping-pong form in row-major order is still off. No constant was ever fitted on a held-out record.
 """
 from __future__ import annotations
 
@@ -152,6 +166,7 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "Prediction", "predict", "predict_record", "issue_events", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "TIME_KINDS",
            "timing_datasets", "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
            "CLUSTER_CALIBRATION", "SCALE_CALIBRATION",
+           "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
@@ -173,11 +188,16 @@ THROTTLED_CALIBRATION = (("l08/gemm_bench", "cooperative", (16384, 16384, 16384)
 #: ``mbarrier.arrive.release.cluster`` in the k-block loop (``cluster_fence_ns``), fitted on this one record; every
 #: other cluster record (the 128-column pair, the TMA-store pair, the other shapes, FP8 pairs) is held out
 CLUSTER_CALIBRATION = (("l08/gemm_bench_cluster2", "cooperative_inflight_cluster2", (8192, 8192, 8192)),)
-#: a documented split for the FP8 form's mechanism (found in the SASS of ``l08_gemm.cu -DFP8=1`` after the FP8
-#: runs): how long a consumer's ``ld.global`` of the next k-block's scales takes under the kernel's own load
-#: (``scale_load_ns``), fitted on this one record of the first FP8 run; every other FP8 record (the other variants,
-#: shapes and runs, the 128 × 192 and 256 × 128 tiles, FP8 cluster pairs) is held out
-SCALE_CALIBRATION = (("l08/gemm_bench_fp8", "fp8_cooperative_tmastore", (8192, 8192, 8192)),)
+#: the k-block trace (``benchmarks/trace_gemm.py``, ``l08_gemm.cu -DTRACE=1``): the FP8 consumer's chain
+#: (:func:`trace_constants`) is read off its FP8 records at :data:`TRACE_SHAPE`; its other records (the two-wave
+#: shape) and every throughput record of every FP8 run are held out
+TRACE_DATASET = "l08/gemm_trace"
+TRACE_SHAPE = (8192, 8192, 8192)
+#: the one record the lead-1 scale loads' latency (``scale_load_ns``: from their issue after the group to the
+#: end-of-block copies that wait for them) is fitted on, with the trace's chain constants in place: the untraced time
+#: of the 128 × 128 lead-1 form in the trace run, at the SM clock the trace read (the trace itself cannot time the
+#: wait: its timestamp of the next block's scales waits for them, which costs that form more than the others)
+SCALE_CALIBRATION = ((TRACE_DATASET, "fp8_cooperative_tmastore", TRACE_SHAPE),)
 
 
 class NotModelled(ValueError):
@@ -362,7 +382,12 @@ class PerfParams:
     back-to-back launches), ``direct_store_bytes_per_ns`` (one SM's direct epilogue stores), ``l2_bytes_per_ns``
     (L2's delivery to a wave's SMs; 0: not binding), ``cluster_fence_ns`` (a cluster pair's release.cluster arrive
     in the k-block loop; 0: lesson 3's unloaded ``cluster_arrive_release_ns``), ``scale_load_ns`` (an FP8 consumer's
-    ``ld.global`` of a k-block's scales, issued after its wgmmas; 0: none), the lesson-7 wgmma constants
+    ``ld.global`` of a k-block's scales: from its issue to the end-of-block copies that wait for it; 0: none), the
+    FP8 consumer's chain as the k-block trace measured it (``data/l08/gemm_trace``, :func:`trace_constants`; 0 or
+    empty: lesson 7's issue and one FFMA per clock): ``fp8_issue_cycles`` (a group's ``wgmma.fence``, wgmmas and
+    ``commit_group``), ``fp8_scale_issue_cycles`` (scale lead 1: the next block's ``ld.global`` issued after the
+    group), ``fp8_ring_issue_cycles`` (scale lead ≥ 2: the ring's loads issued after the promotion), ``fp8_promote``
+    ((tile N, cycles of one m64 block's promotion) pairs), the lesson-7 wgmma constants
     ``wgmma`` (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), the lesson-3/5 copy table ``timing`` (memory
     model 2) and ``source`` (what each was fitted on)."""
 
@@ -375,6 +400,10 @@ class PerfParams:
     l2_bytes_per_ns: float = 0.0
     cluster_fence_ns: float = 0.0
     scale_load_ns: float = 0.0
+    fp8_issue_cycles: float = 0.0
+    fp8_scale_issue_cycles: float = 0.0
+    fp8_ring_issue_cycles: float = 0.0
+    fp8_promote: tuple = ()
     source: str = ""
     notes: tuple = ()
 
@@ -406,7 +435,8 @@ class IssueTiming:
 @lru_cache(maxsize=256)
 def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0, fence_cycles: float = 0.0,
                  pre_cycles: float = 0.0, post_cycles: float = 0.0, groups: int = 32,
-                 load_cycles: float = 0.0) -> IssueTiming:
+                 load_cycles: float = 0.0, group_issue_cycles: float = 0.0, promote_block_cycles: float = -1.0,
+                 scale_issue_cycles: float = 0.0, ring_issue_cycles: float = 0.0) -> IssueTiming:
     """Run ``f.issuers`` warpgroups' k-block loops for ``groups`` k-blocks on lesson 7's wgmma model ``w``
     (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup spends
     ``pre_cycles`` (its full-barrier wait finding the phase complete, ``wgmma.fence``), issues
@@ -423,12 +453,19 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     promoted in turn and its scale loads take ``load_cycles``: with ``f.scale_lead`` 1 they are issued after the
     block's wgmmas and the k-block ends no earlier than they land (the loop-carried copies of the scales); with a
     ring of ``scale_lead`` n ≥ 2 they are issued after a block's promotion and the promotion n k-blocks later
-    waits for them. The period is the slope of the last completion over the second half of the run."""
-    return _issue_loop(f, w, extra_cycles, sync_cycles, fence_cycles, pre_cycles, post_cycles, groups, load_cycles)
+    waits for them. FP8's consumer chain as the trace measured it (0 / -1: lesson 7's and the FFMA rate):
+    ``group_issue_cycles`` (a group's fence, wgmmas and commit: its first wgmma reaches the tensor cores after this
+    less the wgmmas' own issue — the trace's group waits for all of its wgmmas after the window),
+    ``promote_block_cycles`` (one m64 block's promotion), ``scale_issue_cycles`` (lead 1: issuing the next block's
+    loads after the group), ``ring_issue_cycles`` (lead ≥ 2: issuing the ring's loads after the promotion). The
+    period is the slope of the last completion over the second half of the run."""
+    return _issue_loop(f, w, extra_cycles, sync_cycles, fence_cycles, pre_cycles, post_cycles, groups, load_cycles,
+                       chain=(group_issue_cycles, promote_block_cycles, scale_issue_cycles, ring_issue_cycles))
 
 
 def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycles: float, pre_cycles: float,
-                post_cycles: float, groups: int, load_cycles: float, rec: list | None = None) -> IssueTiming:
+                post_cycles: float, groups: int, load_cycles: float, rec: list | None = None,
+                chain: tuple = (0.0, -1.0, 0.0, 0.0)) -> IssueTiming:
     """:func:`issue_timing`'s loop; ``rec`` (a list) receives one (warpgroup, k-block, {event: cycle}) per k-block
     and warpgroup — the events of ``l08_gemm.cu -DTRACE=1``'s consumers: ``full`` (the full-barrier wait passed),
     ``issued`` (the group committed), ``waited`` (wait_group returned), ``promoted`` (FP8), ``end`` (the k-block's
@@ -467,23 +504,32 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
             lead = f.scale_lead
             j = len(issued[i]) - lead                 # the k-block whose promotion issued this one's ring loads
             loads = [0.0] * mb
+            g_issue, p_block, s_issue, r_issue = chain
+            # the trace: a group's first wgmma reaches the tensor cores only after the window's fixed part (the
+            # wgmma.fence, the warpgroup converging, the descriptors); the wgmmas then follow at lesson 7's issue
+            lump = max(0.0, g_issue - (g // mb) * w.issue)
+            promote = p_block if p_block >= 0 else f.promote_cycles / mb
+            loading = load_cycles > 0 or s_issue > 0 or r_issue > 0
             for b in range(mb):
                 vis = 0.0
+                t[i] += lump
                 for _ in range(g // mb):
                     t[i] += w.issue
                     s = max(t[i], tc_free)
                     tc_free = s + e
                     vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
                 ev["issued"] = t[i]
-                if lead == 1:
+                if lead == 1 and loading:
+                    t[i] += s_issue                   # the next block's ld.global, issued under the group
                     loads[b] = t[i] + load_cycles
                 t[i] = max(t[i], vis) + w.wait
                 ev["waited"] = t[i]
                 if lead > 1 and j >= 0 and load_cycles > 0:
                     t[i] = max(t[i], issued[i][j][b])
-                t[i] += f.promote_cycles / mb
+                t[i] += promote
                 ev["promoted"] = t[i]
-                if lead > 1:
+                if lead > 1 and loading:
+                    t[i] += r_issue                   # the ring's loads for block kb + lead
                     loads[b] = t[i] + load_cycles
             issued[i].append(loads)
             if lead == 1 and load_cycles > 0:
@@ -670,8 +716,28 @@ def _loop_args(f: Form, p: PerfParams, ghz: float) -> dict:
     post = arrive * ghz + getattr(w, "loop", 0.0)
     # FP8: a k-block's scale loads (ld.global from the consumer's loop; none when they come with the stage)
     load = p.scale_load_ns * ghz if (f.promote and not f.scale_smem) else 0.0
-    return {"extra_cycles": round(extra, 6), "sync_cycles": round(sync, 6), "fence_cycles": round(fence, 6),
-            "pre_cycles": round(pre, 6), "post_cycles": round(post, 6), "load_cycles": round(load, 6)}
+    out = {"extra_cycles": round(extra, 6), "sync_cycles": round(sync, 6), "fence_cycles": round(fence, 6),
+           "pre_cycles": round(pre, 6), "post_cycles": round(post, 6), "load_cycles": round(load, 6)}
+    if f.promote:
+        out.update(group_issue_cycles=round(p.fp8_issue_cycles, 6),
+                   promote_block_cycles=round(fp8_promote_block(p, f.bn), 6),
+                   scale_issue_cycles=0.0 if f.scale_smem else round(p.fp8_scale_issue_cycles, 6),
+                   ring_issue_cycles=0.0 if f.scale_smem else round(p.fp8_ring_issue_cycles, 6))
+    return out
+
+
+def fp8_promote_block(p: PerfParams, bn: int) -> float:
+    """Cycles of one m64 × ``bn`` block's promotion under ``p``: the trace's value for that tile N
+    (``p.fp8_promote``), else, for an N the trace did not run, the nearest measured N's value scaled by the
+    registers (N / 2 per thread); -1 (one FFMA per clock per register, :attr:`Form.promote_cycles`) without a
+    trace."""
+    if not p.fp8_promote:
+        return -1.0
+    table = dict(p.fp8_promote)
+    if bn in table:
+        return float(table[bn])
+    near = min(table, key=lambda n: abs(n - bn))
+    return float(table[near]) * bn / near
 
 
 def issue_events(v, params: PerfParams | None = None, regime: str = "sustained", groups: int = 32) -> dict:
@@ -686,7 +752,9 @@ def issue_events(v, params: PerfParams | None = None, regime: str = "sustained",
     a = _loop_args(f, p, p.clock(regime))
     rec: list = []
     it = _issue_loop(f, p.wgmma, a["extra_cycles"], a["sync_cycles"], a["fence_cycles"], a["pre_cycles"],
-                     a["post_cycles"], groups, a["load_cycles"], rec)
+                     a["post_cycles"], groups, a["load_cycles"], rec,
+                     chain=(a.get("group_issue_cycles", 0.0), a.get("promote_block_cycles", -1.0),
+                            a.get("scale_issue_cycles", 0.0), a.get("ring_issue_cycles", 0.0)))
     per: dict = {}
     for i, k, ev in rec:
         per.setdefault(i, {})[k] = ev
@@ -964,13 +1032,74 @@ def is_calibration(r: dict) -> bool:
     """Whether a record is in the calibration subset: cooperative (``l08/gemm_bench``) and
     cooperative_inflight_tmastore (``l08/gemm_bench_tmastore``) at 4096³ and 8192³ (group 8, raster M), and
     cooperative at 16384³ of ``l08/gemm_bench`` (the throttled clock), and cooperative_inflight_cluster2 at 8192³ of
-    ``l08/gemm_bench_cluster2`` (the cluster pair's fence), and fp8_cooperative_tmastore at 8192³ of
-    ``l08/gemm_bench_fp8`` (the FP8 consumers' scale load). Every other record is held out — the other variants,
-    shapes and tile orders of those runs and every record of any other dataset."""
+    ``l08/gemm_bench_cluster2`` (the cluster pair's fence). The FP8 constants come from the k-block trace run
+    (:data:`TRACE_DATASET`, whose records are not timing records: :func:`trace_constants`, :data:`SCALE_CALIBRATION`).
+    Every other record is held out — the other variants, shapes and tile orders of those runs and every record of
+    any other dataset, every FP8 throughput record included."""
     return calibration_part(r) is not None
 
 
-def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = False) -> PerfParams:
+def trace_overhead(r: dict) -> float:
+    """The trace's own cost per event, in SM cycles, of a record of :data:`TRACE_DATASET`: (traced − untraced median
+    time) × the clock the trace read / (k-blocks of the busiest traced warpgroup × events per k-block: 7 for FP8, 4
+    for bf16) — [assumption: every event costs the same and lands in the interval it ends]."""
+    ws = r["warpgroups"]
+    mhz = sorted(w["clock_mhz"] for w in ws)[len(ws) // 2]
+    blocks = max(w["blocks"] for w in ws)
+    events = 7 if r.get("dtype", "bf16") != "bf16" else 4
+    return (r["traced_median_ms"] - r["median_ms"]) * mhz * 1e3 / blocks / events
+
+
+def _consumer_median(r: dict, key: str) -> float:
+    xs = sorted(w["cycles"][key]["median"] for w in r["warpgroups"] if w["role"] == "consumer")
+    return float(xs[len(xs) // 2])
+
+
+def trace_constants(records: Sequence[dict]) -> dict:
+    """The FP8 consumer's chain read off the k-block trace (records of :data:`TRACE_DATASET` at
+    :data:`TRACE_SHAPE`, ``ok``), in SM cycles, each interval the median over the traced consumers less the trace's
+    cost per event (:func:`trace_overhead`): ``fp8_issue_cycles`` — full-barrier pass to commit (the group's
+    ``wgmma.fence``, descriptors, wgmmas and commit; the try_wait itself ends before the first event) of the
+    scale-ring (lead ≥ 2) forms, whose loads are not in that window (mean over their tiles);
+    ``fp8_scale_issue_cycles`` — what lead 1's window holds more (its next
+    block's loads, issued after the group; mean over the tile widths); ``fp8_ring_issue_cycles`` — promotion done
+    to the ring's loads issued (lead ≥ 2); ``fp8_promote`` — the promotion (scales in registers to promotion done)
+    of the lead ≥ 2 forms per tile N (lead 1's promotion also holds the wait for the next block's loads, charged
+    apart). Raises ValueError when the records lack a lead-1 and a lead-2 form of the same tile."""
+    fp8 = [r for r in records if r.get("ok") and r.get("dtype", "bf16") != "bf16" and "warpgroups" in r
+           and (r["M"], r["N"], r["K"]) == TRACE_SHAPE and r.get("bm", 128) == 128]
+    ring = [r for r in fp8 if r.get("scale_lead", 1) > 1]
+    one = [r for r in fp8 if r.get("scale_lead", 1) == 1]
+    pairs = [(a, b) for a in one for b in ring if a["bn"] == b["bn"]]
+    if not ring or not pairs:
+        raise ValueError(f"the FP8 chain needs trace records ({TRACE_DATASET}, {TRACE_SHAPE}) of a lead-1 and a "
+                         "lead-2 form of the same tile")
+    clean = lambda r, k: _consumer_median(r, k) - trace_overhead(r)          # noqa: E731
+    mean = lambda xs: sum(xs) / len(xs)                                      # noqa: E731
+    promote: dict = {}
+    for r in ring:
+        promote.setdefault(r["bn"], []).append(clean(r, "promote"))
+    return {"fp8_issue_cycles": mean([clean(r, "issue") for r in ring]),
+            "fp8_scale_issue_cycles": mean([clean(a, "issue") - clean(b, "issue") for a, b in pairs]),
+            "fp8_ring_issue_cycles": mean([clean(r, "next") for r in ring]),
+            "fp8_promote": tuple(sorted((bn, mean(v)) for bn, v in promote.items()))}
+
+
+def _trace_record(r: dict) -> dict:
+    """A trace record as a timing record (its untraced median, grid and launches) for :func:`predict_record`."""
+    return {"variant": r["variant"], "M": r["M"], "N": r["N"], "K": r["K"], "median_ms": r["median_ms"],
+            "grid": r["grid"], "group": 8, "raster": 0, "dataset": TRACE_DATASET,
+            "launches": int(r.get("warmup", 0)) + int(r.get("repeats", 1))}
+
+
+def trace_clock_ghz(r: dict) -> float:
+    """The SM clock a trace record read (clock64 over globaltimer, the median over its traced warpgroups), GHz."""
+    ws = r["warpgroups"]
+    return sorted(w["clock_mhz"] for w in ws)[len(ws) // 2] / 1000.0
+
+
+def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = False,
+              trace: Sequence[dict] | None = None) -> PerfParams:
     """Fit the model's constants on the calibration subset of ``records`` (:func:`is_calibration`; records carry
     ``dataset`` and ``launches`` as :func:`load_records` gives them): ``tensor_ghz`` and
     ``direct_store_bytes_per_ns`` by robust least squares (:func:`h100lab.validation.fit.least_squares`, log
@@ -980,8 +1109,10 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     ``timing``: memory model 2 (default :func:`h100lab.validation.timing.fit` on the committed datasets).
     ``fit_l2``: also fit the L2 share at full load (``l2_bytes_per_ns``) on the sustained part — off by default:
     with the shared-memory bound the fit puts it near one SM's TMA rate and every held-out figure is the same
-    without it (``tests/test_l08_perf.py`` checks both). Raises ValueError without sustained calibration
-    records."""
+    without it (``tests/test_l08_perf.py`` checks both). ``trace``: the records of :data:`TRACE_DATASET` — the FP8
+    chain (:func:`trace_constants`) and ``scale_load_ns`` (its :data:`SCALE_CALIBRATION` record's untraced time at the
+    trace's clock); None leaves the FP8 chain at lesson 7's issue and one FFMA per clock with no scale load. Raises
+    ValueError without sustained calibration records."""
     import numpy as np
 
     from ..specs import H200_SXM
@@ -1042,15 +1173,29 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
         notes.append(f"cluster pair's release.cluster arrive in the k-block loop: {fit3.values['fence']:.0f} ns "
                      f"(lesson 3, unloaded: {base_fence:.0f} ns); residual "
                      + ", ".join(f"{x:+.3f}" for x in fit3.residuals))
-    sca = [r for r in records if calibration_part(r) == "scale"]
+    sca = []
+    if trace:
+        chain = trace_constants(trace)
+        p = replace(p, **chain)
+        notes.append("FP8 consumer chain from the k-block trace (cycles, trace cost taken out): group issue "
+                     f"{chain['fp8_issue_cycles']:.0f}, lead-1 scale-load issue {chain['fp8_scale_issue_cycles']:.0f}, "
+                     f"ring load issue {chain['fp8_ring_issue_cycles']:.0f}, promotion "
+                     + ", ".join(f"N={n}: {c:.0f}" for n, c in chain["fp8_promote"]))
+        want = {(v, sh) for d, v, sh in SCALE_CALIBRATION if d == TRACE_DATASET}
+        sca = [r for r in trace if r.get("ok") and (r["variant"], (r["M"], r["N"], r["K"])) in want]
     if sca:
         def res4(vals):
-            q = replace(p, scale_load_ns=vals["load"])
-            return np.array([log_ratio(predict_record(r, q).time_ms, r["median_ms"]) for r in sca])
-        fit4 = least_squares(res4, [FitParam("load", 450.0, 1.0, 5000.0)])
+            out = []
+            for r in sca:
+                ghz = trace_clock_ghz(r)
+                q = replace(p, scale_load_ns=vals["load"], tensor_ghz=ghz, throttled_ghz=ghz)
+                out.append(log_ratio(predict(record_form(_trace_record(r)), r["M"], r["N"], r["K"], sms=r["grid"],
+                                             params=q).time_ms, r["median_ms"]))
+            return np.array(out)
+        fit4 = least_squares(res4, [FitParam("load", 300.0, 1.0, 5000.0)])
         p = replace(p, scale_load_ns=fit4.values["load"])
         l2 = unloaded_l2_hit_ns()
-        notes.append(f"FP8 consumer's scale load (ld.global, the next k-block's scales): {fit4.values['load']:.0f} ns "
+        notes.append(f"FP8 lead-1 scale loads, issue to the copies' wait: {fit4.values['load']:.0f} ns "
                      + (f"(lesson 1's unloaded L2 hit: {l2:.0f} ns)" if l2 else "") + "; residual "
                      + ", ".join(f"{x:+.3f}" for x in fit4.residuals))
     src = ("tensor_ghz, direct_store_bytes_per_ns: robust least squares on "
@@ -1060,8 +1205,10 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
               if thr else "")
            + ("; cluster_fence_ns: "
               + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d})" for d, v, s in CLUSTER_CALIBRATION) if clu else "")
+           + (f"; FP8 chain: the FP8 records of {TRACE_DATASET} at {'x'.join(map(str, TRACE_SHAPE))}" if trace else "")
            + ("; scale_load_ns: "
-              + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d})" for d, v, s in SCALE_CALIBRATION) if sca else "")
+              + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d}, untraced, at the trace's clock)"
+                          for d, v, s in SCALE_CALIBRATION) if sca else "")
            + "; wgmma: h100lab.tensorcore.timing.calibrated(); copies: h100lab.validation.timing.fit()")
     return replace(p, source=src, notes=tuple(notes))
 
@@ -1093,8 +1240,11 @@ def _memory_timing():
 
 def calibrated() -> PerfParams:
     """:func:`calibrate` on the committed datasets that hold calibration records (:data:`DATASETS`, the cluster
-    pair's and the FP8 scale load's), once per process. Raises ValueError when the sustained calibration records are missing."""
+    pair's) and the k-block trace (:data:`TRACE_DATASET`, when committed), once per process. Raises ValueError when the sustained calibration records are missing."""
     if "params" not in _MEMO:
-        extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION + SCALE_CALIBRATION))
-        _MEMO["params"] = calibrate(load_records(DATASETS + extra))
+        from .. import data
+
+        extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
+        trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
+        _MEMO["params"] = calibrate(load_records(DATASETS + extra), trace=trace)
     return _MEMO["params"]

@@ -7,8 +7,9 @@ shared-memory bound, a spec value, came in) are fitted on seven records — ``co
 (``l08/gemm_bench_tmastore``) at 4096³ and 8192³, and ``cooperative`` at 16384³ (the clock a run that long settles
 at); a fifth, the cost of a cluster pair's ``release.cluster`` arrive in the k-block loop, on one record of the
 later cluster run (``cooperative_inflight_cluster2`` at 8192³, a documented split: a mechanism the first runs did
-not have); and the FP8 consumers' scale load on one record of the first FP8 run (``fp8_cooperative_tmastore`` at
-8192³ of ``l08/gemm_bench_fp8``: the same kind of split). Every other record is held out: the other variants at every shape, the wave-quantized shapes
+not have); and the FP8 consumer chain on the k-block trace run (``l08/gemm_trace``: the chain's CUDA-core parts
+read off its 8192³ FP8 records, the lead-1 scale loads' latency fitted on one of its untraced times — a run of its
+own, none of whose records is a throughput record). Every other record is held out: the other variants at every shape, the wave-quantized shapes
 1280 × 3840 × 8192 and 1408 × 3072 × 8192, the other tile orders, the second run's records of the calibration
 shapes, and every record of any later ``data/l08`` timing dataset (step-by-step kernels, the ablation between
 them, the rest of FP8, clusters: :func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
@@ -23,9 +24,10 @@ two consumers' k-block loops not overlapping (the bf16 forms clearly overlap; be
 FP8 predicted that way landed most of its held-out non-fence records within ±10 % where the model as built landed
 almost none — a diagnosis, not the model; the scale loads on each consumer's path, read in the SASS, are the
 mechanism the model then took in). :func:`lead_diagnosis` is that mechanism's clean held-out test, the scale-ring
-run (``data/l08/gemm_bench_fp8_lead``): silicon runs the ring forms about as fast as lead 1, the model far faster —
-the fitted constant is not the scale load. :func:`clock_rows` puts the model next to the clock runs (nothing fitted
-on them).
+run (``data/l08/gemm_bench_fp8_lead``): silicon runs the ring forms about as fast as lead 1; the model with the
+fitted load had them far faster, the model with the traced chain has them within the tolerance of silicon's ratio.
+:func:`trace_rows` puts the k-block trace next to the model, interval by interval. :func:`clock_rows` puts the model
+next to the clock runs (nothing fitted on them).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from .fit import Agreement, agreement
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
            "check_calibration", "check_family", "check_clock", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
-           "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET"]
+           "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -60,14 +62,16 @@ FAMILIES = {
 #: per family: (the least fraction within ±10 %, the largest |error| of any record) the model achieves on the
 #: committed data (lesson 7's re-measured wgmma constants, the shared-memory bound) — regression guards; the goal
 #: (every record within ±10 %) is checked apart: :func:`report` lists the misses (the ping-pong form in row-major
-#: tile order among the steps and the ablation, too fast; FP8, with the scale-load mechanism: most lead-1 records, the
-#: misses the 128 × 128 forms of the later runs and the FP8 cluster pairs too slow, 128 × 192 too fast where the
-#: clock is low, and every scale-ring form (``scale_lead`` 2, 3) too fast — :func:`lead_diagnosis`)
-ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.55, 0.26),
+#: tile order among the steps and the ablation, too fast; FP8, with the chain the k-block trace measured: the
+#: misses the staggered 128 × 192 forms (their named barriers not modelled) and the direct-store 128 × 128 form too
+#: fast, 256 × 128 with the scale ring too slow (not traced), the FP8 cluster pairs too slow, and 128 × 128 at
+#: 4096³ of the runs that ran it faster than the first run did)
+ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.78, 0.18),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
-#: read (regression guard; the goal is ±10 %: the 128 × 192 form at 1500 MHz misses it)
-ACHIEVED_CLOCK_FP8 = 0.13
+#: read (regression guard; the goal is ±10 %: the 128 × 192 form at 1500 MHz misses it, by less than before the
+#: trace)
+ACHIEVED_CLOCK_FP8 = 0.11
 #: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
 ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
@@ -215,7 +219,9 @@ def serial_diagnosis(records: Sequence[dict] | None = None, params=None, fam: st
 
 
 def lead_diagnosis(records: Sequence[dict] | None = None, params=None, tol: float = TOLERANCE) -> dict:
-    """The held-out test of the FP8 scale-load mechanism (nothing fitted on it): the records of the scale-ring run
+    """The held-out test of the FP8 scale-load mechanism (nothing fitted on it; with the fitted per-k-block load
+    the model's ratio was ~0.82 against silicon's ~1.03, with the traced chain it is within the tolerance of
+    silicon's): the records of the scale-ring run
     (``data/l08/gemm_bench_fp8_lead``: ``scale_lead`` 1, 2, 3 side by side) — ``lead1`` and ``ring`` (lead ≥ 2)
     :class:`~h100lab.validation.fit.Agreement`, and per (shape, tile) pair the measured and predicted time ratio
     ring / lead 1 (``silicon_ratio``, ``model_ratio``: their medians). Empty without that dataset."""
@@ -392,11 +398,11 @@ def _ablation(ds: Dataset) -> CheckResult:
     return _floor_and_worst("ablation")
 
 
-@silicon_check(f"GEMM time model, held out, FP8 forms (the consumers' scale load fitted on one record): at least "
-               f"{ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one within ±{ACHIEVED['fp8'][1]:.0%} (goal: "
-               f"every record within ±{TOLERANCE:.0%} — not met: the scale-ring forms (scale_lead 2, 3) run about as "
-               f"fast as lead 1 where the model has them far faster — the scale load is not what the fitted constant "
-               f"stands for; 128 × 128 of the later runs too slow)", lesson=8, dataset="l08/gemm_bench_fp8")
+@silicon_check(f"GEMM time model, held out, FP8 forms (the consumer chain read off the k-block trace, every "
+               f"throughput record held out): at least {ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one "
+               f"within ±{ACHIEVED['fp8'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: the "
+               f"staggered 128 × 192 and direct-store 128 × 128 forms too fast, 256 × 128 with the scale ring and the "
+               f"cluster pairs too slow)", lesson=8, dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
     return _floor_and_worst("fp8")
 
@@ -563,3 +569,29 @@ def trace_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
         row.update({f"model_{k}": ev[k] for k in ("period", "wait_full", "issue", "wgmma", "after")})
         out.append(row)
     return out
+
+
+def check_trace(ds: Dataset, rep: PerfReport | None = None) -> CheckResult:
+    """The FP8 records of the k-block trace run (:data:`TRACE_DATASET`): each form's untraced median time against the
+    model at the SM clock the trace read, every one within ±:data:`TOLERANCE` (the chain's constants come from
+    this run's traced intervals and one of its untraced times — :data:`h100lab.design.perf.SCALE_CALIBRATION` —
+    so only the other times are a test). Fails (never passes on no case) when the model cannot calibrate or the
+    run holds no FP8 record."""
+    rep = rep or _report()
+    if rep is None:
+        return CheckResult(1, 1, [], note="cannot calibrate: a calibration record of data/l08 is missing")
+    rs = [r for r in trace_rows(ds, rep.params) if not r["variant"].startswith(("cooperative", "pingpong"))]
+    if not rs:
+        return CheckResult(1, 1, [], note=f"{ds.name}: no FP8 trace record")
+    bad = [r for r in rs if abs(r["error"]) > TOLERANCE]
+    return CheckResult(len(rs), len(bad), [{"case": f"{r['variant']} {r['M']}×{r['N']}×{r['K']}",
+                                            "error": f"{100 * r['error']:+.1f} %"} for r in bad],
+                       note="; ".join(f"{r['variant']} {r['M']}×{r['N']}×{r['K']} at {r['sm_mhz']:.0f} MHz: "
+                                      f"{100 * r['error']:+.1f} %" for r in rs))
+
+
+@silicon_check(f"FP8 capstone time model at the SM clock its k-block trace read (the trace run's untraced times; "
+               f"the chain's constants come from its traced intervals): every FP8 form within ±{TOLERANCE:.0%}",
+               lesson=8, dataset=TRACE_DATASET)
+def _trace(ds: Dataset) -> CheckResult:
+    return check_trace(ds)

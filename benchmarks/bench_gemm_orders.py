@@ -6,17 +6,23 @@ Writes ``data/l08/gemm_orders.json`` (h100lab.data, with the run's metadata). Fo
 cuBLAS (``torch.matmul(A, B.T)``, bf16 in and out, f32 accumulation) is timed once, then each capstone variant of
 :data:`VARIANTS` (the 64 × 256 ping-pong tile — the most bytes per FLOP, the one whose row-major order runs twice as
 long as the grouped one — the 128 × 256 and the 128 × 128 cooperative tiles) persistent (``min(SMs, tiles)`` CTAs)
-in every tile order of :data:`ORDERS` (fewer at the shapes of :data:`SUBSETS`): the grouped order of :func:`h100lab.design.schedule.tile_at` with ``group``
-1, 2, 4, 8, 16 walked along M (``raster`` 0; group 1 is the plain row-major order) and along N (``raster`` 1; group
-1 is the column-major order); and the ping-pong form with one CTA per two tiles (``pairs``, the ping-pong step's
-schedule) in :data:`PAIR_ORDERS`, and at 8192³ on fewer persistent CTAs than SMs (:data:`GRID_RUNS`). Each: the median and minimum of ``--repeats`` (≥ 20) launches after ``--warmup``
-untimed ones, each between two CUDA events on the default stream behind a GPU spin (bench_gemm.TorchCuda.time),
-TFLOP/s, the ratio to cuBLAS in throughput and the largest |difference| from cuBLAS's output (pass rule
-bench_gemm._close_to_cublas).
+in every tile order of :data:`ORDERS` (fewer at the shapes of :data:`SUBSETS`): the grouped order of
+:func:`h100lab.design.schedule.tile_at` with ``group`` 1, 2, 4, 8, 16 walked along M (``raster`` 0; group 1 is the
+plain row-major order) and along N (``raster`` 1; group 1 is the column-major order); the ping-pong form with one
+CTA per two tiles (``pairs``, the ping-pong step's schedule) in :data:`PAIR_ORDERS`; and at 8192³ on fewer
+persistent CTAs than SMs (:data:`GRID_RUNS`). Each: the median and minimum of ``--repeats`` (≥ 20) launches after
+``--warmup`` untimed ones, each between two CUDA events on the default stream behind a GPU spin
+(bench_gemm.TorchCuda.time), TFLOP/s, the ratio to cuBLAS in throughput and the largest |difference| from cuBLAS's
+output (pass rule bench_gemm._close_to_cublas).
 
 Records are of kind ``orders`` (not ``time``: the time model's held-out report, h100lab.validation.l08, reads the
-timing kinds; these records are the L2 model's, h100lab.design.schedule.l2_dram, and tests/test_schedule_l2.py
-reads them) with variant, schedule, group, raster, tile, tiles, grid and waves.
+timing kinds; these records test the L2 model, h100lab.design.schedule.l2_reuse, in tests/test_schedule_l2.py)
+with variant, schedule, group, raster, tile, tiles, grid and waves.
+
+``--skew`` instead writes ``data/l08/gemm_skew.json``: one traced launch (l08_gemm.cu ``-DTRACE=1``, the
+cooperative kernel; after one warm-up) per run of :data:`SKEW_RUNS`, recording when CTA 0 and CTA grid / 2 started
+(%globaltimer), their SMs and their tile starts (%clock64 mapped to ns): the launch skew and the drift between two
+CTAs of one persistent grid (records of kind ``skew``).
 
 Each run is in its own try/except (a failure is recorded, the run goes on); h100lab.cuda raises on any non-success
 CUDA return code and every timed group ends with a synchronize that raises a fault. The dataset is rewritten after

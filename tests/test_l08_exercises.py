@@ -2,6 +2,7 @@
 say, value mistakes get their hints, and the kernel exercises' prompts and planted mistakes are diagnosed."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from h100lab import emu
@@ -49,7 +50,9 @@ def test_value_mistakes_get_their_hints():
 
 @pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
 @pytest.mark.parametrize("ex, source, words", [
-    ("8.8", L.PROMPT_8_8, "lap"), ("8.8", L.PLANTED_8_8_STAGE, "lap"), ("8.8", L.PLANTED_8_8_EMPTY, "fresh empty"),
+    ("8.8", L.PROMPT_8_8, "not initialised again"), ("8.8", L.PLANTED_8_8_LAP, "not initialised again"),
+    ("8.8", L.PLANTED_8_8_EMPTY, "fresh empty"), ("8.8", L.PLANTED_8_8_STAGE, "skipped phase"),
+    ("8.8", L.PLANTED_8_8_WHOLE, "skipped phase"), ("8.8", L.PLANTED_8_8_ONE_SIDE, "skipped phase"),
     ("8.9", L.PROMPT_8_9, "give back more"), ("8.9", L.PLANTED_8_9_POOL, "received at launch"),
     ("8.9", L.PLANTED_8_9_PRODUCER, "give back more"),
     ("8.10", L.PROMPT_8_10, "row-major"), ("8.10", L.PLANTED_8_10_NOSNAKE, "bottom to top"),
@@ -80,3 +83,33 @@ def test_8_10_reference_is_the_snake_order():
 @pytest.mark.parametrize("ex, source", [("8.8", L.SOLUTION_8_8), ("8.9", L.SOLUTION_8_9), ("8.10", L.SOLUTION_8_10)])
 def test_kernel_solutions_pass(ex, source):
     check(ex, source)
+
+
+def _run_8_8(source):
+    from h100lab.grading.kernels import run_source
+
+    return run_source(source, L._run_8_8).outputs["out"].reshape(L.SLOTS_8_8, 2, 32)
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+def test_8_8_reference_means_the_statement():
+    """The grader's reference (the solution kernel on the emulator) is, per slot and consumer lane, the sum of the
+    lane's 4 values of the slot minus the largest value that lane read in pass 0 (NumPy, to float32 rounding); the
+    prompt's pass 1 differs, and the prompt restarts both the stage and the lap of the ring."""
+    x = np.random.default_rng(L._SEED8).standard_normal(L.SLOTS_8_8 * 256).astype(np.float32)
+    xs = x.reshape(L.SLOTS_8_8, 2, 4, 32).astype(np.float64)          # slot, consumer, j, lane
+    want = (xs - xs.max(axis=(0, 2))[None, :, None, :]).sum(axis=2)
+    got = _run_8_8(L.SOLUTION_8_8)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(_run_8_8(L.PROMPT_8_8), want, rtol=1e-5, atol=1e-5)
+    assert L.SLOTS_8_8 % (2 * 3) and "#define STAGES 3\n" in L.SOLUTION_8_8
+
+
+@pytest.mark.skipif(not emu.available(), reason="the emulator needs NVRTC")
+def test_8_8_restarting_the_ring_is_right_after_an_even_number_of_laps():
+    """What the solution prose says: when a pass is an even number of whole laps (SLOTS a multiple of 2 * STAGES),
+    every barrier ends pass 0 as it was when fresh, and the prompt's restarted ring computes what the solution does."""
+    six = {k: getattr(L, k).replace("#define SLOTS 10\n", "#define SLOTS 6\n") for k in ("SOLUTION_8_8", "PROMPT_8_8")}
+    assert all(s != getattr(L, k) for k, s in six.items())
+    ok, restarted = _run_8_8(six["SOLUTION_8_8"]), _run_8_8(six["PROMPT_8_8"])
+    assert np.array_equal(ok[:6].view(np.uint32), restarted[:6].view(np.uint32)) and ok[:6].any()

@@ -4,9 +4,9 @@ Every reference answer is computed by the model the chapter teaches (h100lab.roo
 kernel exercise, by running the solution kernel on the emulator in the grader's process (8.8) or by the model of what
 the kernel must produce (8.9: y = 2x + 1; 8.10: h100lab.design.schedule's grouped order with the snake) — never
 typed in. The notebook states each exercise's parameters in its text; the same values are defined here. Symptoms
-recognise a typical mistake from the emulator's report (a race on a stage read before its bytes were ordered, a
-deadlock on a barrier whose first lap never passes, an illegal setmaxnreg operand) or by comparing the student's
-output with the model's output for that mistake. The student edition imports nothing from this module.
+recognise a typical mistake from the emulator's report (a deadlock on a barrier whose first lap never passes or on a
+skipped phase, an illegal setmaxnreg operand) or by comparing the student's output with the model's output for that
+mistake (8.8: a consumer that read a stage before it was refilled writes, bit for bit, another slot's sums). The student edition imports nothing from this module.
 """
 from __future__ import annotations
 
@@ -147,13 +147,15 @@ __device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
 }  // namespace
 """
 
-SOLUTION_8_8 = r"""// Lesson 8 exercise: a 3-stage ring between one producer warp and two consumer warps (96 threads, one CTA).
-// Slot i (0..SLOTS-1) is 256 floats of `in`; it goes through stage i % STAGES. Consumer c (warp 1 + c) adds
-// 4 values per lane of its half of the stage and writes out[(2 i + c) * 32 + lane].
+SOLUTION_8_8 = r"""// Lesson 8 exercise: a 3-stage ring between one producer warp and two consumer warps (96 threads, one CTA),
+// used for two passes over the same SLOTS slots; its barriers are initialised once. Slot i is 256 floats of `in`;
+// consumer c (warp 1 + c) reads 4 values per lane of its half of a stage. Pass 0: each consumer lane keeps the
+// largest value it reads. Pass 1: it writes, per slot, the sum of its 4 values minus that maximum to
+// out[(2 i + c) * 32 + lane].
 #define STAGES 3
 #define SLOTS 10
 """ + _HELPERS + r"""
-extern "C" __global__ void ring_sum(const float* __restrict__ in, float* __restrict__ out) {
+extern "C" __global__ void ring_max_sum(const float* __restrict__ in, float* __restrict__ out) {
     __shared__ __align__(16) float stage[STAGES][256];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -164,36 +166,64 @@ extern "C" __global__ void ring_sum(const float* __restrict__ in, float* __restr
         }
     }
     __syncthreads();
-    if (warp == 0) {                               // producer
-        for (int i = 0; i < SLOTS; ++i) {
-            const int s = i % STAGES;
-            const unsigned lap = i / STAGES;
-            bar_wait(smem_u32(&empty[s]), (lap & 1) ^ 1);
-            for (int j = lane; j < 256; j += 32) stage[s][j] = in[i * 256 + j];
-            __syncwarp();
-            if (lane == 0) bar_arrive(smem_u32(&full[s]));
+    if (warp == 0) {                               // producer: streams the slots twice
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int i = 0; i < SLOTS; ++i) {
+                const int s = (pass * SLOTS + i) % STAGES;          // the ring goes on where pass 0 left it
+                const unsigned lap = (pass * SLOTS + i) / STAGES;
+                bar_wait(smem_u32(&empty[s]), (lap & 1) ^ 1);
+                for (int j = lane; j < 256; j += 32) stage[s][j] = in[i * 256 + j];
+                __syncwarp();
+                if (lane == 0) bar_arrive(smem_u32(&full[s]));
+            }
         }
     } else {                                       // consumers
         const int c = warp - 1;
-        for (int i = 0; i < SLOTS; ++i) {
-            const int s = i % STAGES;
-            const unsigned lap = i / STAGES;
-            bar_wait(smem_u32(&full[s]), lap & 1);
-            float v = 0.f;
-            for (int j = 0; j < 4; ++j) v += stage[s][c * 128 + j * 32 + lane];
-            out[(2 * i + c) * 32 + lane] = v;
-            __syncwarp();
-            if (lane == 0) bar_arrive(smem_u32(&empty[s]));
+        float m = __int_as_float(0xff800000);      // -infinity
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int i = 0; i < SLOTS; ++i) {
+                const int s = (pass * SLOTS + i) % STAGES;          // the ring goes on where pass 0 left it
+                const unsigned lap = (pass * SLOTS + i) / STAGES;
+                bar_wait(smem_u32(&full[s]), lap & 1);
+                float v = 0.f;
+                for (int j = 0; j < 4; ++j) {
+                    const float x = stage[s][c * 128 + j * 32 + lane];
+                    if (pass == 0) m = fmaxf(m, x);
+                    else v += x - m;
+                }
+                if (pass == 1) out[(2 * i + c) * 32 + lane] = v;
+                __syncwarp();
+                if (lane == 0) bar_arrive(smem_u32(&empty[s]));
+            }
         }
     }
 }
 """
-_FULL_OK = "bar_wait(smem_u32(&full[s]), lap & 1);"
-_EMPTY_OK = "bar_wait(smem_u32(&empty[s]), (lap & 1) ^ 1);"
-assert _FULL_OK in SOLUTION_8_8 and _EMPTY_OK in SOLUTION_8_8
-PROMPT_8_8 = SOLUTION_8_8.replace(_FULL_OK, "bar_wait(smem_u32(&full[s]), i & 1);")
-PLANTED_8_8_STAGE = SOLUTION_8_8.replace(_FULL_OK, "bar_wait(smem_u32(&full[s]), s & 1);")
-PLANTED_8_8_EMPTY = SOLUTION_8_8.replace(_EMPTY_OK, "bar_wait(smem_u32(&empty[s]), lap & 1);")
+_STAGE_OK = "                const int s = (pass * SLOTS + i) % STAGES;          // the ring goes on where pass 0 left it\n"
+_LAP_OK = "                const unsigned lap = (pass * SLOTS + i) / STAGES;\n"
+_EMPTY_OK = "                bar_wait(smem_u32(&empty[s]), (lap & 1) ^ 1);\n"
+_PRODUCER, _CONSUMERS = SOLUTION_8_8.split("// consumers\n")
+assert SOLUTION_8_8.count(_STAGE_OK) == SOLUTION_8_8.count(_LAP_OK) == 2 and _EMPTY_OK in SOLUTION_8_8
+_STAGE_RESTART = "                const int s = i % STAGES;\n"
+_LAP_RESTART = "                const unsigned lap = i / STAGES;\n"
+
+
+def _both(text, stage=_STAGE_OK, lap=_LAP_OK):
+    return text.replace(_STAGE_OK, stage).replace(_LAP_OK, lap)
+
+
+#: the prompt: each pass restarts the ring at stage 0, lap 0 (as if the barriers were fresh)
+PROMPT_8_8 = _both(SOLUTION_8_8, _STAGE_RESTART, _LAP_RESTART)
+#: the stage goes on, the lap restarts with the pass
+PLANTED_8_8_LAP = _both(SOLUTION_8_8, lap=_LAP_RESTART)
+#: the lap goes on, the stage restarts with the pass
+PLANTED_8_8_STAGE = _both(SOLUTION_8_8, stage=_STAGE_RESTART)
+#: one lap per whole pass counted (SLOTS / STAGES laps, rounded down), then the pass's own laps
+PLANTED_8_8_WHOLE = _both(SOLUTION_8_8, lap="                const unsigned lap = pass * (SLOTS / STAGES) + i / STAGES;\n")
+#: only the producer goes on; the consumers restart the ring
+PLANTED_8_8_ONE_SIDE = _PRODUCER + "// consumers\n" + _both(_CONSUMERS, _STAGE_RESTART, _LAP_RESTART)
+#: the producer waits on its empty barriers with the consumers' parity: a fresh barrier's first lap never passes
+PLANTED_8_8_EMPTY = SOLUTION_8_8.replace(_EMPTY_OK, "                bar_wait(smem_u32(&empty[s]), lap & 1);\n")
 _SEED8 = 808
 
 
@@ -203,21 +233,27 @@ def _run_8_8(program):
     x = np.random.default_rng(_SEED8).standard_normal(10 * 256).astype(np.float32)
     d_in = emu.to_device(x)
     d_out = emu.zeros(10 * 2 * 32, np.float32)
-    st = emu.launch(program.function("ring_sum"), 1, 96, d_in, d_out, racecheck=True)
+    st = emu.launch(program.function("ring_max_sum"), 1, 96, d_in, d_out, racecheck=True)
     out = d_out.to_host()
     del d_in
     return KernelRun({"out": out}, st)
 
 
-_ABA = ("A consumer waited with the wrong parity: the parity to wait for is the lap's (how many times the ring "
-        "index wrapped), not the slot's or the stage's — otherwise a wait either returns before the stage was "
-        "refilled (ABA) or misses the phase it meant and waits for one two laps on (a skipped phase).")
-_FIRST_LAP = ("The producer waits forever on a fresh empty barrier: its first lap must pass at once, so the producer "
-              "waits for the opposite parity of the consumers'.")
+_FIRST_LAP = ("The producer waits forever on a fresh empty barrier in pass 0: its first lap must pass at once, so the "
+              "producer waits for the opposite parity of the consumers'.")
+_STALE = ("In pass 1 a consumer summed what a stage held before the producer refilled it: its wait on `full` returned "
+          "at once. The barriers are not initialised again between the passes: each keeps the phases pass 0 "
+          "completed, and pass 0 ended part-way through a lap, so pass 1 cannot start the ring's stage and lap "
+          "from zero as if the barriers were fresh.")
+_SKIPPED = ("The kernel hangs in pass 1: a side waits for a phase its barrier will not complete next (a skipped "
+            "phase), because the producer and the consumers disagree on a slot's stage or lap. Both sides must "
+            "count the ring's slots from its very first one in pass 0, every slot of both passes — the parity of "
+            "a wait is that of the laps the ring has made, not of the passes.")
 
 
 def _phases(err) -> dict:
-    """warp -> the phase of the barrier it waits on, from the emulator's deadlock report."""
+    """warp -> the phase parity of the barrier it waits on, from the emulator's deadlock report (the emulator's
+    mbarrier keeps only the current phase's parity, as the hardware does)."""
     import re
 
     return {int(w): int(p) for w, p in re.findall(r"warp (\d+): mbarrier\.try_wait\.parity .*?phase (\d+),",
@@ -225,22 +261,32 @@ def _phases(err) -> dict:
 
 
 def _first_lap(out, ref, err):
+    """A deadlock with every waited-on barrier still in phase 0: the ring never got past its first lap."""
     ph = _phases(err)
     return out is None and type(err).__name__ == "DeadlockError" and bool(ph) and not any(ph.values())
 
 
-def _wrong_parity(out, ref, err):
-    if out is not None:
-        return False
-    if type(err).__name__ == "RaceError":
-        return True
-    return type(err).__name__ == "DeadlockError" and any(_phases(err).values())
+def _skipped(out, ref, err):
+    """A deadlock after the first lap: some waited-on barrier has completed a phase."""
+    return out is None and type(err).__name__ == "DeadlockError" and any(_phases(err).values())
 
 
+def _stale(out, ref, st):
+    """Every wrong row (one slot, one consumer: 32 lanes) is, bit for bit, what that consumer writes for another slot:
+    it read a stage that held another slot."""
+    got, want = out["out"].reshape(SLOTS_8_8, 2, 32), ref["out"].reshape(SLOTS_8_8, 2, 32)
+    bad = [(i, c) for i in range(SLOTS_8_8) for c in range(2) if not np.array_equal(got[i, c], want[i, c])]
+    return bool(bad) and all(any(np.array_equal(got[i, c], want[k, c]) for k in range(SLOTS_8_8) if k != i)
+                             for i, c in bad)
+
+
+SLOTS_8_8 = 10
+assert f"#define SLOTS {SLOTS_8_8}\n" in SOLUTION_8_8
 kernel_exercise("8.8", run=_run_8_8, reference=SOLUTION_8_8, points=3, budget=60,
-                symptoms=[Symptom(_first_lap, _FIRST_LAP), Symptom(_wrong_parity, _ABA)],
-                mistakes=[Mistake(_ABA, answer=PROMPT_8_8), Mistake(_ABA, answer=PLANTED_8_8_STAGE),
-                          Mistake(_FIRST_LAP, answer=PLANTED_8_8_EMPTY)])
+                symptoms=[Symptom(_first_lap, _FIRST_LAP), Symptom(_skipped, _SKIPPED), Symptom(_stale, _STALE)],
+                mistakes=[Mistake(_STALE, answer=PROMPT_8_8), Mistake(_FIRST_LAP, answer=PLANTED_8_8_EMPTY),
+                          Mistake(_STALE, answer=PLANTED_8_8_LAP), Mistake(_SKIPPED, answer=PLANTED_8_8_STAGE),
+                          Mistake(_SKIPPED, answer=PLANTED_8_8_WHOLE), Mistake(_SKIPPED, answer=PLANTED_8_8_ONE_SIDE)])
 
 # 8.9: the setmaxnreg split
 _SPLIT_BODY = r"""

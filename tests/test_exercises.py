@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,11 +160,14 @@ def test_student_edition_imports_nothing_that_computes_an_answer(source):
 KERNEL_EXERCISES = [f"{m.group(1)}.{m.group(2)}" for p in SOLUTIONS for m in re.finditer(
     r"^# BEGIN SOLUTION\n(?:kernel|SRC)_(\d+)_(\d+) = r", p.read_text(encoding="utf-8"), re.M)]
 MIN_FIX_LINE = 20   # characters of code: shorter lines ("}", "++n;") are no evidence of a copy
+#: A fix line counts as printed when the book prints it (whitespace and comments aside) or prints a line of the same
+#: shape (_shape: the names other than keywords and CUDA builtins abstracted) — the same line with other variable names.
 #: ALLOW-LIST — kernel exercises whose fix is STILL a line the book prints (judged by placement for the PLACEMENT
 #: exercises below), each waiting for a redesign in the manner of 4.11, 5.10, 6.9-6.11, 7.8 and 8.10 (another shape,
 #: swizzle, layout, protocol variant). They are strict xfails, never skipped: a redesigned one XPASSes and fails until
-#: it is removed. Empty since every kernel exercise was redesigned (0.6, 0.7, 2.13, 3.7, 7.6, 7.7 as variants; 2.11, 3.8,
-#: 3.9, 5.11, 6.12 as PLACEMENT exercises); a new exercise that leaks goes here with the line it repeats.
+#: it is removed. Empty since every kernel exercise was redesigned (0.6, 0.7, 2.13, 3.7, 7.6, 7.7, 8.8 as variants;
+#: 2.11, 3.8, 3.9, 5.11, 6.12 as PLACEMENT exercises) and none of their fixes is a printed line with other names either
+#: (_renamed_copies); a new exercise that leaks goes here with the line it repeats.
 STILL_PRINTED: dict[str, str] = {}
 
 
@@ -226,6 +230,68 @@ def _code_lines(text: str) -> list[str]:
     return [c for c in (_code(re.sub(r"^\s*(?:# |#$)", "", line)) for line in text.splitlines()) if c]
 
 
+#: names a kernel does not choose — C++ keywords and types, CUDA builtins (every `__`-prefixed name is one too):
+#: they stay as they are when a line is reduced to its shape; every other name becomes `ID`
+KEPT_NAMES = frozenset("""asm auto bool break case char const constexpr continue default do double else enum extern false
+float for goto if inline int long namespace nullptr return short signed sizeof static static_cast reinterpret_cast struct
+switch template true typedef typename union unsigned using void volatile while uint8_t uint16_t uint32_t uint64_t int8_t
+int16_t int32_t int64_t size_t half nv_bfloat16 float2 float4 int2 int4 uint2 uint4 dim3 threadIdx blockIdx blockDim
+gridDim warpSize clusterDim min max fminf fmaxf fabsf sqrtf expf exp2f rsqrtf atomicAdd atomicMax atomicMin atomicCAS
+atomicExch printf""".split())
+#: a string literal (kept whole: an asm string is the instruction), a number, a name, a two- or three-character operator,
+#: any other character
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|\.?\d[\w.]*|[A-Za-z_]\w*|::|->|<<=|>>=|<<|>>|[-+*/%&|^!<>=]=|&&|\|\||\+\+|--|\S')
+#: a fix line is compared by its shape only when the shape has at least this many distinct tokens: below it are the
+#: one-operator declarations every kernel prints (`const int ID = ID * ID ;`, `__syncthreads ( ) ;`, `return ;`)
+MIN_SHAPE_TOKENS = 8
+
+
+def _shape(code: str) -> str:
+    """A code line with its names abstracted: every name that is not in KEPT_NAMES, not `__`-prefixed and not a member
+    (after `.` or `->`: `threadIdx.x`) becomes `ID`; literals (numbers, strings) and operators stay; tokens joined by
+    one space. The same line with other variable names has the same shape."""
+    out, prev = [], ""
+    for tok in _TOKEN.findall(code):
+        named = tok[0].isalpha() or tok[0] == "_"
+        out.append("ID" if named and tok not in KEPT_NAMES and not tok.startswith("__") and prev not in (".", "->")
+                   else tok)
+        prev = tok
+    return " ".join(out)
+
+
+_SHAPES: list = []
+
+
+def _published_shapes() -> list[str]:
+    """The shape of every code line of the published sources (those of _published_triples), padded with a space."""
+    if not _SHAPES:
+        _SHAPES.extend(f" {s} " for line in _published_lines() if (s := _shape(line)))
+    return _SHAPES
+
+
+def _printed_shapes(ex_id: str) -> str:
+    """The published shapes, one per line, less one occurrence of each line of exercise ``ex_id``'s own prompt (the stub
+    shows it): a fix that renames a name of the prompt's own line is the exercise's business, not a copy."""
+    from collections import Counter
+
+    own = Counter(f" {s} " for s in map(_shape, _code_lines(_regions(ex_id)[1])) if s)
+    kept = []
+    for s in _published_shapes():
+        if own[s]:
+            own[s] -= 1
+        else:
+            kept.append(s)
+    return "\n".join(kept)
+
+
+def _renamed_copies(ex_id: str) -> list[str]:
+    """The fix lines of ``ex_id`` (MIN_FIX_LINE+ characters) whose shape (MIN_SHAPE_TOKENS+ distinct tokens) stands
+    inside a published code line's shape: a line the book prints, with other names."""
+    printed = _printed_shapes(ex_id)
+    return [line for line in _fix_lines(ex_id)
+            if len(set((s := _shape(line)).split())) >= MIN_SHAPE_TOKENS and f" {s} " in printed]
+
+
 def _placements(ex_id: str) -> list[tuple[str, tuple[str, str, str]]]:
     """(line, (code line before, line, code line after)) for every code line the solution kernel of ``ex_id`` adds to
     its prompt or moves within it (a difflib alignment of the two kernels' code lines)."""
@@ -248,13 +314,32 @@ def _published_triples() -> set:
     """Every sequence of three consecutive code lines of the sources the student site may show (the same sources as
     tests/site/sitekit.py's _published_sources: chapters, exercise stubs, the landing page, the book's kernels)."""
     if not _TRIPLES:
-        paths = [p for folder in ("chapters", "exercises") for p in sorted((ROOT / folder).glob("*.md"))]
-        paths += [ROOT / "intro.md"] + sorted(ROOT.glob("h100lab/cuda/kernels/*.cu")) + \
-            sorted(ROOT.glob("h100lab/cuda/include/**/*.cuh"))
-        for p in paths:
-            lines = _code_lines(p.read_text(encoding="utf-8"))
+        for lines in _published_files():
             _TRIPLES.update(zip([""] + lines, lines, lines[1:] + [""]))
     return _TRIPLES
+
+
+_SHAPE_TRIPLES: set = set()
+
+
+def _published_shape_triples() -> set:
+    """The shapes (_shape) of every published sequence of three code lines: the same sequence with other names."""
+    if not _SHAPE_TRIPLES:
+        _SHAPE_TRIPLES.update(tuple(map(_shape, s)) for s in _published_triples())
+    return _SHAPE_TRIPLES
+
+
+def _published_files() -> list[list[str]]:
+    """The code lines (_code_lines) of each source the student site may show: chapters, exercise stubs, the landing
+    page, the book's kernels and headers (tests/site/sitekit.py's _published_sources)."""
+    paths = [p for folder in ("chapters", "exercises") for p in sorted((ROOT / folder).glob("*.md"))]
+    paths += [ROOT / "intro.md"] + sorted(ROOT.glob("h100lab/cuda/kernels/*.cu")) + \
+        sorted(ROOT.glob("h100lab/cuda/include/**/*.cuh"))
+    return [_code_lines(p.read_text(encoding="utf-8")) for p in paths]
+
+
+def _published_lines() -> list[str]:
+    return [line for lines in _published_files() for line in lines]
 
 
 def test_a_line_of_a_book_kernel_counts_as_published():
@@ -279,15 +364,21 @@ def test_kernel_fix_is_no_line_the_book_prints(ex_id):
     if ex_id in PLACEMENT:     # judged by placement: a printed line is allowed where no printed sequence surrounds it
         moved = _placements(ex_id)
         assert moved, f"exercise {ex_id}: the solution kernel adds or moves no line of its prompt"
-        copied = [ctx for line, ctx in moved if ctx in _published_triples()]
+        copied = [ctx for line, ctx in moved if ctx in _published_triples()
+                  or tuple(map(_shape, ctx)) in _published_shape_triples()]
         assert not copied, (f"exercise {ex_id}: the fix stands where the book prints it — these sequences of code lines "
-                            f"(before, fix, after) are printed, so a student can copy the placement: {copied}")
+                            f"(before, fix, after) are printed, or printed with other names, so a student can copy the "
+                            f"placement: {copied}")
         return
     fix = _fix_lines(ex_id)
     assert fix, f"exercise {ex_id}: the solution kernel adds no line of {MIN_FIX_LINE}+ characters to its prompt"
     copied = [line for line in fix if line in published]
     assert not copied, (f"exercise {ex_id}: these lines of the fix are printed by the book (chapters, exercise stubs "
                         f"or h100lab/cuda kernel sources), so a student can copy them: {copied}")
+    renamed = _renamed_copies(ex_id)
+    assert not renamed, (f"exercise {ex_id}: these lines of the fix are lines the book prints with other names (same "
+                         f"keywords, literals and operators), so a student can copy them and rename: "
+                         f"{[(line, _shape(line)) for line in renamed]}")
 
 
 def test_a_printed_sequence_counts_as_a_copied_placement():
@@ -295,6 +386,9 @@ def test_a_printed_sequence_counts_as_a_copied_placement():
     commented-out prompt lines of an exercise stub count as the code they show."""
     lines = _code_lines((ROOT / "h100lab/cuda/kernels/l02_dsmem_ring.cu").read_text(encoding="utf-8"))
     assert tuple(lines[10:13]) in _published_triples()
+    renamed = tuple(re.sub(r"\b(local|remote|owner)\b", r"my_\1", x) for x in lines[10:13])   # other names
+    assert renamed != tuple(lines[10:13]) and renamed not in _published_triples()
+    assert tuple(map(_shape, renamed)) in _published_shape_triples()
     assert _code_lines('# asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // x') == [
         'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");']
 
@@ -315,3 +409,36 @@ def test_placement_mistake_is_the_same_instruction_misplaced(ex_id):
     assert all(any(line in h for h in have) for line, _ in _placements(ex_id)), \
         f"{PLACEMENT[ex_id]} lacks the instruction the fix places"
     assert not judge(ex, planted, ex.answer()).passed
+
+
+def test_a_renamed_book_line_counts_as_printed():
+    """The shape check can fail: a line of a book kernel with every variable renamed has a printed shape (also inside
+    a longer printed line), while trivial lines and lines of another shape do not count."""
+    printed = "\n".join(_published_shapes())
+    book = "bar_wait(bars + 8 * s, (unsigned)(it / STAGES) & 1u);"          # h100lab/cuda/kernels/l08_gemm.cu
+    assert _code(book) in _sitekit()._published_sources()
+    renamed = "bar_wait(barriers + 8 * st, (unsigned)(k_iter / NSTAGE) & 1u);"
+    assert renamed not in _sitekit()._published_sources()
+    assert _shape(renamed) == _shape(book) == "ID ( ID + 8 * ID , ( unsigned ) ( ID / ID ) & 1u ) ;"
+    assert f" {_shape(renamed)} " in printed and len(set(_shape(renamed).split())) >= MIN_SHAPE_TOKENS
+    # keywords, builtins, members, literals and asm strings stay; only the kernel's own names are abstracted
+    assert _shape('const int i = blockIdx.x * blockDim.x + threadIdx.x;') == \
+        "const int ID = blockIdx . x * blockDim . x + threadIdx . x ;"
+    assert _shape('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");') == \
+        'asm volatile ( "fence.proxy.async.shared::cta;" :: : "memory" ) ;'
+    assert _shape("float v = 0.f;") != _shape("float v = 1.f;")
+    # trivial lines have too few distinct tokens to be evidence of a copy
+    for line in ("}", "return;", "__syncthreads();", "const int s = i % STAGES;", "const int first = g * group;"):
+        assert len(set(_shape(line).split())) < MIN_SHAPE_TOKENS, line
+
+
+def test_renamed_copies_are_found_in_a_fix(monkeypatch):
+    """_renamed_copies flags a fix line that is a renamed book line, and not a line whose shape only the exercise's own
+    prompt shows (exercise 8.8's stub prints its output line once)."""
+    book_line = "bar_wait(barriers + 8 * st, (unsigned)(k_iter / NSTAGE) & 1u);"
+    own = "if (pass == 1) out[(2 * i + c) * 32 + lane] = v;"
+    assert own in _code_lines(_regions("8.8")[1]) and sum(s == f" {_shape(own)} " for s in _published_shapes()) == 1
+    renamed_own = "if (pass == 1) out[(2 * slot + c) * 32 + lane] = sum;"
+    assert _shape(renamed_own) == _shape(own)
+    monkeypatch.setattr(sys.modules[__name__], "_fix_lines", lambda ex_id: [book_line, renamed_own])
+    assert _renamed_copies("8.8") == [book_line]

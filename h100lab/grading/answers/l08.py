@@ -239,8 +239,9 @@ def _run_8_8(program):
     return KernelRun({"out": out}, st)
 
 
-_FIRST_LAP = ("The producer waits forever on a fresh empty barrier in pass 0: its first lap must pass at once, so the "
-              "producer waits for the opposite parity of the consumers'.")
+_FIRST_LAP = ("The producer waits forever on a fresh empty barrier in pass 0: no stage has been filled yet, so its "
+              "first wait on each stage must pass at once — on a fresh barrier, the phase before phase 0 counts as "
+              "complete, and that is the phase the producer's first lap waits for.")
 _STALE = ("In pass 1 a consumer summed what a stage held before the producer refilled it: its wait on `full` returned "
           "at once. The barriers are not initialised again between the passes: each keeps the phases pass 0 "
           "completed, and pass 0 ended part-way through a lap, so pass 1 cannot start the ring's stage and lap "

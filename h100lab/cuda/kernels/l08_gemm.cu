@@ -115,8 +115,10 @@
 //    committed, 2 wait_group returned (INFLIGHT: wait_group 1, the block before retired), 3 the empty-barrier arrive
 //    issued, then FP8 only: 4 the block's scales in registers (a store predicated on a scale being NaN -- never --
 //    makes the timestamp wait for the loads, as the promotion's first multiply does anyway), 5 promotion done, 6
-//    SCALE_LEAD 1: the next block's scales in registers (the same guard: the end-of-block copy waits for them
-//    already), SCALE_LEAD 2-3: the ring's load for block kb + SCALE_LEAD issued; 7 unused (0). BM_TILE 256: the
+//    SCALE_LEAD 1: the next block's scales in registers (the same guard; meant to cost nothing, as the end-of-block
+//    copy waits for them anyway -- but the H200 trace of the lead-1 forms costs 9-22 % of their time against 4-8 %
+//    for the others, data/l08/gemm_trace: this wait is not free there), SCALE_LEAD 2-3: the ring's load for block
+//    kb + SCALE_LEAD issued; 7 unused (0). BM_TILE 256: the
 //    second m64 block's times overwrite the first's. Unwritten slots stay as the host set them. Without TRACE the
 //    kernel is the same PTX (every TRACE line is inside `#if TRACE` or a TR_ macro that expands to nothing;
 //    tests/test_l08_trace.py compiles both). The timestamps are ordered against the code around them by the

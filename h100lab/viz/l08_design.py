@@ -66,16 +66,20 @@ def draw_calculator(r: dict):
     return fig
 
 
+#: how many tiles of the order :func:`draw_order` numbers: enough to show the path (a group's columns, the turn to
+#: the next group); numbering every tile made each of the order explorer's precomputed figures ~1 s to draw
+NUMBERED = 40
+
+
 def draw_order(r: dict):
     """The tile grid, each tile coloured by its wave (which round of the persistent CTAs runs it), the first
-    tiles of the order numbered."""
+    :data:`NUMBERED` tiles of the order numbered."""
     fig, ax = figure(1, 1, figsize=(5.2, 4.4))
     im = ax.imshow(r["wave"], cmap="viridis", aspect="auto", interpolation="nearest")
     pos = r["position"]
-    if pos.size <= 256:
-        for (m, n), t in np.ndenumerate(pos):
-            if t < 2 * r["ctas"]:
-                ax.text(n, m, str(t), ha="center", va="center", fontsize=5.5, color="white")
+    for (m, n), t in np.ndenumerate(pos):
+        if t < NUMBERED:
+            ax.text(n, m, str(t), ha="center", va="center", fontsize=5.5, color="white")
     ax.grid(False)
     fig.colorbar(im, ax=ax, label="wave (index)")
     label(ax, "tile column n (tile)", "tile row m (tile)",

@@ -243,9 +243,11 @@ def race_summary(recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
     """The numbers chapter 5 quotes from one or more runs (``l05/copy_race2``, ``l05/copy_race2_b``; records each):
     ``best`` (the copy with the highest median phase-B ratio over all runs, :func:`best_of`, with ``min`` / ``max``
-    of its rounds and its run's index), ``variants`` (phase-A copies tried, all runs), ``failed`` (checks that
+    of its rounds, its run's index, its ``kernel``, ``grid``, ``block`` and ``bytes``), ``variants`` (phase-A copies tried, all runs), ``failed`` (checks that
     failed), ``persistent_best`` (the best phase-A ratio of a register copy over a persistent grid, ≤ 16 blocks per
-    SM), ``tma_best`` / ``tma_best_name`` (the best bulk copy with a policy pair, phase A), ``tma_evict_first_ld``
+    SM), ``by_vectors_per_thread`` (grids sized from the copy: vectors per thread → the best phase-A ratio),
+    ``plain_best_one_vector`` (the best plain ``ld``/``st`` copy of one vector per thread, phase A),
+    ``tma_best`` / ``tma_best_name`` (the best bulk copy with a policy pair, phase A), ``tma_evict_first_ld``
     (the best bulk copy whose loads carry evict_first), ``memcpy_gbps`` (median of every phase-B memcpy), and the
     overlap phase's verdict of the first run that has one (:func:`race_summary`)."""
     best, out = None, {"variants": 0, "failed": 0}
@@ -258,7 +260,9 @@ def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
         out["failed"] += len(s["failed"])
         b = s["best"]
         if b and (best is None or b["ratio_median"] > best["ratio_median"]):
-            best = dict(b, run=i, min=min(b["ratio_rounds"]), max=max(b["ratio_rounds"]))
+            rec = next(r for r in recs if r.get("phase") == "B" and r["name"] == b["name"])
+            best = dict(b, run=i, min=min(b["ratio_rounds"]), max=max(b["ratio_rounds"]), grid=rec.get("grid"),
+                        block=rec.get("block"), kernel=rec.get("kernel"), bytes=rec.get("bytes"))
         a_all += [r for r in recs if r.get("phase") == "A" and r["kind"] != "memcpy" and r.get("correct")]
         mem += [r["gbps"] for r in recs if r.get("phase") == "B" and r["kind"] == "memcpy"]
         if summ is None and s["memcpy_needs_sms"] is not None:
@@ -267,7 +271,15 @@ def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
     pol = [r for r in a_all if r["kind"] == "bulk_pol" and (r["policy_ld"], r["policy_st"]) != ("none", "none")]
     tb = max(pol, key=lambda r: r["ratio_round"], default=None)
     ef = [r["ratio_round"] for r in pol if r["policy_ld"] == "evict_first"]
-    out.update(best=best, persistent_best=max(pers, default=float("nan")),
+    by_vpt: dict[int, float] = {}
+    for r in a_all:
+        if r["kind"] == "reg_grid":
+            v = int(r["vectors_per_thread"])
+            by_vpt[v] = max(by_vpt.get(v, 0.0), r["ratio_round"])
+    same = [r["ratio_round"] for r in a_all if r["kind"] == "reg_grid" and r["ld"] == "plain" and r["st"] == "wb"
+            and best and r["name"] != best["name"] and r["vectors_per_thread"] == 1]
+    out.update(best=best, persistent_best=max(pers, default=float("nan")), by_vectors_per_thread=by_vpt,
+               plain_best_one_vector=max(same, default=float("nan")),
                tma_best=tb["ratio_round"] if tb else float("nan"), tma_best_name=tb["name"] if tb else "(none)",
                tma_evict_first_ld=max(ef, default=float("nan")), memcpy_gbps=_med(mem) if mem else float("nan"),
                memcpy_needs_sms=summ["memcpy_needs_sms"] if summ else None,

@@ -293,3 +293,21 @@ def test_committed_race_is_complete_and_checked(name):
     if s["control_delayed"] is not None:
         assert s["control_delayed"] is True
     assert s["best"]["rounds"] == cr.ROUNDS
+
+
+def test_the_copy_goal_check_is_registered_and_passes_on_the_committed_run():
+    from h100lab import data
+    from h100lab.measure import copy_race2 as cr
+    from h100lab.validation import _CHECKS, micro
+    if not data.available("l05/copy_race2_b"):
+        pytest.skip("l05/copy_race2_b is not committed")
+    (c,) = [c for c in _CHECKS if c.title == micro.COPY_GOAL_TITLE]
+    ds = data.load(c.dataset)
+    res = c.run(ds)
+    assert res.ok and res.cases == cr.ROUNDS, res.note
+    # the check fails when a round falls below the memcpy, or a copy was wrong
+    recs = [dict(r) for r in ds.records]
+    rows = cr.book_copy_rounds(recs)
+    rows[0]["ratio_round"] = 0.999
+    rows[1]["correct"] = False
+    assert c.run(data.Dataset(ds.name, ds.meta, recs)).mismatches == 2

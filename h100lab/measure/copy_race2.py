@@ -40,7 +40,7 @@ import numpy as np
 from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, Runner, _med
 
 __all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_SHAPES", "POL_PAIRS", "POL_BIG_SHAPES",
-           "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS",
+           "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS", "BOOK_COPY", "book_copy_rounds",
            "reg_form", "hybrid_smem", "plan_a", "plan_2", "PLANS", "PLAN2_REG_KERNELS", "PLAN2_THREADS",
            "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "estimate_seconds", "best_of", "race_table", "race_summary", "chapter_figures", "Race2Backend", "Race2Runner", "main"]
 
@@ -75,6 +75,9 @@ REFERENCES = (("tensor_ws 256×32×6 lag3 L2_256B", "tensor_ws", (256, 32, 6, 1,
 HYBRID_KERNELS = ("lsu_tma_copy_u4", "lsu_tma_copy_u8", "tma_lsu_copy_u4", "tma_lsu_copy_u8")
 HYBRID_SHAPES = {4: ((1, 1024), (2, 512), (4, 256), (8, 128)), 8: ((1, 512), (2, 256), (3, 256), (4, 128))}
 ROUNDS, TOP, MEMCPY_EVERY = 5, 8, 24
+#: the book's copy kernel (chapter 5, from l05/copy_race2_b): kind reg_grid (kernel, threads, part, vectors per
+#: thread) — one 16-byte vector per thread, interleaved, 256 threads per block
+BOOK_COPY = ("reg_grid", ("reg_copy_nc_cs_u1", 256, 0, 1))
 OCCUPY_NS = 20_000_000
 _LD = {"plain": "ld.global.v4", "nc": "ld.global.nc.L1::no_allocate.v4", "pf": "ld.global.nc.L1::no_allocate.L2::256B.v4"}
 _ST = {"wb": "st.global.v4", "cs": "st.global.cs.v4", "ef": "st.global.L2::cache_hint(evict_first).v4",
@@ -238,6 +241,12 @@ def race_summary(recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "memcpy_alone_ms": _med([r["alone_ms"] for r in mem]) if mem else float("nan"),
             "memcpy_beside_ms": _med([r["with_occupy_ms"] for r in mem]) if mem else float("nan"),
             "occupy_ms": _med([r["occupy_ms"] for r in ov]) if ov else float("nan")}
+
+
+def book_copy_rounds(recs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The phase-B records of :data:`BOOK_COPY` (one per round, each with ``ratio_round`` over its round's memcpy)."""
+    kind, cfg = BOOK_COPY
+    return [r for r in recs if r.get("phase") == "B" and r["kind"] == kind and tuple(r["config"]) == cfg]
 
 
 def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:

@@ -13,6 +13,8 @@
 //       part 0: vectors interleaved over the grid (thread t of the grid copies vectors t, t + T, ..., T = all
 //       threads); part 1: block b copies one contiguous chunk (1/gridDim.x of the vectors, whole rounds of
 //       blockDim.x * U vectors), its threads interleaved inside it.
+//       The book's copy kernel (chapter 5; data/l05/copy_race2_b: 1.010x cuMemcpyDtoDAsync) is reg_copy_nc_cs_u1,
+//       part 0, launched with one thread per vector: 256 threads per block, n16 / 256 blocks, its loop runs once.
 //   bulk_copy_pol  the one-thread bulk copy of l05_copy_tune.cu (cp.async.bulk loads into `stages` buffers of
 //       `tile_bytes`, bulk stores in bulk groups, refill after wait_group.read `lag`) whose loads and stores each
 //       carry their own L2 policy: pol_ld / pol_st 0 none, 1 evict_first, 2 evict_last, 3 evict_normal,

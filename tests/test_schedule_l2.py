@@ -228,3 +228,34 @@ def test_pingpong_order_cost_follows_the_cta_distance_of_b_sharers_not_the_panel
         assert e1.per_wave[0][1] == e2.per_wave[0][1] == 32 and abs(e1.dram / e2.dram - 1) < 0.03
         assert runs[(1, 0)] > 1.4 * runs[(2, 0)]
         assert _b_stride(128, 32, 1, "m") == 32 and _b_stride(128, 32, 2, "m") == 1
+
+
+# ---------------------------------------------------------------- the launch skew (data/l08/gemm_skew)
+
+def _skew():
+    from h100lab import data
+    if not data.available("l08/gemm_skew"):
+        pytest.skip("data/l08/gemm_skew is not committed")
+    return data.load("l08/gemm_skew")
+
+
+def test_the_ctas_of_a_persistent_launch_start_together():
+    # CTA grid / 2 starts within a thousandth of the run of CTA 0, on every grid from 2 to 132 CTAs: no launch lag
+    # between rounds of CTAs that could hold a panel's sharers apart
+    ds = _skew()
+    assert ds.meta["complete"] and len(ds.records) >= 10 and all(r["ok"] for r in ds.records)
+    for r in ds.records:
+        run_ns = r["ctas"][0]["end_ns"]
+        assert abs(r["start_skew_ns"]) <= 1e-3 * run_ns, r
+    assert {r["grid"] for r in ds.records} >= {2, 16, 32, 64, 132}
+
+
+def test_row_major_ctas_stay_in_step():
+    # 8192³, 132 CTAs, row-major: CTA 66 starts each of its tiles within 1 % of a tile of CTA 0 (the grouped order
+    # drifts more) — the row-major wave does not come apart
+    ds = _skew()
+    rec = {(r["K"], r["group"]): r for r in ds.records if r["grid"] == 132}
+    rm, grouped = rec[(8192, 1)], rec[(8192, 8)]
+    tile_ns = rm["ctas"][0]["end_ns"] / len(rm["tile_drift_ns"])
+    assert max(map(abs, rm["tile_drift_ns"])) < 0.01 * tile_ns
+    assert max(map(abs, grouped["tile_drift_ns"])) > max(map(abs, rm["tile_drift_ns"]))

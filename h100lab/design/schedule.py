@@ -32,7 +32,13 @@ launch round or per CTA in ns, converted with the tile's time at the tensor rate
 without a spread), a lag fitted on the row-major record brings it within ±10 % but leaves the orders grouped
 along N too fast and makes the 128 × 256 row-major and the K = 4096 ones too slow: no setting moved more than a
 few of the sweep's 156 records into ±10 %, so the defaults stay the lockstep estimate and the lesson-8 model
-(:mod:`h100lab.design.perf`, which calls this with the defaults) is unchanged by the capacity.
+(:mod:`h100lab.design.perf`, which calls this with the defaults) is unchanged by the capacity. The traced launches
+(``data/l08/gemm_skew``, ``bench_gemm_orders.py --skew``; cooperative 128 × 256 tiles, the only form with
+timestamps) then showed why: the CTAs of a persistent launch start within a thousandth of the run of each other
+(no launch lag), and in the row-major order two CTAs of the wave start every tile within 1 % of a tile of each
+other (the grouped order drifts more) — the row-major wave stays in lockstep, where this model keeps every reuse.
+The loss of the far-apart B sharers is therefore not a capacity effect of CTAs out of step [open: the ping-pong
+kernel has no trace; what differs is where the sharers sit — CTAs 16 or 32 apart share a GPC, ``launch_round``].
 """
 from __future__ import annotations
 

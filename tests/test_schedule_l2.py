@@ -248,6 +248,9 @@ def test_the_ctas_of_a_persistent_launch_start_together():
         run_ns = r["ctas"][0]["end_ns"]
         assert abs(r["start_skew_ns"]) <= 1e-3 * run_ns, r
     assert {r["grid"] for r in ds.records} >= {2, 16, 32, 64, 132}
+    # a plain launch of two CTAs puts them on two TPCs (SMs 2t and 2t + 1 form TPC t), unlike clusters of two
+    (two,) = [r for r in ds.records if r["grid"] == 2]
+    assert len({c["smid"] // 2 for c in two["ctas"]}) == 2
 
 
 def test_row_major_ctas_stay_in_step():

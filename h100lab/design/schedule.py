@@ -38,7 +38,8 @@ timestamps) then showed why: the CTAs of a persistent launch start within a thou
 (no launch lag), and in the row-major order two CTAs of the wave start every tile within 1 % of a tile of each
 other (the grouped order drifts more) — the row-major wave stays in lockstep, where this model keeps every reuse.
 The loss of the far-apart B sharers is therefore not a capacity effect of CTAs out of step [open: the ping-pong
-kernel has no trace; what differs is where the sharers sit — CTAs 16 or 32 apart share a GPC, ``launch_round``].
+kernel has no trace; what differs between the orders is how far apart in the launch, so on which SMs, the sharers
+run].
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ __all__ = ["ScheduleError", "static_order", "tile_at", "cta_tiles", "grouped_ord
            "launch_round", "ROUND_CTAS"]
 
 
-#: CTAs per launch round (:func:`launch_round`): two per TPC × the H200's 8 GPCs (``data/l02/gpc_map``)
+#: CTAs per launch round (:func:`launch_round`): two per TPC × the H200's 8 GPCs (``data/l02/gpc_map``,
+#: ``data/l02/placement``)
 ROUND_CTAS = 16
 
 
@@ -199,10 +201,11 @@ def slice_loads(users: int, reach: float) -> float:
 
 
 def launch_round(cta: int, round_ctas: int = ROUND_CTAS) -> int:
-    """The launch round of CTA ``cta`` of a wave: ``cta // round_ctas`` — the hardware hands CTAs out in index
-    order, two to a TPC, one TPC to each GPC in turn (``data/l02/placement``: CTAs 2i and 2i + 1 on one TPC,
-    consecutive TPCs in different GPCs), so each GPC gets its next CTA pair once every ``round_ctas`` = 2 × 8 GPCs
-    CTAs; CTAs ``round_ctas`` apart run on one GPC, one round apart."""
+    """The launch round of CTA ``cta`` of a wave: ``cta // round_ctas`` — [assumption] the hardware hands CTAs out
+    in index order, one GPC after another, so each GPC gets its next CTAs once every ``round_ctas``. The default, 16,
+    is two CTAs per TPC × the 8 GPCs, the order in which clusters of two are placed (``data/l02/placement``: CTAs 2i
+    and 2i + 1 on one TPC, consecutive TPCs in different GPCs); a plain launch places its first CTAs one per TPC
+    (``data/l08/gemm_skew``: CTAs 0 and 1 on two TPCs), so for it this is a model, not a measurement."""
     _pos("round_ctas", round_ctas)
     if int(cta) != cta or cta < 0:
         raise ScheduleError(f"cta = {cta}: an index in the wave, >= 0")

@@ -114,9 +114,15 @@ Assumptions (each a limit of the model, not of the kernel):
   (the load hidden under its long promotion at lead 1) loses — as ``data/l08/gemm_bench_fp8_lead`` measured
   (:func:`h100lab.validation.l08.lead_diagnosis`). The trace's own cost per event (:func:`trace_overhead`, from its
   traced and untraced times) is taken out of every interval; BM 256 forms (two m64 blocks per consumer) pay the
-  issue window, promotion and ring loads per block [not traced]; ``scale_smem`` (scales with the stage): no
-  loads. The staggered consumers' named barriers are not modelled (the trace did not run them). The FP8 clock run
-  (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
+  issue window, promotion and ring loads per block, lead 1 waiting for its loads once per k-block; ``scale_smem``
+  (scales with the stage): no loads. A second trace (``data/l08/gemm_trace_forms``, held out, nothing fitted on
+  it; :func:`h100lab.validation.l08.trace_rows`) ran the forms the first did not: the staggered 128 × 192 form's
+  chain is longer than the plain one's (its named barriers, and wgmmas and promotions that now overlap the other
+  consumer's) — not modelled, so it comes out ~11–13 % fast; 256 × 128 with the ring ~12 % slow and at lead 1 a
+  few per cent fast: its first m64 block waits for its loads (as the code's per-block copy says), its second
+  less — where the lead-1 wait sits is not resolved (per m64 block: every 256 × 128 lead-1 record ~11 % slow; per
+  k-block, as here: ~6–9 % fast); the direct-store 128 × 128 form's epilogue takes ~3.5× the TMA store's. The FP8
+  clock run (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
 * a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
 
 :func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock

@@ -194,3 +194,30 @@ def test_the_grader_scores_hostile_kernels_with_the_emulators_report(tmp_path):
         and "line 4" in rows["loops"]["message"]
     assert rows["hangs"]["points"] == 0 and "DeadlockError" in rows["hangs"]["message"]
     assert json.dumps(books[0].rows, sort_keys=True) == json.dumps(books[1].rows, sort_keys=True)
+
+
+def test_printf_exercise_keeps_its_lines_when_another_thread_flushes():
+    """Exercise 0.8 is graded on its printed lines; the grader checks two notebooks at once, so another thread's
+    emu.synchronize() (which flushes the process's printf output) must not take this launch's lines."""
+    import threading
+
+    from h100lab import emu
+    from h100lab.grading.answers import l00
+
+    program = emu.compile(l00.SHARE)
+    stop = threading.Event()
+
+    def flusher():
+        while not stop.is_set():
+            emu.synchronize()
+
+    t = threading.Thread(target=flusher)
+    t.start()
+    try:
+        runs = [l00._share_run(program) for _ in range(3)]
+    finally:
+        stop.set()
+        t.join()
+    blocks = -(-l00.N_0_8 // l00.BLOCK_0_8)
+    for run in runs:
+        assert len(run.outputs["lines"]) == blocks

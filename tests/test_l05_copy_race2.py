@@ -45,7 +45,7 @@ def test_reg_copy_refuses_an_unknown_partition():
 @needs_nvrtc
 @pytest.mark.parametrize("tile,stages,lag,pol_ld,pol_st,part,grid", [(2048, 2, 0, 1, 2, 0, 3), (1024, 4, 3, 2, 1, 1, 2),
                                                                      (4096, 3, 1, 3, 4, 0, 4), (8192, 1, 0, 4, 0, 1, 40),
-                                                                     (1024, 3, 2, 0, 0, 0, 5)])
+                                                                     (1024, 3, 2, 0, 0, 0, 5), (4096, 1, 0, 2, 1, 0, 6)])
 def test_bulk_copy_pol_copies_every_byte(tile, stages, lag, pol_ld, pol_st, part, grid):
     """bulk_copy_pol with every L2 policy on loads and stores, both partitions, more CTAs than tiles: the bytes
     arrive exactly, each byte crosses the TMA twice, no error bit."""
@@ -122,8 +122,21 @@ def test_plan_2_sizes_grids_from_the_copy_and_keeps_the_policies_around_the_firs
     pols = {c for _, k, c in plan if k == "bulk_pol"}
     assert all((t, s, p, l, 2, 1, 0) in pols for t, s, p, l in cr.PLAN2_POL_SHAPES)
     assert {k for _, k, _ in plan} == {"reg_grid", "bulk_pol", "hybrid"}
-    with pytest.raises(ValueError, match="plan 3"):
-        cr.Race2Runner(_fake_gpu(), plan=3)
+    with pytest.raises(ValueError, match="plan 4"):
+        cr.Race2Runner(_fake_gpu(), plan=4)
+
+
+def test_plan_3_times_bulk_copies_only_over_grids_with_a_tile_per_cta():
+    from h100lab.measure import copy_race2 as cr
+    plan = cr.plan_3()
+    names = [p[0] for p in plan]
+    assert len(names) == len(set(names)) and cr.estimate_seconds(plan=3) < 180
+    assert {k for _, k, _ in plan} == {"bulk_pol"}
+    for _, _, (tkb, st, per, lag, pl, ps, part) in plan:
+        assert 132 * per <= (1 << 30) // (tkb * 1024)        # every CTA has a tile
+        assert lag == st - 1 and part in (0, 1) and 1024 + st * tkb * 1024 <= 227 * 1024
+    assert (16, 1, 256, 0, 2, 1, 1) in {c for _, _, c in plan}   # the first pass's lead, a shorter chunk
+    assert set(cr.PLAN_DATASETS) == set(cr.PLANS)
 
 
 def test_reg_form_reads_the_entry_name_and_refuses_others():

@@ -23,7 +23,9 @@ not tried there, at 1 GiB, each copy checked word by word (``verify_copy`` of ``
 
 ``--plan 2`` writes ``l05/copy_race2_b`` instead: phase A is :func:`plan_2`, the first run's leads followed up
 (register copies over grids sized from the copy, bulk copies with ``evict_last`` loads and ``evict_first`` stores,
-persistent and not); phases B and overlap as above.
+persistent and not); phases B and overlap as above. ``--plan 3`` writes ``l05/copy_race2_c``: phase A is
+:func:`plan_3`, bulk copies only (the TMA path) over non-persistent grids sized from the copy, so that phase B
+times the best bulk copies over rounds against the memcpy.
 
 The plan (which variants, the order of the kernels' parameters, ratios, the best-of summary) is plain Python run on
 a fake backend by ``tests/test_l05_copy_race2.py``. Expected wall time on an H200: about a minute
@@ -42,7 +44,8 @@ from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, R
 __all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_SHAPES", "POL_PAIRS", "POL_BIG_SHAPES",
            "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS", "BOOK_COPY", "book_copy_rounds",
            "reg_form", "hybrid_smem", "plan_a", "plan_2", "PLANS", "PLAN2_REG_KERNELS", "PLAN2_THREADS",
-           "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "estimate_seconds", "best_of", "race_table", "race_summary", "chapter_figures", "Race2Backend", "Race2Runner", "main"]
+           "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "plan_3", "PLAN3_POL_TILES", "PLAN3_PER_SM",
+           "PLAN3_POL_PAIRS", "PLAN_DATASETS", "estimate_seconds", "best_of", "race_table", "race_summary", "chapter_figures", "Race2Backend", "Race2Runner", "main"]
 
 #: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
 REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_plain_wb_u16",
@@ -169,7 +172,37 @@ def plan_2(quick: bool = False) -> list[tuple[str, str, tuple]]:
     return out
 
 
-PLANS = {1: plan_a, 2: plan_2}
+#: plan 3 (after plan 2, data/l05/copy_race2_b: the register copy won over a grid of one vector per thread; the best
+#: bulk copy, 0.997× in its one phase-A pass, was a non-persistent grid of short chunks with evict_last loads and
+#: evict_first stores, never timed over rounds): bulk copies only (cp.async.bulk loads and stores, the TMA path),
+#: over grids sized from the copy — a few tiles per CTA, many CTAs in waves, as the winning register copy runs —
+#: (tile KiB, stages) × CTAs per SM in the launch × policy pairs × (chunk, interleaved); phase B then times the best
+#: bulk copies over rounds
+PLAN3_POL_TILES = ((4, 1), (4, 2), (8, 1), (8, 2), (16, 1), (16, 2), (32, 1), (32, 2))
+PLAN3_PER_SM = (32, 64, 128, 256, 512)
+PLAN3_POL_PAIRS = ((2, 1), (0, 0), (0, 1))
+
+
+def plan_3(quick: bool = False) -> list[tuple[str, str, tuple]]:
+    """Plan 3's phase A: ``bulk_pol`` only (as in :func:`plan_a`), non-persistent grids with at least one tile per
+    CTA (``CTAs per SM`` × 132 ≤ tiles of the 1 GiB copy); lag = stages − 1."""
+    out: list[tuple[str, str, tuple]] = []
+    tiles = PLAN3_POL_TILES if not quick else PLAN3_POL_TILES[2:3]
+    for tkb, st in tiles:
+        n_tiles = (1 << 30) // (tkb * 1024)
+        for per in (PLAN3_PER_SM if not quick else PLAN3_PER_SM[:1]):
+            if 132 * per > n_tiles:
+                continue
+            for pl, ps in (PLAN3_POL_PAIRS if not quick else PLAN3_POL_PAIRS[:1]):
+                for part in (1, 0):
+                    out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{st - 1} ld:{POLICIES[pl]} st:{POLICIES[ps]} "
+                                f"{'chunk' if part else 'interleaved'}", "bulk_pol", (tkb, st, per, st - 1, pl, ps, part)))
+    return out
+
+
+PLANS = {1: plan_a, 2: plan_2, 3: plan_3}
+#: the dataset each plan writes
+PLAN_DATASETS = {1: "l05/copy_race2", 2: "l05/copy_race2_b", 3: "l05/copy_race2_c"}
 
 
 def estimate_seconds(quick: bool = False, plan: int = 1) -> float:
@@ -511,7 +544,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.add_argument("--budget-s", type=float, default=170.0,
                         help="wall-clock budget in seconds; past it the run stops and writes what it has")
         ap.add_argument("--plan", type=int, default=1, choices=sorted(PLANS),
-                        help="phase-A plan: 1 the first race (plan_a), 2 the second (plan_2, data/l05/copy_race2_b)")
+                        help="phase-A plan: 1 the first race (plan_a), 2 the second (plan_2, data/l05/copy_race2_b), "
+                             "3 bulk copies over grids sized from the copy (plan_3, data/l05/copy_race2_c)")
         ap.add_argument("--memcpy-only", action="store_true",
                         help="only three 1 GiB cuMemcpyDtoDAsync calls, nothing written (to run under nsys)")
 
@@ -531,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = dict(s.meta, step="copyrace2", complete=not runner.budget.over(), buffer_bytes=runner.buf_bytes,
                 timeout_ns=TIMEOUT_NS, repeats=runner.repeats, quick=runner.quick, rounds=ROUNDS, top=TOP,
                 occupy_ns=OCCUPY_NS, plan=runner.plan)
-    path = data.write("l05/copy_race2" if runner.plan == 1 else "l05/copy_race2_b", recs, meta)
+    path = data.write(PLAN_DATASETS[runner.plan], recs, meta)
     runner.say(f"copyrace2: {len(recs)} records ({len(bad)} failed their check) → {path}")
     return 0
 

@@ -284,7 +284,7 @@ def test_hybrid_copies_refuse_a_partial_chunk(name):
     assert int(err.to_host()[0]) == 2 and not dst.to_host().any()
 
 
-@pytest.mark.parametrize("name", ["l05/copy_race2", "l05/copy_race2_b"])
+@pytest.mark.parametrize("name", ["l05/copy_race2", "l05/copy_race2_b", "l05/copy_race2_c"])
 def test_committed_race_is_complete_and_checked(name):
     """The committed H200 runs: metadata of a real run, every copy checked word by word and correct, five phase-B
     rounds each with its own memcpy, the ratios those rounds' own, and the overlap phase's control delayed."""

@@ -289,10 +289,13 @@ def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
     failed), ``persistent_best`` (the best phase-A ratio of a register copy over a persistent grid, ≤ 16 blocks per
     SM), ``by_vectors_per_thread`` (grids sized from the copy: vectors per thread → the best phase-A ratio),
     ``plain_best_one_vector`` (the best plain ``ld``/``st`` copy of one vector per thread, phase A),
-    ``tma_best`` / ``tma_best_name`` (the best bulk copy with a policy pair, phase A), ``tma_evict_first_ld``
+    ``tma_best`` / ``tma_best_name`` (the best bulk copy with a policy pair, phase A), ``tma_rounds`` (the bulk
+    copy — the TMA path — with the highest median phase-B ratio over all runs, as ``best``; None without one),
+    ``tma_evict_first_ld``
     (the best bulk copy whose loads carry evict_first), ``memcpy_gbps`` (median of every phase-B memcpy), and the
     overlap phase's verdict of the first run that has one (:func:`race_summary`)."""
     best, out = None, {"variants": 0, "failed": 0}
+    tma_b = None
     a_all: list[dict[str, Any]] = []
     mem: list[float] = []
     summ = None
@@ -305,6 +308,9 @@ def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
             rec = next(r for r in recs if r.get("phase") == "B" and r["name"] == b["name"])
             best = dict(b, run=i, min=min(b["ratio_rounds"]), max=max(b["ratio_rounds"]), grid=rec.get("grid"),
                         block=rec.get("block"), kernel=rec.get("kernel"), bytes=rec.get("bytes"))
+        tb_i = best_of([r for r in recs if r["kind"] in ("bulk_pol", "memcpy")])
+        if tb_i and (tma_b is None or tb_i["ratio_median"] > tma_b["ratio_median"]):
+            tma_b = dict(tb_i, run=i, min=min(tb_i["ratio_rounds"]), max=max(tb_i["ratio_rounds"]))
         a_all += [r for r in recs if r.get("phase") == "A" and r["kind"] != "memcpy" and r.get("correct")]
         mem += [r["gbps"] for r in recs if r.get("phase") == "B" and r["kind"] == "memcpy"]
         if summ is None and s["memcpy_needs_sms"] is not None:
@@ -320,7 +326,7 @@ def chapter_figures(runs: Sequence[Sequence[dict[str, Any]]]) -> dict[str, Any]:
             by_vpt[v] = max(by_vpt.get(v, 0.0), r["ratio_round"])
     same = [r["ratio_round"] for r in a_all if r["kind"] == "reg_grid" and r["ld"] == "plain" and r["st"] == "wb"
             and best and r["name"] != best["name"] and r["vectors_per_thread"] == 1]
-    out.update(best=best, persistent_best=max(pers, default=float("nan")), by_vectors_per_thread=by_vpt,
+    out.update(best=best, tma_rounds=tma_b, persistent_best=max(pers, default=float("nan")), by_vectors_per_thread=by_vpt,
                plain_best_one_vector=max(same, default=float("nan")),
                tma_best=tb["ratio_round"] if tb else float("nan"), tma_best_name=tb["name"] if tb else "(none)",
                tma_evict_first_ld=max(ef, default=float("nan")), memcpy_gbps=_med(mem) if mem else float("nan"),

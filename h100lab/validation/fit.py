@@ -151,7 +151,13 @@ def log_ratio(pred: float, meas: float) -> float:
     """``log(pred / meas)``: the residual of a relative comparison (≈ the relative error when small)."""
     if not (pred > 0 and meas > 0):
         return math.inf
-    return math.log(pred / meas)
+    return _log(pred / meas)
+
+
+def _log(q: float) -> float:
+    """``math.log`` with a quotient that underflowed to 0 (a positive prediction over 10³⁰⁸ times smaller than its
+    measurement) read as −inf, the limit, instead of a domain error."""
+    return math.log(q) if q > 0 else -math.inf
 
 
 def log_ratios(pred, meas) -> np.ndarray:
@@ -165,7 +171,7 @@ def log_ratios(pred, meas) -> np.ndarray:
     ok = (p > 0) & (m > 0)
     with np.errstate(over="ignore", under="ignore"):      # as Python's float division: inf, 0, no warning
         q = np.where(ok, p, 1.0) / np.where(ok, m, 1.0)
-    out = np.fromiter(map(math.log, q.tolist()), float, q.size)
+    out = np.fromiter(map(_log, q.tolist()), float, q.size)
     out[~ok] = math.inf
     return out
 

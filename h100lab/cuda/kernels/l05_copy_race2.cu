@@ -35,6 +35,7 @@
 // n16 = bytes / 16. Every copy is checked word by word by the caller (verify_copy of l03_stream.cu). Bad launch
 // parameters set bit 1 of *err; a bulk wait past `timeout_ns` of %globaltimer sets bit 0 and stops.
 #include <h100lab/mbarrier.cuh>
+#include <h100lab/partition.cuh>
 
 namespace {
 
@@ -161,19 +162,8 @@ extern "C" __global__ void __launch_bounds__(32) bulk_copy_pol(
     const unsigned buf0 = smem_u32(smem + 1024);
     const unsigned tb = static_cast<unsigned>(tile_bytes);
     const long long n_all = total_bytes / tile_bytes;
-    const long long grid = gridDim.x, b = blockIdx.x;
-    long long first, step, n;
-    if (part == 1) {                                             // one contiguous chunk per CTA
-        const long long per = (n_all + grid - 1) / grid;
-        first = b * per;
-        const long long last = first + per < n_all ? first + per : n_all;
-        n = last > first ? last - first : 0;
-        step = 1;
-    } else {                                                     // tiles b, b + grid, ...
-        first = b;
-        step = grid;
-        n = b < n_all ? (n_all - 1 - b) / grid + 1 : 0;
-    }
+    const TileRange range = cta_tiles(n_all, gridDim.x, blockIdx.x, part == 1);   // chunk per CTA, or interleaved
+    const long long first = range.first, step = range.step, n = range.n;
     for (int s = 0; s < stages; ++s)
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(&full[s])) : "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the inits, before the TMA unit signals them

@@ -17,6 +17,7 @@
 // Several CTAs per SM come from the grid and the dynamic shared memory (1 KiB header + stages x tile_bytes).
 // Every wait is bounded: past `timeout_ns` of %globaltimer the kernel sets bit 0 of *err and stops.
 #include <h100lab/mbarrier.cuh>
+#include <h100lab/partition.cuh>
 
 #define H100LAB_COPY_MAX_STAGES 16
 
@@ -59,19 +60,8 @@ extern "C" __global__ void __launch_bounds__(32) copy_tune(
     const unsigned buf0 = smem_u32(smem + 1024);
     const unsigned tb = static_cast<unsigned>(tile_bytes);
     const long long n_all = total_bytes / tile_bytes;
-    const long long grid = gridDim.x, b = blockIdx.x;
-    long long first, step, n;
-    if (flags & 4) {                                             // one contiguous chunk per CTA
-        const long long per = (n_all + grid - 1) / grid;
-        first = b * per;
-        const long long last = first + per < n_all ? first + per : n_all;
-        n = last > first ? last - first : 0;
-        step = 1;
-    } else {                                                     // tiles b, b + grid, ...
-        first = b;
-        step = grid;
-        n = b < n_all ? (n_all - 1 - b) / grid + 1 : 0;
-    }
+    const TileRange range = cta_tiles(n_all, gridDim.x, blockIdx.x, flags & 4);   // chunk per CTA, or interleaved
+    const long long first = range.first, step = range.step, n = range.n;
     for (int s = 0; s < stages; ++s)
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(&full[s])) : "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // the inits, before the TMA unit signals them

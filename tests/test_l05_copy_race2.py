@@ -122,8 +122,8 @@ def test_plan_2_sizes_grids_from_the_copy_and_keeps_the_policies_around_the_firs
     pols = {c for _, k, c in plan if k == "bulk_pol"}
     assert all((t, s, p, l, 2, 1, 0) in pols for t, s, p, l in cr.PLAN2_POL_SHAPES)
     assert {k for _, k, _ in plan} == {"reg_grid", "bulk_pol", "hybrid"}
-    with pytest.raises(ValueError, match="plan 4"):
-        cr.Race2Runner(_fake_gpu(), plan=4)
+    with pytest.raises(ValueError, match="plan 5"):
+        cr.Race2Runner(_fake_gpu(), plan=5)
 
 
 def test_plan_3_times_bulk_copies_only_over_grids_with_a_tile_per_cta():
@@ -137,6 +137,19 @@ def test_plan_3_times_bulk_copies_only_over_grids_with_a_tile_per_cta():
         assert lag == st - 1 and part in (0, 1) and 1024 + st * tkb * 1024 <= 227 * 1024
     assert (16, 1, 256, 0, 2, 1, 1) in {c for _, _, c in plan}   # the first pass's lead, a shorter chunk
     assert set(cr.PLAN_DATASETS) == set(cr.PLANS)
+
+
+def test_plan_4_sizes_grids_by_tiles_per_cta():
+    from h100lab.measure import copy_race2 as cr
+    plan = cr.plan_4()
+    names = [p[0] for p in plan]
+    assert len(names) == len(set(names)) and cr.estimate_seconds(plan=4) < 180
+    assert {k for _, k, _ in plan} == {"bulk_pol"}
+    for _, _, (tkb, st, per, lag, pl, ps, part) in plan:
+        tiles = (1 << 30) // (tkb * 1024)
+        tpc = -(-tiles // (132 * per))                      # tiles per CTA the grid gives
+        assert 1 <= tpc <= max(cr.PLAN4_TILES_PER_CTA) and st <= max(tpc, 1) and st * tkb <= 192 and lag == st - 1
+    assert (4, 2, 993, 1, 2, 1, 0) in {c for _, _, c in plan}     # 4 KiB tiles, two per CTA, plan 3's best pair
 
 
 def test_reg_form_reads_the_entry_name_and_refuses_others():
@@ -284,7 +297,7 @@ def test_hybrid_copies_refuse_a_partial_chunk(name):
     assert int(err.to_host()[0]) == 2 and not dst.to_host().any()
 
 
-@pytest.mark.parametrize("name", ["l05/copy_race2", "l05/copy_race2_b", "l05/copy_race2_c"])
+@pytest.mark.parametrize("name", ["l05/copy_race2", "l05/copy_race2_b", "l05/copy_race2_c", "l05/copy_race2_d"])
 def test_committed_race_is_complete_and_checked(name):
     """The committed H200 runs: metadata of a real run, every copy checked word by word and correct, five phase-B
     rounds each with its own memcpy, the ratios those rounds' own, and the overlap phase's control delayed."""

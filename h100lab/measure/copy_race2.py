@@ -25,7 +25,8 @@ not tried there, at 1 GiB, each copy checked word by word (``verify_copy`` of ``
 (register copies over grids sized from the copy, bulk copies with ``evict_last`` loads and ``evict_first`` stores,
 persistent and not); phases B and overlap as above. ``--plan 3`` writes ``l05/copy_race2_c``: phase A is
 :func:`plan_3`, bulk copies only (the TMA path) over non-persistent grids sized from the copy, so that phase B
-times the best bulk copies over rounds against the memcpy.
+times the best bulk copies over rounds against the memcpy; ``--plan 4`` (``l05/copy_race2_d``) follows plan 3's
+best up: grids of one to four tiles per CTA (:func:`plan_4`).
 
 The plan (which variants, the order of the kernels' parameters, ratios, the best-of summary) is plain Python run on
 a fake backend by ``tests/test_l05_copy_race2.py``. Expected wall time on an H200: about a minute
@@ -45,7 +46,8 @@ __all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "PO
            "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS", "BOOK_COPY", "book_copy_rounds",
            "reg_form", "hybrid_smem", "plan_a", "plan_2", "PLANS", "PLAN2_REG_KERNELS", "PLAN2_THREADS",
            "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "plan_3", "PLAN3_POL_TILES", "PLAN3_PER_SM",
-           "PLAN3_POL_PAIRS", "PLAN_DATASETS", "estimate_seconds", "best_of", "race_table", "race_summary", "chapter_figures", "Race2Backend", "Race2Runner", "main"]
+           "PLAN3_POL_PAIRS", "plan_4", "PLAN4_TILES_KIB", "PLAN4_TILES_PER_CTA", "PLAN4_POL_PAIRS",
+           "PLAN_DATASETS", "estimate_seconds", "best_of", "race_table", "race_summary", "chapter_figures", "Race2Backend", "Race2Runner", "main"]
 
 #: the register copies of l05_copy_race2.cu (name → load form, store form, loads in flight per thread)
 REG_KERNELS = ("reg_copy_plain_wb_u2", "reg_copy_plain_wb_u4", "reg_copy_plain_wb_u8", "reg_copy_plain_wb_u16",
@@ -200,9 +202,38 @@ def plan_3(quick: bool = False) -> list[tuple[str, str, tuple]]:
     return out
 
 
-PLANS = {1: plan_a, 2: plan_2, 3: plan_3}
+#: plan 4 (after plan 3, data/l05/copy_race2_c: the best bulk copies over rounds, 0.998-0.999× the memcpy, ran
+#: grids of about two to four tiles per CTA with two stages, evict_last loads and evict_first stores; the larger the
+#: grid, the better): grids sized by tiles per CTA — ⌈tiles / (132 · tiles per CTA)⌉ CTAs per SM in the launch —
+#: from one to four tiles, stages up to the tiles a CTA has, three policy pairs around that best
+PLAN4_TILES_KIB = (4, 8, 16, 32, 64)
+PLAN4_TILES_PER_CTA = (1, 2, 3, 4)
+PLAN4_POL_PAIRS = ((2, 1), (3, 1), (2, 4))
+
+
+def plan_4(quick: bool = False) -> list[tuple[str, str, tuple]]:
+    """Plan 4's phase A: ``bulk_pol`` only over grids of a given number of tiles per CTA (``CTAs per SM`` =
+    ⌈tiles of the 1 GiB copy / (132 · tiles per CTA)⌉), stages 1 … min(tiles per CTA, 4) within 192 KiB of buffers,
+    lag = stages − 1."""
+    out: list[tuple[str, str, tuple]] = []
+    for tkb in (PLAN4_TILES_KIB if not quick else PLAN4_TILES_KIB[1:2]):
+        n_tiles = (1 << 30) // (tkb * 1024)
+        for tpc in (PLAN4_TILES_PER_CTA if not quick else (2,)):
+            per = -(-n_tiles // (132 * tpc))
+            for st in sorted({1 if tpc == 1 else 2, min(tpc, 4)}):
+                if st * tkb > 192:
+                    continue
+                for pl, ps in (PLAN4_POL_PAIRS if not quick else PLAN4_POL_PAIRS[:1]):
+                    for part in (0, 1):
+                        out.append((f"bulk_pol {tkb}K×{st}×{per}/SM lag{st - 1} ld:{POLICIES[pl]} st:{POLICIES[ps]} "
+                                    f"{'chunk' if part else 'interleaved'}", "bulk_pol",
+                                    (tkb, st, per, st - 1, pl, ps, part)))
+    return out
+
+
+PLANS = {1: plan_a, 2: plan_2, 3: plan_3, 4: plan_4}
 #: the dataset each plan writes
-PLAN_DATASETS = {1: "l05/copy_race2", 2: "l05/copy_race2_b", 3: "l05/copy_race2_c"}
+PLAN_DATASETS = {1: "l05/copy_race2", 2: "l05/copy_race2_b", 3: "l05/copy_race2_c", 4: "l05/copy_race2_d"}
 
 
 def estimate_seconds(quick: bool = False, plan: int = 1) -> float:
@@ -551,7 +582,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="wall-clock budget in seconds; past it the run stops and writes what it has")
         ap.add_argument("--plan", type=int, default=1, choices=sorted(PLANS),
                         help="phase-A plan: 1 the first race (plan_a), 2 the second (plan_2, data/l05/copy_race2_b), "
-                             "3 bulk copies over grids sized from the copy (plan_3, data/l05/copy_race2_c)")
+                             "3 bulk copies over grids sized from the copy (plan_3, data/l05/copy_race2_c), "
+                             "4 bulk copies by tiles per CTA (plan_4, data/l05/copy_race2_d)")
         ap.add_argument("--memcpy-only", action="store_true",
                         help="only three 1 GiB cuMemcpyDtoDAsync calls, nothing written (to run under nsys)")
 

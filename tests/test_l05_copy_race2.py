@@ -325,15 +325,19 @@ def test_the_copy_goal_check_is_registered_and_passes_on_the_committed_run():
     from h100lab import data
     from h100lab.measure import copy_race2 as cr
     from h100lab.validation import _CHECKS, micro
-    if not data.available("l05/copy_race2_b"):
-        pytest.skip("l05/copy_race2_b is not committed")
-    (c,) = [c for c in _CHECKS if c.title == micro.COPY_GOAL_TITLE]
-    ds = data.load(c.dataset)
-    res = c.run(ds)
-    assert res.ok and res.cases == cr.ROUNDS, res.note
-    # the check fails when a round falls below the memcpy, or a copy was wrong
-    recs = [dict(r) for r in ds.records]
-    rows = cr.book_copy_rounds(recs)
-    rows[0]["ratio_round"] = 0.999
-    rows[1]["correct"] = False
-    assert c.run(data.Dataset(ds.name, ds.meta, recs)).mismatches == 2
+    for title, copy in ((micro.COPY_GOAL_TITLE, cr.BOOK_COPY), (micro.REGISTER_COPY_TITLE, cr.REGISTER_COPY)):
+        (c,) = [c for c in _CHECKS if c.title == title]
+        if not data.available(c.dataset):
+            pytest.skip(f"{c.dataset} is not committed")
+        ds = data.load(c.dataset)
+        res = c.run(ds)
+        assert res.ok and res.cases == cr.ROUNDS, res.note
+        # the check fails when a round falls below the memcpy, or a copy was wrong
+        recs = [dict(r) for r in ds.records]
+        rows = cr.book_copy_rounds(recs, copy)
+        rows[0]["ratio_round"] = 0.999
+        rows[1]["correct"] = False
+        assert c.run(data.Dataset(ds.name, ds.meta, recs)).mismatches == 2
+    # the book's copy kernel is a TMA copy (issue 13), and its check reads the run that measured it
+    assert cr.BOOK_COPY[0] == "bulk_pol" and [c for c in _CHECKS if c.title == micro.COPY_GOAL_TITLE][0].dataset == \
+        cr.BOOK_COPY_DATASET

@@ -43,7 +43,7 @@ import numpy as np
 from .timing_sweep import GIB, STREAM_HEADER, TIMEOUT_NS, Budget, CudaBackend, Runner, _med
 
 __all__ = ["REG_KERNELS", "REG_SHAPES", "REG_BIG_SHAPES", "REG_BIG_KERNELS", "POL_SHAPES", "POL_PAIRS", "POL_BIG_SHAPES",
-           "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS", "BOOK_COPY", "book_copy_rounds",
+           "POLICIES", "HYBRID_KERNELS", "HYBRID_SHAPES", "REFERENCES", "ROUNDS", "TOP", "MEMCPY_EVERY", "OCCUPY_NS", "BOOK_COPY", "BOOK_COPY_DATASET", "REGISTER_COPY", "book_copy_rounds",
            "reg_form", "hybrid_smem", "plan_a", "plan_2", "PLANS", "PLAN2_REG_KERNELS", "PLAN2_THREADS",
            "PLAN2_POL_SHAPES", "PLAN2_POL_PAIRS", "PLAN2_POL_BIG", "plan_3", "PLAN3_POL_TILES", "PLAN3_PER_SM",
            "PLAN3_POL_PAIRS", "plan_4", "PLAN4_TILES_KIB", "PLAN4_TILES_PER_CTA", "PLAN4_POL_PAIRS",
@@ -80,9 +80,14 @@ REFERENCES = (("tensor_ws 256×32×6 lag3 L2_256B", "tensor_ws", (256, 32, 6, 1,
 HYBRID_KERNELS = ("lsu_tma_copy_u4", "lsu_tma_copy_u8", "tma_lsu_copy_u4", "tma_lsu_copy_u8")
 HYBRID_SHAPES = {4: ((1, 1024), (2, 512), (4, 256), (8, 128)), 8: ((1, 512), (2, 256), (3, 256), (4, 128))}
 ROUNDS, TOP, MEMCPY_EVERY = 5, 8, 24
-#: the book's copy kernel (chapter 5, from l05/copy_race2_b): kind reg_grid (kernel, threads, part, vectors per
-#: thread) — one 16-byte vector per thread, interleaved, 256 threads per block
-BOOK_COPY = ("reg_grid", ("reg_copy_nc_cs_u1", 256, 0, 1))
+#: the book's copy kernel (chapter 5, from l05/copy_race2_d — issue 13 asks for a TMA copy): kind bulk_pol (tile
+#: KiB, stages, CTAs per SM in the launch, lag, load policy, store policy, part) — bulk_copy_pol with 64 KiB tiles,
+#: two stages, two tiles per CTA (63 CTAs per SM in the launch), evict_last loads, evict_first stores, one chunk per
+#: CTA. The fastest register copy (l05/copy_race2_b: one 16-byte vector per thread, 256 threads per block) is
+#: :data:`REGISTER_COPY`.
+BOOK_COPY = ("bulk_pol", (64, 2, 63, 1, 2, 1, 1))
+BOOK_COPY_DATASET = "l05/copy_race2_d"
+REGISTER_COPY = ("reg_grid", ("reg_copy_nc_cs_u1", 256, 0, 1))
 OCCUPY_NS = 20_000_000
 _LD = {"plain": "ld.global.v4", "nc": "ld.global.nc.L1::no_allocate.v4", "pf": "ld.global.nc.L1::no_allocate.L2::256B.v4"}
 _ST = {"wb": "st.global.v4", "cs": "st.global.cs.v4", "ef": "st.global.L2::cache_hint(evict_first).v4",
@@ -307,9 +312,10 @@ def race_summary(recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "occupy_ms": _med([r["occupy_ms"] for r in ov]) if ov else float("nan")}
 
 
-def book_copy_rounds(recs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The phase-B records of :data:`BOOK_COPY` (one per round, each with ``ratio_round`` over its round's memcpy)."""
-    kind, cfg = BOOK_COPY
+def book_copy_rounds(recs: Sequence[dict[str, Any]], copy: tuple = BOOK_COPY) -> list[dict[str, Any]]:
+    """The phase-B records of ``copy`` (default :data:`BOOK_COPY`; one per round, each with ``ratio_round`` over its
+    round's memcpy)."""
+    kind, cfg = copy
     return [r for r in recs if r.get("phase") == "B" and r["kind"] == kind and tuple(r["config"]) == cfg]
 
 

@@ -318,6 +318,45 @@ class TorchCuda:
         return t.relu(r) if relu else r
 
 
+# -- what every GEMM benchmark of lesson 8 does around its runs (bench_gemm, bench_gemm_steps, bench_gemm_orders,
+# trace_gemm): a failure recorded and the run going on, the dataset rewritten after each part, the closing line
+
+def attempt(rec: dict, body, label: str, log) -> dict:
+    """Run ``body()`` (which fills ``rec``); an exception is recorded in ``rec`` (ok False) and the run goes on."""
+    try:
+        body()
+    except Exception as exc:                                           # noqa: BLE001 - recorded, the run goes on
+        traceback.print_exc()
+        rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+        log(f"{label}: FAILED {rec['error']}")
+    return rec
+
+
+def attempt_all(part, rec: dict, label: str, log) -> list[dict]:
+    """``part()``'s records; a part that fails before its own records exist (inputs, cuBLAS) leaves ``rec`` as one
+    failed record."""
+    out: list[dict] = []
+    attempt(rec, lambda: out.extend(part()), label, log)
+    return out if "error" not in rec else out + [rec]
+
+
+def dataset_saver(name: str, recs: list, meta: dict, t0: float):
+    """``save(done)``: the records so far written to dataset ``name`` with ``meta``, the wall time since ``t0`` and
+    ``complete`` = done — called after each part, so a run cut short (a hang, a time limit) keeps its data."""
+    from h100lab import data
+
+    def save(done: bool) -> Path:
+        return data.write(name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
+    return save
+
+
+def finish(path, recs: list, t0: float, log, bad: list | None = None) -> dict:
+    """The closing line and ``main``'s result; ``bad``: the failed records (default: every record not ok)."""
+    bad = [r for r in recs if not r.get("ok")] if bad is None else bad
+    log(f"wrote {path} ({len(recs)} records, {len(bad)} failed) in {time.time() - t0:.0f} s")
+    return {"path": str(path), "records": recs, "failed": len(bad)}
+
+
 def _close_to_cublas(err: dict) -> bool:
     """A timed output next to cuBLAS's: finite and within 2^-6 of the largest |output| (a few bf16 roundings)."""
     return err["nonfinite"] == 0 and err["ours_vs_cublas_max_abs"] <= err["ref_max_abs"] * 2.0 ** -6
@@ -711,15 +750,10 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
                     "torch._scaled_mm (modes in CUBLAS_FP8, what ran recorded per record) and cuBLAS bf16 "
                     "(torch.matmul) in the same run; CUDA events, median of repeats"}
     meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", variants=list(variants), mode=mode, note=notes[mode])
-    from h100lab import data
     if args.out:
         os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
     recs: list[dict] = []
-
-    def save(done: bool) -> Path:
-        # written after the checks and after every shape, so a run cut short (a hang, a time limit) keeps its data;
-        # meta["complete"] says whether every shape ran
-        return data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
+    save = dataset_saver(args.name, recs, meta, t0)        # after the checks and after every shape
 
     if mode == "fp8":
         recs += run_fp8_model_checks(be, FP8_MODEL_CHECKS if backend is None else getattr(be, "fp8_model_checks",
@@ -749,9 +783,8 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     path = save(True)
     # cuBLAS's own records (a mode this torch / cuBLAS refuses, or answers wrongly) are references: recorded, not
     # counted as failures of the book's kernel
-    bad = [r for r in recs if not r.get("ok") and not str(r.get("variant", "")).startswith("cublas_")]
-    log(f"wrote {path} ({len(recs)} records, {len(bad)} failed) in {time.time() - t0:.0f} s")
-    return {"path": str(path), "records": recs, "failed": len(bad)}
+    return finish(path, recs, t0, log,
+                  [r for r in recs if not r.get("ok") and not str(r.get("variant", "")).startswith("cublas_")])
 
 
 if __name__ == "__main__":

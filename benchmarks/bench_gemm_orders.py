@@ -36,7 +36,6 @@ import os
 import statistics
 import sys
 import time
-import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -100,16 +99,6 @@ class SkewCuda(bench_gemm.TorchCuda):
         return buf.cpu().numpy().view(np.uint64)
 
 
-def _attempt(rec: dict, body, label: str, log) -> dict:
-    try:
-        body()
-    except Exception as exc:                                           # noqa: BLE001 - recorded, the run goes on
-        traceback.print_exc()
-        rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
-        log(f"{label}: FAILED {rec['error']}")
-    return rec
-
-
 def runs_of(shape, variants=VARIANTS, orders=ORDERS, pair_orders=PAIR_ORDERS, pair_shapes=PAIR_SHAPES,
             grid_runs=GRID_RUNS):
     """The (variant, schedule, group, raster, CTAs) runs of one shape, in the order they are timed (CTAs None: the
@@ -160,7 +149,7 @@ def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, args, runs, log=p
                        max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
             log(f"{label}: {med:.3f} ms  {flop / med / 1e9:.0f} TFLOP/s  {100 * cub_ms / med:.1f} % of cuBLAS"
                 f"{'' if rec['ok'] else '  WRONG OUTPUT'}")
-        recs.append(_attempt(rec, body, label, log))
+        recs.append(bench_gemm.attempt(rec, body, label, log))
     return recs
 
 
@@ -239,7 +228,7 @@ def run_skew(be, runs, log=print) -> list[dict]:
             log(f"{label}: start skew {rec.get('start_skew_ns', float('nan')):.0f} ns; tile-start drift "
                 f"{[round(x) for x in drift[:4]]} ... {[round(x) for x in drift[-2:]]} ns; SMs "
                 f"{[c['smid'] for c in rec['ctas']]}")
-        recs.append(_attempt(rec, body, label, log))
+        recs.append(bench_gemm.attempt(rec, body, label, log))
     return recs
 
 
@@ -282,29 +271,21 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
                      "h100lab.design.schedule.tile_at(t, tiles_m, tiles_n, group, raster 'm'/'n'); CTA b takes "
                      "tiles b, b + grid, ...; cuBLAS: torch.matmul(A, B.T) in the same run; CUDA events, median "
                      "of repeats")
-    from h100lab import data
     if args.out:
         os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
     recs: list[dict] = []
-
-    def save(done: bool) -> Path:
-        return data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
+    save = bench_gemm.dataset_saver(args.name, recs, meta, t0)
 
     if args.skew:
         recs += run_skew(be, SKEW_RUNS if skew_runs is None else skew_runs, log)
         shapes = []
     for i, shape in enumerate(shapes):
         runs = runs_of(shape, variants, orders, pair_orders, pair_shapes, grid_runs)
-        rec = {"kind": "orders", "variant": "cublas", "M": shape[0], "N": shape[1], "K": shape[2]}
-        out: list = []
-        _attempt(rec, lambda: out.extend(run_shape(be, *shape, 700 + i, sms, args, runs, log)),
-                 f"shape {shape}", log)
-        recs += out if "error" not in rec else out + [rec]
+        recs += bench_gemm.attempt_all(lambda: run_shape(be, *shape, 700 + i, sms, args, runs, log),
+                                       {"kind": "orders", "variant": "cublas", "M": shape[0], "N": shape[1],
+                                        "K": shape[2]}, f"shape {shape}", log)
         save(False)
-    path = save(True)
-    failed = sum(not r.get("ok") for r in recs)
-    log(f"wrote {path}: {len(recs)} records, {failed} failed, {time.time() - t0:.0f} s")
-    return {"path": str(path), "records": recs, "failed": failed}
+    return bench_gemm.finish(save(True), recs, t0, log)
 
 
 if __name__ == "__main__":

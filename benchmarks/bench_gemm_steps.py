@@ -31,7 +31,6 @@ import os
 import statistics
 import sys
 import time
-import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -101,17 +100,6 @@ def _record_time(rec: dict, ms: list[float], flop: int, cub_ms: float | None) ->
     return rec
 
 
-def _attempt(rec: dict, body, label: str, log) -> dict:
-    """Run ``body()`` (which fills ``rec``); an exception is recorded in ``rec`` (ok False) and the run goes on."""
-    try:
-        body()
-    except Exception as exc:                                           # noqa: BLE001 - recorded, the run goes on
-        traceback.print_exc()
-        rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
-        log(f"{label}: FAILED {rec['error']}")
-    return rec
-
-
 def run_bits(be, names, sms: int, log=print) -> list[dict]:
     """Each step at its small emulator shapes (h100lab.design.steps.Step.small), persistent steps with one CTA:
     the kernel's output against the model's bits."""
@@ -127,7 +115,7 @@ def run_bits(be, names, sms: int, log=print) -> list[dict]:
                 diff = int((np.asarray(got) != np.asarray(want)).sum())
                 rec.update(ok=diff == 0, identical=diff == 0, differing=diff)
                 log(f"bits  {name:18s} {M}x{N}x{K}: {'identical' if diff == 0 else f'{diff} outputs DIFFER'}")
-            recs.append(_attempt(rec, body, f"bits  {name:18s} {M}x{N}x{K}", log))
+            recs.append(bench_gemm.attempt(rec, body, f"bits  {name:18s} {M}x{N}x{K}", log))
     return recs
 
 
@@ -144,7 +132,7 @@ def run_checks(be, checks, sms: int, names, log=print) -> list[dict]:
             be.cublas(A, B, theirs)()
             be.sync()
             ctx.update(A=A, B=B, C0=C0, ref=be.reference(A, B, C0, 1.0, 0.0), theirs=theirs)
-        failed = _attempt(dict(base, step="cublas"), prepare, f"check cuBLAS {M}x{N}x{K}", log)
+        failed = bench_gemm.attempt(dict(base, step="cublas"), prepare, f"check cuBLAS {M}x{N}x{K}", log)
         if "error" in failed:
             recs.append(failed)
             continue
@@ -158,7 +146,7 @@ def run_checks(be, checks, sms: int, names, log=print) -> list[dict]:
                 rec.update(be.errors(ours, ctx["theirs"], ctx["ref"]))
                 rec["ok"] = bench_gemm._passes(rec)
                 log(f"check {name:18s} {M}x{N}x{K}: {'ok' if rec['ok'] else 'WRONG OUTPUT'}")
-            recs.append(_attempt(rec, body, f"check {name:18s} {M}x{N}x{K}", log))
+            recs.append(bench_gemm.attempt(rec, body, f"check {name:18s} {M}x{N}x{K}", log))
     return recs
 
 
@@ -181,7 +169,7 @@ def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, names, args, naiv
         cub["ok"] = True
         ctx.update(A=A, B=B, C0=C0, ref_c=ref_c)
         log(f"{'cuBLAS':18s} {M}x{N}x{K}: {cub['median_ms']:.3f} ms  {cub['tflops']:.0f} TFLOP/s")
-    recs = [_attempt(cub, cublas, f"cuBLAS {M}x{N}x{K}", log)]
+    recs = [bench_gemm.attempt(cub, cublas, f"cuBLAS {M}x{N}x{K}", log)]
     if not cub.get("ok"):
         return recs
     A, B, C0, cub_ms = ctx["A"], ctx["B"], ctx["C0"], cub["median_ms"]
@@ -221,16 +209,8 @@ def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, names, args, naiv
                 naive_s_per_flop[0] = rec["median_ms"] / 1e3 / flop
             log(f"{label}: {rec['median_ms']:.3f} ms  {rec['tflops']:.1f} TFLOP/s  "
                 f"{100 * rec['ratio_cublas']:.1f} % of cuBLAS{'' if rec['ok'] else '  WRONG OUTPUT'}")
-        recs.append(_attempt(rec, body, label, log))
+        recs.append(bench_gemm.attempt(rec, body, label, log))
     return recs
-
-
-def _attempt_all(part, shape, log) -> list[dict]:
-    """A part that fails before its own records exist (inputs, cuBLAS) leaves one failed record."""
-    rec = {"kind": "ablation", "M": shape[0], "N": shape[1], "K": shape[2]}
-    out = []
-    _attempt(rec, lambda: out.extend(part()), f"ablation {shape}", log)
-    return out if "error" not in rec else out + [rec]
 
 
 def run_ablation(be, M: int, N: int, K: int, seed: int, sms: int, args, log=print) -> list[dict]:
@@ -262,7 +242,7 @@ def run_ablation(be, M: int, N: int, K: int, seed: int, sms: int, args, log=prin
             rec.update(ok=bench_gemm._close_to_cublas(err), max_abs_vs_cublas=err["ours_vs_cublas_max_abs"], ref_max_abs=err["ref_max_abs"])
             log(f"{label}: {rec['median_ms']:.3f} ms  {rec['tflops']:.1f} TFLOP/s  {100 * rec['ratio_cublas']:.1f} % "
                 f"of cuBLAS{'' if rec['ok'] else '  WRONG OUTPUT'}")
-        recs.append(_attempt(rec, body, label, log))
+        recs.append(bench_gemm.attempt(rec, body, label, log))
     return recs
 
 
@@ -301,28 +281,23 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print) -> dict:
                        for s in steps.STEPS if s.name in names],
                 note="C = A*B^T, A MxK and B NxK bf16 K-major, f32 accumulate, bf16 out; cuBLAS: torch.matmul(A, "
                      "B.T) bf16 in the same run; CUDA events, median of repeats (the naive kernel: naive_repeats)")
-    from h100lab import data
     if args.out:
         os.environ["H100LAB_DATA"] = str(Path(args.out).resolve())
     recs: list[dict] = []
-
-    def save(done: bool) -> Path:
-        return data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=done))
+    save = bench_gemm.dataset_saver(args.name, recs, meta, t0)
 
     naive_s_per_flop = [None]
     parts = [lambda: run_bits(be, names, sms, log), lambda: run_checks(be, checks, sms, names, log)]
     for i, shape in enumerate(shapes):
         parts.append(lambda i=i, shape=shape: run_shape(be, *shape, i, sms, names, args, naive_s_per_flop, log))
         if args.ablation:
-            parts.append(lambda i=i, shape=shape: _attempt_all(
-                lambda: run_ablation(be, *shape, 500 + i, sms, args, log), shape, log))
+            parts.append(lambda i=i, shape=shape: bench_gemm.attempt_all(
+                lambda: run_ablation(be, *shape, 500 + i, sms, args, log),
+                {"kind": "ablation", "M": shape[0], "N": shape[1], "K": shape[2]}, f"ablation {shape}", log))
     for part in parts:                     # the dataset rewritten after each part: a run cut short keeps its data
         recs += part()
         save(False)
-    path = save(True)
-    failed = sum(not r.get("ok") for r in recs)
-    log(f"wrote {path}: {len(recs)} records, {failed} failed, {time.time() - t0:.0f} s")
-    return {"path": str(path), "records": recs, "failed": failed}
+    return bench_gemm.finish(save(True), recs, t0, log)
 
 
 if __name__ == "__main__":

@@ -36,12 +36,11 @@ _DIGEST: dict[str, str] = {}
 
 def cache_dir() -> Path | None:
     """Where fits are kept across processes: ``$H100LAB_CACHE/fits`` (``off``, ``0``, ``no`` or empty: none), else
-    ``$XDG_CACHE_HOME/h100lab/fits`` or ``~/.cache/h100lab/fits``."""
-    env = os.environ.get("H100LAB_CACHE")
-    if env is not None:
-        return None if env.strip().lower() in ("", "0", "off", "no") else Path(env) / "fits"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "h100lab" / "fits"
+    ``$XDG_CACHE_HOME/h100lab/fits`` or ``~/.cache/h100lab/fits`` (the rule of :func:`h100lab.nvrtc.cache_base`)."""
+    from .nvrtc import cache_base
+
+    base = cache_base("")
+    return None if base is None else base / "fits"
 
 
 def source_digest() -> str:

@@ -349,16 +349,23 @@ def compile(source: str, *, name: str = "kernel.cu", arch: str = "sm_90a", optio
 _CACHE: dict[tuple[str, str, tuple[str, ...]], Compiled] = {}
 
 
-def cache_dir() -> Path | None:
-    """Where :func:`compile_kernel` keeps what NVRTC produced across processes: ``$H100LAB_CACHE`` (``off``: no disk
-    cache), else ``$XDG_CACHE_HOME/h100lab/nvrtc`` or ``~/.cache/h100lab/nvrtc``."""
+def cache_base(default_sub: str) -> Path | None:
+    """The package's disk-cache folder: ``$H100LAB_CACHE`` when set (``off``, ``0``, ``no`` or empty: no disk cache,
+    None), else ``$XDG_CACHE_HOME/h100lab/<default_sub>`` or ``~/.cache/h100lab/<default_sub>`` — the one rule for
+    the NVRTC cache here and the fits' cache (:func:`h100lab.fitcache.cache_dir`)."""
     import os
 
     env = os.environ.get("H100LAB_CACHE")
     if env is not None:
         return None if env.strip().lower() in ("", "0", "off", "no") else Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "h100lab" / "nvrtc"
+    return Path(base) / "h100lab" / default_sub
+
+
+def cache_dir() -> Path | None:
+    """Where :func:`compile_kernel` keeps what NVRTC produced across processes: ``$H100LAB_CACHE`` (``off``: no disk
+    cache), else ``$XDG_CACHE_HOME/h100lab/nvrtc`` or ``~/.cache/h100lab/nvrtc`` (:func:`cache_base`)."""
+    return cache_base("nvrtc")
 
 
 def _disk_key(source: str, arch: str, options: Sequence[str]) -> str:

@@ -24,6 +24,15 @@ cooperative kernel; after one warm-up) per run of :data:`SKEW_RUNS`, recording w
 (%globaltimer), their SMs and their tile starts (%clock64 mapped to ns): the launch skew and the drift between two
 CTAs of one persistent grid (records of kind ``skew``).
 
+``--l2`` instead writes ``data/l08/gemm_l2_traffic.json``: the runs of :data:`L2_RUNS` (variant, schedule, tile order,
+shape), each launched once in a child process under Nsight Compute (``ncu --clock-control none``, the metrics of
+:data:`L2_METRICS` — DRAM bytes read and written, the L2 hit rate of the SMs' reads, the traffic over the link
+between the two L2 halves, the kernel's duration; one launch per run, ncu's default cache control: L2 flushed
+before each profiled pass) — records of kind ``l2`` — then, in a second child without ncu, timed like the sweep
+(median of ``--repeats`` after ``--warmup``: records of kind ``l2time``); and the SM of every CTA of a plain
+132-CTA launch with one CTA per SM (records of kind ``placement``). Where ncu is missing or cannot read the counters
+(a sandbox without performance counters) the ``l2`` records say so (ok False, the error) and the timed ones stand.
+
 Each run is in its own try/except (a failure is recorded, the run goes on); h100lab.cuda raises on any non-success
 CUDA return code and every timed group ends with a synchronize that raises a fault. The dataset is rewritten after
 every shape (meta ``complete`` says whether the run finished). Nothing touches the clocks. About a minute on an
@@ -232,6 +241,189 @@ def run_skew(be, runs, log=print) -> list[dict]:
     return recs
 
 
+L2_DATASET = "l08/gemm_l2_traffic"
+#: Nsight Compute metrics of the --l2 runs: DRAM bytes read/written, the L2 hit rate of all lookups, the SMs' read
+#: sectors at L2 and how many hit, sectors that came over the link between the two L2 halves, duration, SM clock
+L2_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
+              "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+              "lts__t_sectors_srcunit_ltcfabric.sum", "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second")
+#: the metrics every Hopper ncu knows: the second try when the full list is refused
+L2_METRICS_BASIC = ("dram__bytes_read.sum", "lts__t_sector_hit_rate.pct", "gpu__time_duration.sum")
+_SQ4, _SQ8 = (4096, 4096, 4096), (8192, 8192, 8192)
+#: (shape, variant, schedule, group, raster, CTAs or None): the ping-pong tile in most orders at 8192³ and 4096³, the
+#: cooperative tiles in a few, a deeper K, fewer CTAs, and the 128-column tile's two missed shapes
+L2_RUNS = tuple(
+    [(_SQ8, "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (2, 0), (8, 0), (16, 0), (1, 1), (4, 1), (8, 1),
+                                                                 (16, 1))]
+    + [(_SQ8, "pingpong", "pairs", g, r, None) for g, r in ((1, 0), (8, 0))]
+    + [(_SQ8, "pingpong_inflight", "persistent", g, r, None) for g, r in ((1, 0), (8, 0))]
+    + [(_SQ8, "pingpong", "persistent", g, r, 66) for g, r in ((1, 0), (8, 0))]
+    + [(_SQ8, "cooperative", "persistent", g, r, None) for g, r in ((1, 0), (8, 0), (1, 1), (16, 1))]
+    + [(_SQ8, "cooperative_n128", "persistent", g, r, None) for g, r in ((1, 0), (8, 0), (16, 0), (1, 1), (16, 1))]
+    + [(_SQ4, "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (2, 0), (8, 0), (1, 1), (8, 1), (16, 1))]
+    + [(_SQ4, v, "persistent", g, r, None) for v in ("cooperative", "cooperative_n128") for g, r in ((1, 0), (8, 0))]
+    + [((8192, 8192, 16384), "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (8, 0))]
+    + [((1280, 3840, 8192), v, "persistent", 8, 0, None) for v in ("pingpong", "cooperative", "cooperative_n128")]
+    + [((16384, 16384, 16384), v, "persistent", 8, 0, None) for v in ("cooperative", "cooperative_n128")])
+#: the %smid probe: one CTA per SM (a shared-memory request only one fits), CTA i writes its SM
+PLACEMENT_SRC = r"""
+extern "C" __global__ void smid_probe(unsigned* out) {
+    extern __shared__ unsigned char pad[];
+    if (threadIdx.x == 0) { unsigned s; asm volatile("mov.u32 %0, %%smid;" : "=r"(s)); out[blockIdx.x] = s; pad[0] = 1; }
+}
+"""
+
+
+def l2_grid(run, sms: int) -> int:
+    """The grid of one :data:`L2_RUNS` run (bench_gemm_orders.run_shape's rule)."""
+    from h100lab.design import capstone as cap
+
+    (M, N, K), variant, schedule, group, raster, ctas = run
+    v = cap.VARIANTS[variant]
+    tm, tn = cap.tile_counts(v, M, N)
+    arg = ctas or {"persistent": sms, "pairs": -(-tm * tn // 2)}[schedule]
+    return cap.grid_size(v, M, N, arg), arg
+
+
+def l2_child(plan_path: str, timed: bool, warmup: int, repeats: int, out_path: str, log=print) -> None:
+    """Run the plan's runs in order, each launched once (``timed`` False: the process ncu profiles) or timed
+    (median of ``repeats``); results (ok, error, times) to ``out_path`` as JSON, rewritten after every run."""
+    import json
+
+    runs = json.loads(Path(plan_path).read_text())["runs"]
+    be = bench_gemm.TorchCuda()
+    sms = be.sm_count()
+    res, inputs = [], {}
+    for i, run in enumerate(runs):
+        (M, N, K), variant, schedule, group, raster, ctas = run
+        rec = {"index": i}
+
+        def body(rec=rec, M=M, N=N, K=K, variant=variant, group=group, raster=raster, run=run):
+            if (M, N, K) not in inputs:
+                inputs.clear()
+                be.sync()
+                inputs[(M, N, K)] = be.inputs(M, N, K, seed=800)
+            A, B, C0 = inputs[(M, N, K)]
+            grid, arg = l2_grid(run, sms)
+            fn = be.ours(variant, A, B, C0, M, N, K, group=group, raster=raster, sms=arg)
+            if timed:
+                ms = be.time(fn, warmup, repeats)
+                rec.update(median_ms=statistics.median(ms), min_ms=min(ms), samples_ms=[round(x, 5) for x in ms])
+            else:
+                fn()
+                be.sync()
+            rec.update(ok=True, grid=grid)
+            log(f"l2 run {i} {variant} {M}x{N}x{K} group {group} raster {raster} grid {grid}"
+                + (f": {rec['median_ms']:.3f} ms" if timed else ": launched"))
+        res.append(bench_gemm.attempt(rec, body, f"l2 run {i}", log))
+        Path(out_path).write_text(json.dumps(res))
+
+
+def _placement(be, repeats: int = 3) -> list[dict]:
+    """The SM of each CTA of a plain launch of ``sms`` CTAs with one CTA per SM (records of kind ``placement``)."""
+    import numpy as np
+
+    cuda = be.cuda
+    k = cuda.compile(PLACEMENT_SRC, name="smid_probe.cu").function("smid_probe")
+    props = cuda.device_properties(0)
+    smem = int(props.get("sharedMemPerBlockOptin", 227 * 1024)) - 1024
+    k.set_max_dynamic_shared_memory(smem)
+    sms = be.sm_count()
+    out = []
+    for rep in range(repeats):
+        buf = cuda.zeros(sms, np.uint32)
+        cuda.launch(k, sms, 128, buf, shared_mem=smem)
+        cuda.synchronize()
+        out.append({"kind": "placement", "grid": sms, "shared_mem": smem, "repeat": rep, "ok": True,
+                    "smid": [int(x) for x in buf.to_host()]})
+    return out
+
+
+def run_l2(args, log=print) -> tuple[list[dict], dict]:
+    """--l2: the runs of :data:`L2_RUNS` under ncu (records ``l2``), then timed without it (``l2time``), then
+    the CTA placement probe; returns (records, extra metadata)."""
+    import json
+    import subprocess
+    import tempfile
+
+    from h100lab.design import capstone as cap
+    from h100lab.measure.l01 import find_ncu, parse_ncu_csv
+
+    tmp = Path(tempfile.mkdtemp(prefix="l2traffic_"))
+    runs = [[list(s), v, sch, g, r, n] for s, v, sch, g, r, n in L2_RUNS]
+    plan = tmp / "plan.json"
+    plan.write_text(json.dumps({"runs": runs}))
+    me = [sys.executable, str(Path(__file__).resolve())]
+    extra: dict = {"metrics": list(L2_METRICS)}
+    ncu = find_ncu()
+    launches, ncu_err, child = None, None, None
+    entries = sorted({cap.VARIANTS[v].entry for _, v, *_ in runs})
+    if ncu is None:
+        ncu_err = "Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute"
+    for metrics in (L2_METRICS, L2_METRICS_BASIC):
+        if ncu is None:
+            break
+        cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(entries) + ")$", "--metrics",
+               ",".join(metrics), "--csv", "--print-units", "base", *me, "--l2-child", str(plan), "--l2-result",
+               str(tmp / "ncu_child.json")]
+        log("ncu: " + " ".join(cmd))
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=args.l2_timeout)
+            (tmp / "ncu.csv").write_text(res.stdout)
+            if res.returncode != 0:
+                raise RuntimeError(f"ncu exited {res.returncode}: {res.stderr[-1500:]} {res.stdout[-1500:]}")
+            launches = parse_ncu_csv(res.stdout)
+            if len(launches) != len(runs):
+                raise RuntimeError(f"ncu reported {len(launches)} launches for {len(runs)} runs: "
+                                   f"{res.stderr[-800:]} {res.stdout[-800:]}")
+            child = json.loads((tmp / "ncu_child.json").read_text())
+            extra.update(metrics=list(metrics), ncu_command=" ".join(["ncu", *cmd[1:cmd.index("--csv") + 3],
+                                                                        "python3 benchmarks/bench_gemm_orders.py",
+                                                                        "--l2-child PLAN --l2-result RESULT"]),
+                         ncu_version=subprocess.run([ncu, "--version"], capture_output=True,
+                                                    text=True).stdout.strip().splitlines()[-1])
+            ncu_err = None
+            break
+        except Exception as exc:                                   # noqa: BLE001 - recorded, the run goes on
+            ncu_err = f"{type(exc).__name__}: {exc}"
+            launches = None
+            log(f"ncu with {len(metrics)} metrics failed: {ncu_err[:600]}")
+    recs = []
+    for i, ((M, N, K), v, sch, g, r, n) in enumerate(runs):
+        var = cap.VARIANTS[v]
+        tm, tn = cap.tile_counts(var, M, N)
+        base = {"variant": v, "schedule": sch, "group": g, "raster": r, "M": M, "N": N, "K": K, "bm": var.bm,
+                "bn": var.bn, "bk": var.bk, "stages": var.stages, "tiles": tm * tn, "ctas_arg": n}
+        rec = dict(base, kind="l2")
+        if launches is None:
+            rec.update(ok=False, error=ncu_err)
+        else:
+            c = child[i] if i < len(child) else {"ok": False, "error": "no child result"}
+            rec.update(ok=bool(c.get("ok")), grid=c.get("grid"), kernel=launches[i]["kernel"],
+                       metrics=launches[i]["metrics"])
+            if "error" in c:
+                rec["error"] = c["error"]
+        recs.append(rec)
+    # the same runs timed, without ncu
+    try:
+        res = subprocess.run([*me, "--l2-child", str(plan), "--l2-timed", "--l2-result", str(tmp / "timed.json"),
+                              "--warmup", str(args.warmup), "--repeats", str(args.repeats)], capture_output=True,
+                             text=True, check=False, timeout=args.l2_timeout)
+        log(res.stdout[-3000:] + res.stderr[-1500:])
+        timed = json.loads((tmp / "timed.json").read_text())
+    except Exception as exc:                                       # noqa: BLE001 - recorded, the run goes on
+        timed = []
+        log(f"timed child failed: {type(exc).__name__}: {exc}")
+    for i, ((M, N, K), v, sch, g, r, n) in enumerate(runs):
+        t = timed[i] if i < len(timed) else {"ok": False, "error": "no timed result"}
+        recs.append({"kind": "l2time", "variant": v, "schedule": sch, "group": g, "raster": r, "M": M, "N": N,
+                     "K": K, "ctas_arg": n, "repeats": args.repeats, "warmup": args.warmup,
+                     **{k: t[k] for k in ("ok", "error", "grid", "median_ms", "min_ms", "samples_ms") if k in t}})
+    if ncu_err:
+        extra["ncu_error"] = ncu_err
+    return recs, extra
+
+
 def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=None, pair_orders=None,
          pair_shapes=None, grid_runs=None, skew_runs=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -243,7 +435,17 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s)")
     ap.add_argument("--skew", action="store_true", help="only the traced launches of SKEW_RUNS (records of kind "
                     "'skew': when CTA grid / 2 starts and runs its tiles against CTA 0), into l08/gemm_skew")
+    ap.add_argument("--l2", action="store_true", help="only the runs of L2_RUNS under Nsight Compute (DRAM bytes, L2 "
+                    "hits; records 'l2'), the same runs timed ('l2time') and the CTA placement probe, into "
+                    "l08/gemm_l2_traffic")
+    ap.add_argument("--l2-timeout", type=float, default=150.0, help="seconds for each --l2 child process")
+    ap.add_argument("--l2-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--l2-result", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--l2-timed", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.l2_child:
+        l2_child(args.l2_child, args.l2_timed, args.warmup, args.repeats, args.l2_result, log)
+        return {"path": args.l2_result, "records": [], "failed": 0}
     if args.repeats < 20 and backend is None:
         ap.error("--repeats: the median of at least 20 launches")
     from h100lab.design import capstone as cap
@@ -257,6 +459,8 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     be = backend if backend is not None else (SkewCuda() if args.skew else bench_gemm.TorchCuda())
     if args.skew and args.name == DATASET:
         args.name = SKEW_DATASET
+    if args.l2 and args.name == DATASET:
+        args.name = L2_DATASET
     sms = be.sm_count()
     shapes = SHAPES if shapes is None else shapes
     orders = ORDERS if orders is None else orders
@@ -278,6 +482,12 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
 
     if args.skew:
         recs += run_skew(be, SKEW_RUNS if skew_runs is None else skew_runs, log)
+        shapes = []
+    if args.l2:
+        got, extra = run_l2(args, log)
+        recs += got
+        meta.update(extra)
+        recs += bench_gemm.attempt_all(lambda: _placement(be), {"kind": "placement"}, "placement", log)
         shapes = []
     for i, shape in enumerate(shapes):
         runs = runs_of(shape, variants, orders, pair_orders, pair_shapes, grid_runs)

@@ -33,6 +33,13 @@ runs these steps in this order (``--steps`` picks some) and writes one dataset p
                (``l03_copy_latency.cu``): issue window and landing apart, cold (with and without the page's TLB entry
                warmed by a touch 1 MiB away) then three warm repeats, 128-byte aligned and 16 bytes off; back-to-back
                issue of ``count`` copies with aligned and misaligned sources (:func:`latency2_cases`).
+``coldround`` → ``l03/tma_latency_cold``: the cold rounds of ``latency2`` again (and single copies of the round
+               sizes as anchors), each sample on 128-byte lines never read before in the run (a buffer of its own,
+               one 2 MiB page per sample: ``latency2``'s cursor wrapped its 2 GiB buffer after reading only ~96 MiB,
+               so its later "cold" rounds re-read lines a case of the first pass had read, 5–60 MiB of traffic
+               earlier, within the 60 MiB L2), in :data:`COLD_PASSES` fresh passes to show how far a median of 64
+               samples reproduces, every sample kept, and right after the first a re-read pass: every case once
+               more on its pages, which shows what re-reading does (:func:`coldround_plan`).
 ``copyrace`` → ``l05/copy_race``: the copy-kernel goal head to head, 3 rounds at 1 GiB, each round
                ``cuMemcpyDtoDAsync`` then every variant of :data:`RACE_VARIANTS` (the tuned bulk copy, the book's
                tensor copy with each L2 promotion and box, the warp-specialised copies of ``l05_copy_ws.cu``, the
@@ -70,13 +77,15 @@ from .l04 import pack
 __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT_OPS", "cvt_inputs", "enum_cases",
            "stream_smem", "stream_fits", "stream_cases", "plan_tiles", "stream_tile_ids", "expected_stream_sums",
            "summarize_stream", "latency_cases", "sync_cases", "read_configs", "copytune_cases", "copytune_fits",
-           "latency2_cases", "latency2_offsets", "latency_sources", "RACE_VARIANTS",
+           "latency2_cases", "latency2_offsets", "latency_sources", "coldround_cases", "coldround_plan",
+           "COLD_PASSES", "RACE_VARIANTS",
            "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
-STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune", "latency2", "copyrace", "copyoffset")
+STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune", "latency2", "coldround", "copyrace",
+         "copyoffset")
 DATASETS = {"cvt": "l01/cvt_bits", "encode": "l04/encode_enum_values", "latency": "l03/tma_latency",
             "sync": "l03/sync_cost", "stream": "l03/stream_sweep", "ceilings": "l05/ceilings",
-            "copytune": "l05/copy_tune", "latency2": "l03/tma_latency_clean", "copyrace": "l05/copy_race",
+            "copytune": "l05/copy_tune", "latency2": "l03/tma_latency_clean", "coldround": "l03/tma_latency_cold", "copyrace": "l05/copy_race",
             "copyoffset": "l05/copy_offset"}
 
 BUF_BYTES = 2 << 30          # source and destination buffers of the streams: 2 GiB each (34 × the L2)
@@ -535,6 +544,59 @@ def latency2_offsets(base: int, iters: int, stride: int, align: int) -> np.ndarr
     return np.concatenate([src, base + i + stride // 2]).astype(np.int64)
 
 
+#: step coldround: passes over the cold-round cases, each sample on a 2 MiB page never read before in the run
+COLD_PASSES = 3
+COLD_QUICK_STRIDE = 64 << 10          # --quick (and the fakes): small blocks instead of 2 MiB pages
+
+
+def coldround_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """The cases of step ``coldround``: every back-to-back round of :func:`latency2_cases` (``count`` ≥ 2, touch 1)
+    and, as anchors, single copies (touch 1) of each round size from both alignments; 64 samples per pass
+    (--quick: two small cases of 3 samples)."""
+    if quick:
+        return [dict(bytes=256, count=1, align=0, touch=1, warm=1, iters=3),
+                dict(bytes=256, count=4, align=16, touch=1, warm=1, iters=3)]
+    rounds = [dict(c, iters=64) for c in latency2_cases() if c["count"] > 1]
+    sizes = sorted({c["bytes"] for c in rounds})
+    return [dict(bytes=b, count=1, align=a, touch=1, warm=3, iters=64) for b in sizes for a in LAT2_ALIGN] + rounds
+
+
+def coldround_plan(quick: bool = False, passes: int = COLD_PASSES) -> tuple[list[dict[str, Any]], int, int]:
+    """``(plan, stride, bytes)``: the run order of step ``coldround`` — ``{case…, pass, fresh, base}`` per case and
+    pass, ``base`` the offset of its first ``stride``-byte block (one block per sample: the source at its start plus
+    the alignment, the touched word half a block further) — and the bytes of address space the plan spans. Pass 0
+    puts every case on blocks of its own; pass 1 (``fresh`` False, the re-read pass) runs every case again on pass
+    0's blocks in reverse order, so that the lines it re-reads were read ~0 to ~140 MiB of traffic earlier (the L2
+    holds 60 MiB); passes
+    2 … ``passes`` are fresh again (blocks no earlier entry used; pass 2 in reverse case order)."""
+    stride = COLD_QUICK_STRIDE if quick else LAT2_PAGE
+    cases = coldround_cases(quick)
+    plan, cursor, first = [], 0, []
+    for p in range(passes + 1):
+        if p == 1:
+            plan += [dict(c, **{"pass": 1}, fresh=False, base=b) for c, b in reversed(list(zip(cases, first)))]
+            continue
+        for c in (cases[::-1] if p == 2 else cases):
+            plan.append(dict(c, **{"pass": p}, fresh=True, base=cursor))
+            if p == 0:
+                first.append(cursor)
+            cursor += c["iters"] * stride
+    return plan, stride, cursor
+
+
+def _latency2_record(c: dict[str, Any], o: np.ndarray, ghz: float) -> dict[str, Any]:
+    """A latency2-style record from ``l03_copy_latency.cu``'s stamps ``o`` (iters × reps × 3 cycle counts): the
+    stats of each stamp, cold (rep 0) and warm (the other reps), in cycles and the median in ns."""
+    rec = dict(c, clock_ghz=ghz)
+    for part, sl in (("cold", o[:, 0]), ("warm", o[:, 1:].reshape(-1, 3))):
+        for j, x in enumerate(("first", "issue", "total")):
+            rec[f"{part}_{x}_cycles"] = _stats(sl[:, j])
+            rec[f"{part}_{x}_ns"] = _med(sl[:, j]) / ghz
+        rec[f"{part}_land_cycles"] = _stats(sl[:, 2] - sl[:, 1])
+        rec[f"{part}_land_ns"] = _med(sl[:, 2] - sl[:, 1]) / ghz
+    return rec
+
+
 #: step copyrace: (name, kernel, configuration) of every copy raced against cuMemcpyDtoDAsync in each round.
 #: copy_tune: (tile KiB, stages, CTAs/SM, lag, flags) — the best of l05/copy_tune; tma_copy: (box_x, box_y,
 #: stages, CTAs/SM, L2 promotion); ws / tensor_ws: l05_copy_ws.cu (tile KiB or box, stages, CTAs/SM, lag, flags
@@ -596,6 +658,7 @@ def estimate_seconds(quick: bool = False, num_sms: int = 132) -> dict[str, float
             "stream": 3.0 + n_stream * 0.012, "ceilings": 25.0 + len(read_configs(quick)) * 0.01,
             "copytune": 8.0 + 0.03 * (len(copytune_cases(quick)) + 5 * len(COPYTUNE_FLAGS) + 60),
             "latency2": 4.0 + 0.02 * len(latency2_cases(quick)),
+            "coldround": 6.0 + 0.02 * (COLD_PASSES + 1) * len(coldround_cases(quick)),
             "copyrace": 12.0 + 3 * 0.05 * (len(RACE_VARIANTS) + len(RACE_READS) + len(RACE_TMA_READS)),
             "copyoffset": 6.0 + 3 * 0.05 * len(OFFSET_CASES) * (len(OFFSET_VARIANTS) + 1)}
 
@@ -1384,18 +1447,53 @@ class Runner:
                             shared_mem=c["bytes"] * c["count"] + 1024)
             self.gpu.sync()
             o = self.gpu.to_host(out).astype(np.float64).reshape(it, reps, 3)
-            rec = dict(c, clock_ghz=ghz)
-            for part, sl in (("cold", o[:, 0]), ("warm", o[:, 1:].reshape(-1, 3))):
-                for j, x in enumerate(("first", "issue", "total")):
-                    rec[f"{part}_{x}_cycles"] = _stats(sl[:, j])
-                    rec[f"{part}_{x}_ns"] = _med(sl[:, j]) / ghz
-                rec[f"{part}_land_cycles"] = _stats(sl[:, 2] - sl[:, 1])
-                rec[f"{part}_land_ns"] = _med(sl[:, 2] - sl[:, 1]) / ghz
-            recs.append(rec)
+            recs.append(_latency2_record(c, o, ghz))
         e = int(self.gpu.to_host(err)[0])
         for r in recs:
             r["ok"] = e == 0
         self.say(f"latency2: {len(recs)} cases, error bits {e}")
+        return recs
+
+    # step coldround ------------------------------------------------------------------------------
+    def step_coldround(self) -> list[dict[str, Any]]:
+        """The cold rounds of ``latency2`` on lines never read before in the run, in passes, every sample kept
+        (:func:`coldround_plan`); a buffer of its own (zeroed, with 512 MiB past the plan that no sample reads:
+        the zeroing's last lines, still in L2, lie there)."""
+        ghz = self.clock_ghz()
+        plan, stride, span = coldround_plan(self.quick)
+        pad = stride * 16 if self.quick else 512 << 20
+        src = self.gpu.alloc(span + pad)
+        self.gpu.memset32(src, 0)
+        self.gpu.sync()
+        err = self.gpu.zeros(1, np.uint32)
+        k = self.gpu.function("l03_copy_latency", "copy_latency")
+        k.set_max_dynamic_shared_memory(200 * 1024)
+        recs = []
+        for n, c in enumerate(plan):
+            if self.budget.over():
+                break
+            it, reps = c["iters"], c["warm"] + 1
+            offs = self.gpu.to_device(latency2_offsets(c["base"], it, stride, c["align"]))
+            out = self.gpu.zeros(3 * reps * it, np.uint64)
+            self.gpu.launch(k, 1, 32, src, offs, np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it),
+                            np.int32(c["warm"]), np.int32(c["touch"]), np.int64(TIMEOUT_NS), out, err,
+                            shared_mem=c["bytes"] * c["count"] + 1024)
+            self.gpu.sync()
+            o = self.gpu.to_host(out).astype(np.float64).reshape(it, reps, 3)
+            rec = _latency2_record({k_: v for k_, v in c.items() if k_ != "base"}, o, ghz)
+            rec["block_bytes"] = stride
+            rec["cold_total_samples"] = [int(x) for x in o[:, 0, 2]]      # cycles, in sample order
+            rec["cold_issue_samples"] = [int(x) for x in o[:, 0, 1]]
+            recs.append(rec)
+            if n % 50 == 0:
+                self.say(f"coldround: {n + 1}/{len(plan)} (pass {c['pass']})")
+        e = int(self.gpu.to_host(err)[0])
+        for r in recs:
+            r["ok"] = e == 0
+        free = getattr(src, "free", None)
+        if free is not None:
+            free()
+        self.say(f"coldround: {len(recs)} case-passes over {span >> 20} MiB, error bits {e}")
         return recs
 
     # step copyrace -------------------------------------------------------------------------------

@@ -17,6 +17,10 @@ k-blocks ahead, and the bf16 default) at each shape of :data:`SHAPES` (8192³ an
   of the k-block period (one full-barrier pass to the next inside a tile), of each tile's mainloop and epilogue,
   and the SM clock during the launch (clock64 cycles over %globaltimer ns of each warpgroup's whole run).
 
+``--untraced`` names forms the trace cannot run (the cluster pairs): each is timed untraced only at each shape, right
+after that shape's traced forms (kind ``trace_time``, no summary; the SM clock is the traced forms' of the same
+shape — :func:`time_only`).
+
 The full event arrays go to ``$OUT/gemm_trace_raw.npz`` when ``--raw`` names a folder (not a dataset: megabytes).
 Every CUDA call is checked (h100lab.cuda raises on a non-success return code); each form runs in its own
 try/except (a failure is recorded, the run goes on); the clocks are never touched. Expected < 2 minutes on an H200
@@ -32,6 +36,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -214,6 +219,10 @@ class TorchTrace:
     def sm_count(self) -> int:
         return self.base.sm_count()
 
+    def slots(self, variant: str, sms: int) -> int:
+        """CTAs resident at once (bench_gemm's: for a cluster pair, twice the clusters the GPU holds)."""
+        return self.base.slots(variant, sms)
+
     def kernel(self, variant: str, traced: bool):
         key = (variant, traced)
         if key not in self._k:
@@ -251,7 +260,8 @@ class TorchTrace:
         tr = None if trace is None else np.uint64(trace.data_ptr())
         args = launch_args(v, maps, np.uint64(C.data_ptr()), M, N, K, scales=sc, trace=tr, cap_n=cap_n)
         grid = self.cap.grid_size(v, M, N, sms)
-        return lambda: self.cuda.launch(k, grid, self.cap.THREADS, *args, shared_mem=v.smem_bytes)
+        opts = {"cluster": (v.cluster, 1, 1)} if v.cluster > 1 else {}
+        return lambda: self.cuda.launch(k, grid, self.cap.THREADS, *args, shared_mem=v.smem_bytes, **opts)
 
     def time(self, fn, warmup: int, repeats: int) -> list[float]:
         return self.base.time(fn, warmup, repeats)
@@ -267,8 +277,35 @@ class TorchTrace:
         return buf.cpu().numpy().view(np.uint64)
 
 
-def run(be, shapes, variants, sms: int, warmup: int, repeats: int, log=print, raw: dict | None = None) -> list[dict]:
-    """Each variant at each shape: untraced and traced timings, the output compared, one traced launch summarised."""
+def time_only(be, variant: str, M: int, N: int, K: int, sms: int, warmup: int, repeats: int, seed: int) -> dict:
+    """A form the trace cannot time (a cluster pair, ping-pong): its untraced kernel timed as :func:`run` times the
+    traced forms (CUDA events, ``warmup`` untimed launches, ``repeats`` timed), in the same session and right after
+    the traced forms of the same shape, so the SM clock those read stands for its own (an assumption, said in the
+    record: ``clock_from``). Kind ``trace_time``: no ``warpgroups``, so :func:`h100lab.validation.l08.trace_rows`
+    leaves it out."""
+    from h100lab.design import capstone as cap
+
+    v = cap.variant(variant)
+    sms = be.slots(variant, sms) if hasattr(be, "slots") else sms
+    grid = cap.grid_size(v, M, N, sms)
+    tm, tn = cap.tile_counts(v, M, N)
+    rec = {"kind": "trace_time", "variant": variant, "M": M, "N": N, "K": K, "dtype": v.dtype, "bm": v.bm,
+           "bn": v.bn, "bk": v.bk, "stages": v.stages, "scale_lead": v.scale_lead, "tma_store": v.tma_store,
+           "inflight": v.inflight, "cluster": v.cluster, "tiles": tm * tn, "grid": grid,
+           "waves": cap.waves(v, M, N, grid), "warmup": warmup, "repeats": repeats,
+           "clock_from": "the traced forms of the same shape in this run (no trace of this form)"}
+    X = be.inputs(variant, M, N, K, seed=seed)
+    C = be.out(M, N)
+    t = be.time(be.fn(variant, X, C, M, N, K, sms), warmup, repeats)
+    rec.update(median_ms=statistics.median(t), min_ms=min(t), samples_ms=[round(x, 5) for x in t],
+               tflops=cap.flops(M, N, K) / statistics.median(t) / 1e9, ok=True)
+    return rec
+
+
+def run(be, shapes, variants, sms: int, warmup: int, repeats: int, log=print, raw: dict | None = None,
+        untraced: Sequence[str] = ()) -> list[dict]:
+    """Each variant at each shape: untraced and traced timings, the output compared, one traced launch summarised;
+    then each of ``untraced`` (forms the trace cannot run) timed only (:func:`time_only`)."""
     from h100lab.design import capstone as cap
 
     recs = []
@@ -316,6 +353,16 @@ def run(be, shapes, variants, sms: int, warmup: int, repeats: int, log=print, ra
                 rec.update(ok=False, error=f"{type(exc).__name__}: {exc}")
                 log(f"trace {variant} {M}x{N}x{K}: FAILED {rec['error']}")
             recs.append(rec)
+        for variant in untraced:
+            try:
+                rec = time_only(be, variant, M, N, K, sms, warmup, repeats, seed=700 + i)
+                log(f"time  {variant:38s} {M}x{N}x{K}: {rec['median_ms']:.3f} ms untraced (not traceable)")
+            except Exception as exc:                                   # noqa: BLE001 - recorded, the run goes on
+                traceback.print_exc()
+                rec = {"kind": "trace_time", "variant": variant, "M": M, "N": N, "K": K, "ok": False,
+                       "error": f"{type(exc).__name__}: {exc}"}
+                log(f"time  {variant} {M}x{N}x{K}: FAILED {rec['error']}")
+            recs.append(rec)
     return recs
 
 
@@ -329,6 +376,8 @@ def main(argv=None, backend=None, shapes=None, variants=None, log=print) -> dict
     ap.add_argument("--variants", default=None, help="comma-separated variants (default: RUNS)")
     ap.add_argument("--name", default=DATASET, help=f"dataset name under the data folder (default {DATASET})")
     ap.add_argument("--shapes", default=None, help="comma-separated MxNxK shapes (default: SHAPES)")
+    ap.add_argument("--untraced", default="", help="comma-separated forms the trace cannot run (cluster pairs), "
+                    "timed untraced only at each shape (kind trace_time)")
     args = ap.parse_args(argv)
     if args.repeats < 20 and backend is None:
         ap.error("--repeats: the median of at least 20 launches")
@@ -340,12 +389,16 @@ def main(argv=None, backend=None, shapes=None, variants=None, log=print) -> dict
         v = cap.variant(name)                                          # raises on an unknown name
         if v.pingpong or v.cluster != 1:
             ap.error(f"--variants: {name} is not traceable (cooperative, no cluster)")
+    untraced = tuple(x for x in args.untraced.split(",") if x)
+    for name in untraced:
+        cap.variant(name)                                              # raises on an unknown name
     t0 = time.time()
     be = backend if backend is not None else TorchTrace()
     sms = be.sm_count()
     cmd = "PYTHONPATH=. python3 benchmarks/trace_gemm.py " + " ".join(argv if argv is not None else sys.argv[1:])
     meta = be.metadata(cmd.strip())
     meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu -DTRACE=1", variants=list(variants),
+                untraced=list(untraced),
                 note="%clock64 at each k-block event of thread 0 of each warpgroup of CTAs 0 and grid/2 (l08_gemm.cu "
                      "TRACE note), summarised per warpgroup (benchmarks/trace_gemm.summarize); untraced and traced "
                      "medians of CUDA-event timings; clocks untouched")
@@ -354,7 +407,7 @@ def main(argv=None, backend=None, shapes=None, variants=None, log=print) -> dict
     raw: dict | None = {} if args.raw else None
     if shapes is None:
         shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")] if args.shapes else SHAPES
-    recs = run(be, shapes, variants, sms, args.warmup, args.repeats, log, raw)
+    recs = run(be, shapes, variants, sms, args.warmup, args.repeats, log, raw, untraced)
     path = data.write(args.name, recs, dict(meta, wall_s=round(time.time() - t0, 1), complete=True))
     if raw is not None:
         Path(args.raw).mkdir(parents=True, exist_ok=True)

@@ -128,7 +128,8 @@ class EmuTrace:
             maps = (*maps, cap.c_map(emu, v, C, M, N, 0.0))
         args = tg.launch_args(v, maps, C, M, N, K, scales=X["scales"], trace=trace, cap_n=cap_n)
         grid = cap.grid_size(v, M, N, sms)
-        return lambda: emu.launch(k, grid, cap.THREADS, *args, shared_mem=v.smem_bytes)
+        opts = {"cluster": (v.cluster, 1, 1)} if v.cluster > 1 else {}
+        return lambda: emu.launch(k, grid, cap.THREADS, *args, shared_mem=v.smem_bytes, **opts)
 
     def time(self, fn, warmup, repeats):
         fn()
@@ -250,3 +251,26 @@ def test_benchmark_on_a_fake_gpu(tmp_path, restore_data_env):
     assert out2["failed"] == 0 and out2["path"].endswith("gemm_trace_b.json")
     assert [(r["M"], r["N"], r["K"]) for r in data.load("l08/gemm_trace_b").records] == [(128, 192, 256)]
     assert sorted(z.files) == sorted(f"{v}_128x768x384" for v in (FP8_DEFAULT, "fp8_cooperative_tmastore_lead2"))
+
+
+def test_untraced_forms_are_timed_only(tmp_path, restore_data_env):
+    """--untraced: a cluster pair (not traceable) is timed untraced after the shape's traced forms, as a
+    ``trace_time`` record without warpgroups, which trace_rows leaves out; an unknown name is refused."""
+    from h100lab.design import perf
+    from h100lab.validation import l08
+
+    params = perf.calibrated()
+    out = tg.main(["--out", str(tmp_path), "--name", "l08/gemm_trace_t", "--repeats", "3", "--warmup", "0",
+                   "--untraced", "fp8_cooperative_tmastore_cluster2"],
+                  backend=EmuTrace(), shapes=[(256, 256, 256)], variants=("fp8_cooperative_tmastore",))
+    assert out["failed"] == 0
+    ds = data.load("l08/gemm_trace_t")
+    assert [(r["kind"], r["variant"]) for r in ds.records] == [("trace", "fp8_cooperative_tmastore"),
+                                                                ("trace_time", "fp8_cooperative_tmastore_cluster2")]
+    t = ds.records[1]
+    assert t["ok"] and t["median_ms"] > 0 and t["cluster"] == 2 and "warpgroups" not in t
+    assert ds.meta["untraced"] == ["fp8_cooperative_tmastore_cluster2"]
+    assert [r["variant"] for r in l08.trace_rows(ds, params)] == ["fp8_cooperative_tmastore"]
+    with pytest.raises(KeyError):
+        tg.main(["--out", str(tmp_path), "--name", "l08/gemm_trace_u", "--repeats", "3", "--untraced", "nope"],
+                backend=EmuTrace(), shapes=[(256, 256, 256)], variants=("fp8_cooperative_tmastore",))

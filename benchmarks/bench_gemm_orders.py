@@ -251,7 +251,8 @@ L2_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hi
 L2_METRICS_BASIC = ("dram__bytes_read.sum", "lts__t_sector_hit_rate.pct", "gpu__time_duration.sum")
 _SQ4, _SQ8 = (4096, 4096, 4096), (8192, 8192, 8192)
 #: (shape, variant, schedule, group, raster, CTAs or None): the ping-pong tile in most orders at 8192³ and 4096³, the
-#: cooperative tiles in a few, a deeper K, fewer CTAs, and the 128-column tile's two missed shapes
+#: cooperative tiles in a few, a deeper K, fewer CTAs, the 128-column tile's two missed shapes, and the same M·N as
+#: 8192² with 16, 8 and 4 tile-columns of 256 (row-major: the CTAs sharing a B panel 16, 8, 4 apart)
 L2_RUNS = tuple(
     [(_SQ8, "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (2, 0), (8, 0), (16, 0), (1, 1), (4, 1), (8, 1),
                                                                  (16, 1))]
@@ -264,7 +265,10 @@ L2_RUNS = tuple(
     + [(_SQ4, v, "persistent", g, r, None) for v in ("cooperative", "cooperative_n128") for g, r in ((1, 0), (8, 0))]
     + [((8192, 8192, 16384), "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (8, 0))]
     + [((1280, 3840, 8192), v, "persistent", 8, 0, None) for v in ("pingpong", "cooperative", "cooperative_n128")]
-    + [((16384, 16384, 16384), v, "persistent", 8, 0, None) for v in ("cooperative", "cooperative_n128")])
+    + [((16384, 16384, 16384), v, "persistent", 8, 0, None) for v in ("cooperative", "cooperative_n128")]
+    # the row-major order with fewer tile-columns (the same M·N): B-panel sharers 16, 8 and 4 CTAs apart
+    + [(s, v, "persistent", g, 0, None) for s in ((16384, 4096, 8192), (32768, 2048, 8192), (65536, 1024, 8192))
+       for v in ("pingpong", "cooperative") for g in (1, 8)])
 #: the %smid probe: one CTA per SM (a shared-memory request only one fits), CTA i writes its SM
 PLACEMENT_SRC = r"""
 extern "C" __global__ void smid_probe(unsigned* out) {

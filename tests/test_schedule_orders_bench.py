@@ -109,3 +109,30 @@ def test_skew_mode_on_the_emulator(tmp_path):
     assert len(two["ctas"][0]["tile_start_ns"]) == 2 and len(four["ctas"][1]["tile_start_ns"]) == 1
     assert len(two["tile_drift_ns"]) == 2 and "start_skew_ns" in two
     assert two["ctas"][0]["start_ns"][0] == 0 and two["ctas"][0]["end_ns"] >= 0
+
+
+def test_l2_mode_without_ncu_records_why(tmp_path, monkeypatch):
+    """--l2 where ncu is missing (and no GPU): every run's 'l2' record says why, the timed ones and the placement
+    probe fail on their own, and the dataset is still written with the metric list."""
+    import h100lab.measure.l01 as l01
+
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    fake = _module("fake_l08_bench", HERE / "test_l08_bench.py")
+    be = fake.FakeBackend()
+    be.sm_count = lambda: 132
+    monkeypatch.setattr(l01, "find_ncu", lambda: None)
+    monkeypatch.setattr(bench, "L2_RUNS", bench.L2_RUNS[:2])
+    out = bench.main(["--l2", "--out", str(tmp_path), "--l2-timeout", "120"], backend=be, log=lambda *a: None)
+    obj = json.loads(Path(out["path"]).read_text())
+    assert Path(out["path"]).name.startswith("gemm_l2_traffic") and obj["meta"]["metrics"]
+    kinds = [r["kind"] for r in obj["records"]]
+    assert kinds == ["l2", "l2", "l2time", "l2time", "placement"]
+    assert all(not r["ok"] for r in obj["records"]) and "ncu" in obj["records"][0]["error"]
+
+
+def test_l2_runs_are_persistent_grids_of_the_sms():
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    grids = [bench.l2_grid(r, 132) for r in bench.L2_RUNS]
+    assert len(set(map(tuple, (r[:5] + (r[5],) for r in bench.L2_RUNS)))) == len(bench.L2_RUNS)
+    assert all(g == (132, 132) for (r, g) in zip(bench.L2_RUNS, grids) if r[2] == "persistent" and r[5] is None)
+    assert (2048, 2048) in grids and (66, 66) in grids          # pairs at 8192³: 4096 tiles / 2; the 66-CTA grid

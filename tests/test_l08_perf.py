@@ -669,7 +669,7 @@ def test_trace_check(rep, monkeypatch):
 def test_second_trace_held_out(params):
     """data/l08/gemm_trace_forms (nothing fitted on it), as the module docstring reads it: every FP8 form's untraced
     time at the trace's clock within ±15 % of the model; the staggered 128 × 192 form too fast (its chain longer
-    than the plain form's on silicon, the stagger not modelled) and 256 × 128 with the scale ring too slow; the
+    than the plain form's on silicon, the stagger not modelled), 256 × 128 with the scale ring within ±10 %; the
     direct-store 128 × 128 epilogue several times the TMA store's."""
     from h100lab import data
     if not data.available("l08/gemm_trace_forms"):
@@ -679,7 +679,9 @@ def test_second_trace_held_out(params):
     assert len(fp8) == 10 and all(abs(r["error"]) <= 0.15 for r in fp8)
     by = lambda v: [r for r in fp8 if r["variant"] == v]                     # noqa: E731
     assert all(r["error"] < -l08.TOLERANCE for r in by("fp8_cooperative_n192_staggered_tmastore"))
-    assert all(r["error"] > l08.TOLERANCE for r in by("fp8_cooperative_m256_tmastore_lead2"))
+    # 256 × 128 with the ring: within since the tensor cores take the m64 blocks' groups in issue order (it was
+    # ~12 % slow while a consumer's whole k-block went to the queue at once)
+    assert all(abs(r["error"]) <= l08.TOLERANCE for r in by("fp8_cooperative_m256_tmastore_lead2"))
     for d, t in zip(by("fp8_cooperative"), by("fp8_cooperative_tmastore")):
         assert d["epilogue"] > 3 * t["epilogue"]
 
@@ -718,3 +720,26 @@ def test_early_scale_copy_of_the_first_fp8_runs(params, records):
     rep = l08.report(records, params)
     old = [r for r in rep.rows if r.kernel == "fp8_cooperative" and r.dataset in perf.EARLY_SCALE_COPY]
     assert len(old) == 10 and all(r.within for r in old)
+
+
+def test_fp8_two_block_groups_reach_the_tensor_cores_in_issue_order(params):
+    """A 256 × 128 FP8 consumer issues its two m64 blocks one after the other (a promotion between them): the model
+    steps block by block, so a group never waits behind a group the other consumer issued later. With the chain's
+    CUDA-core parts free (no issue window, promotion or loads) the k-block is the tensor cores' work or one
+    consumer's own serial path, whichever is longer; the one-block forms are unchanged by the stepping (the same
+    period as the whole-k-block loop gave: tested through the committed 128 × 128 figures elsewhere)."""
+    from h100lab.tensorcore.timing import exec_cycles
+
+    w = params.wgmma
+    f = perf.form("fp8_cooperative_m256_tmastore_lead2")
+    e = exec_cycles(f.atype, f.bn, w)
+    bare = perf.issue_timing(f, w, 0.0, 0.0, 0.0, 0.0, 0.0, group_issue_cycles=0.0, promote_block_cycles=0.0)
+    serial = 2 * (4 * w.issue + 4 * e + w.latency_tail + w.wait)     # one consumer's two blocks, alone
+    assert bare.cycles == pytest.approx(max(bare.busy, serial), rel=0.02)
+    assert bare.busy == pytest.approx(16 * e)
+    q = replace(params, tensor_ghz=1.754, throttled_ghz=1.754)
+    ev = perf.issue_events(f, q)
+    chain = (ev["wait_full"] + 2 * (params.fp8_issue_cycles + 4 * e + w.latency_tail + w.wait
+                                    + dict(params.fp8_promote)[128] + params.fp8_ring_issue_cycles)
+             + perf._loop_args(f, q, 1.754)["post_cycles"])
+    assert ev["period"] <= chain + 1.0          # no queueing beyond one consumer's chain

@@ -507,16 +507,21 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
     finish = [[0.0] * groups for _ in range(n)]
     issued: list[list[float]] = [[] for _ in range(n)]     # FP8: when each k-block's scale loads land
     tc_free = 0.0
+    sub = [0] * n                                          # FP8: the m64 block each warpgroup issues next
+    blk: list = [None] * n                                 # FP8: that k-block's state (events, loads)
     while min(done) < groups:
         # the next to issue: the warpgroup ready first (its loop's time plus, for the one whose thread issues the
-        # TMA, that issue: the other warpgroup's wgmmas go ahead of it meanwhile)
-        i = min((k for k in range(n) if done[k] < groups), key=lambda k: (t[k] + (extra_cycles if k == 0 else 0), k))
-        if not f.overlap:
-            t[i] = max([t[i]] + [finish[k][done[k] - 1] for k in range(n) if k != i and done[k] > 0])
-        if i == 0:
-            t[i] += extra_cycles
-        t[i] += pre_cycles
-        ev = {"full": t[i]}
+        # TMA, that issue: the other warpgroup's wgmmas go ahead of it meanwhile); FP8 forms with two m64 blocks per
+        # consumer step block by block, so the tensor cores take every group in the order it was issued
+        i = min((k for k in range(n) if done[k] < groups),
+                key=lambda k: (t[k] + (extra_cycles if k == 0 and sub[k] == 0 else 0), k))
+        if sub[i] == 0:
+            if not f.overlap:
+                t[i] = max([t[i]] + [finish[k][done[k] - 1] for k in range(n) if k != i and done[k] > 0])
+            if i == 0:
+                t[i] += extra_cycles
+            t[i] += pre_cycles
+            ev = {"full": t[i]}
         vis = 0.0
         if f.promote:
             # FP8 (l08_gemm.cu): per m64 block of the consumer, its wgmmas, wait_group 0, the promotion. Scale
@@ -528,36 +533,43 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
             mb = f.wg_rows // 64
             lead = f.scale_lead
             j = len(issued[i]) - lead                 # the k-block whose promotion issued this one's ring loads
-            loads = [0.0] * mb
+            if sub[i] == 0:
+                blk[i] = (ev, [0.0] * mb)
+            ev, loads = blk[i]
             g_issue, p_block, s_issue, r_issue = chain
             # the trace: a group's first wgmma reaches the tensor cores only after the window's fixed part (the
             # wgmma.fence, the warpgroup converging, the descriptors); the wgmmas then follow at lesson 7's issue
             lump = max(0.0, g_issue - (g // mb) * w.issue)
             promote = p_block if p_block >= 0 else f.promote_cycles / mb
             loading = load_cycles > 0 or s_issue > 0 or r_issue > 0
-            for b in range(mb):
-                vis = 0.0
-                t[i] += lump
-                for _ in range(g // mb):
-                    t[i] += w.issue
-                    s = max(t[i], tc_free)
-                    tc_free = s + e
-                    vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
-                ev["issued"] = t[i]
-                if lead == 1 and loading:
-                    t[i] += s_issue                   # the next block's ld.global, issued under the group
-                    loads[b] = t[i] + load_cycles
-                t[i] = max(t[i], vis) + w.wait
-                ev["waited"] = t[i]
-                if lead == 1 and f.scale_copy == "wait" and load_cycles > 0:
-                    t[i] = max(t[i], loads[b])        # the early copy: release and promotion wait for the loads
-                if lead > 1 and j >= 0 and load_cycles > 0:
-                    t[i] = max(t[i], issued[i][j][b])
-                t[i] += promote
-                ev["promoted"] = t[i]
-                if lead > 1 and loading:
-                    t[i] += r_issue                   # the ring's loads for block kb + lead
-                    loads[b] = t[i] + load_cycles
+            b = sub[i]
+            # block b of the consumer's k-block
+            vis = 0.0
+            t[i] += lump
+            for _ in range(g // mb):
+                t[i] += w.issue
+                s = max(t[i], tc_free)
+                tc_free = s + e
+                vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
+            ev["issued"] = t[i]
+            if lead == 1 and loading:
+                t[i] += s_issue                   # the next block's ld.global, issued under the group
+                loads[b] = t[i] + load_cycles
+            t[i] = max(t[i], vis) + w.wait
+            ev["waited"] = t[i]
+            if lead == 1 and f.scale_copy == "wait" and load_cycles > 0:
+                t[i] = max(t[i], loads[b])        # the early copy: release and promotion wait for the loads
+            if lead > 1 and j >= 0 and load_cycles > 0:
+                t[i] = max(t[i], issued[i][j][b])
+            t[i] += promote
+            ev["promoted"] = t[i]
+            if lead > 1 and loading:
+                t[i] += r_issue                   # the ring's loads for block kb + lead
+                loads[b] = t[i] + load_cycles
+            if b < mb - 1:                            # the consumer's next m64 block: back to the queue
+                sub[i] += 1
+                continue
+            sub[i] = 0
             issued[i].append(loads)
             if lead == 1 and load_cycles > 0:
                 t[i] = max([t[i]] + loads)

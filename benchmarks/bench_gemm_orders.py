@@ -242,33 +242,34 @@ def run_skew(be, runs, log=print) -> list[dict]:
 
 
 L2_DATASET = "l08/gemm_l2_traffic"
-#: Nsight Compute metrics of the --l2 runs: DRAM bytes read/written, the L2 hit rate of all lookups, the SMs' read
-#: sectors at L2 and how many hit, sectors that came over the link between the two L2 halves, duration, SM clock
-L2_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
-              "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
-              "lts__t_sectors_srcunit_ltcfabric.sum", "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second")
+#: Nsight Compute metrics of the --l2 runs: DRAM bytes read, the L2 hit rate of all lookups, sectors that came over
+#: the link between the two L2 halves, the kernel's duration (few metrics: one or two replay passes per launch)
+L2_METRICS = ("dram__bytes_read.sum", "lts__t_sector_hit_rate.pct", "lts__t_sectors_srcunit_ltcfabric.sum",
+              "gpu__time_duration.sum")
+#: runs per ncu process (a process cut at the time limit loses at most its own)
+L2_CHUNK = 18
 #: the metrics every Hopper ncu knows: the second try when the full list is refused
 L2_METRICS_BASIC = ("dram__bytes_read.sum", "lts__t_sector_hit_rate.pct", "gpu__time_duration.sum")
 _SQ4, _SQ8 = (4096, 4096, 4096), (8192, 8192, 8192)
-#: (shape, variant, schedule, group, raster, CTAs or None): the ping-pong tile in most orders at 8192³ and 4096³, the
-#: cooperative tiles in a few, a deeper K, fewer CTAs, the 128-column tile's two missed shapes, and the same M·N as
-#: 8192² with 16, 8 and 4 tile-columns of 256 (row-major: the CTAs sharing a B panel 16, 8, 4 apart)
+#: (shape, variant, schedule, group, raster, CTAs or None), most telling first (a run cut short keeps the first):
+#: the ping-pong tile in most orders at 8192³, the cooperative tiles in a few, the same M·N as 8192² with 16, 8 and 4
+#: tile-columns of 256 (row-major: the CTAs sharing a B panel 16, 8, 4 apart), 4096³, a deeper K, pairs, the
+#: in-flight form, fewer CTAs, and the 128-column tile's two missed shapes
 L2_RUNS = tuple(
     [(_SQ8, "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (2, 0), (8, 0), (16, 0), (1, 1), (4, 1), (8, 1),
                                                                  (16, 1))]
-    + [(_SQ8, "pingpong", "pairs", g, r, None) for g, r in ((1, 0), (8, 0))]
-    + [(_SQ8, "pingpong_inflight", "persistent", g, r, None) for g, r in ((1, 0), (8, 0))]
-    + [(_SQ8, "pingpong", "persistent", g, r, 66) for g, r in ((1, 0), (8, 0))]
     + [(_SQ8, "cooperative", "persistent", g, r, None) for g, r in ((1, 0), (8, 0), (1, 1), (16, 1))]
     + [(_SQ8, "cooperative_n128", "persistent", g, r, None) for g, r in ((1, 0), (8, 0), (16, 0), (1, 1), (16, 1))]
+    + [(s, v, "persistent", g, 0, None) for s in ((16384, 4096, 8192), (32768, 2048, 8192), (65536, 1024, 8192))
+       for v in ("pingpong", "cooperative") for g in (1, 8)]
     + [(_SQ4, "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (2, 0), (8, 0), (1, 1), (8, 1), (16, 1))]
     + [(_SQ4, v, "persistent", g, r, None) for v in ("cooperative", "cooperative_n128") for g, r in ((1, 0), (8, 0))]
     + [((8192, 8192, 16384), "pingpong", "persistent", g, r, None) for g, r in ((1, 0), (8, 0))]
+    + [(_SQ8, "pingpong", "pairs", g, r, None) for g, r in ((1, 0), (8, 0))]
+    + [(_SQ8, "pingpong_inflight", "persistent", g, r, None) for g, r in ((1, 0), (8, 0))]
+    + [(_SQ8, "pingpong", "persistent", g, r, 66) for g, r in ((1, 0), (8, 0))]
     + [((1280, 3840, 8192), v, "persistent", 8, 0, None) for v in ("pingpong", "cooperative", "cooperative_n128")]
-    + [((16384, 16384, 16384), v, "persistent", 8, 0, None) for v in ("cooperative", "cooperative_n128")]
-    # the row-major order with fewer tile-columns (the same M·N): B-panel sharers 16, 8 and 4 CTAs apart
-    + [(s, v, "persistent", g, 0, None) for s in ((16384, 4096, 8192), (32768, 2048, 8192), (65536, 1024, 8192))
-       for v in ("pingpong", "cooperative") for g in (1, 8)])
+    + [((16384, 16384, 16384), v, "persistent", 8, 0, None) for v in ("cooperative", "cooperative_n128")])
 #: the %smid probe: one CTA per SM (a shared-memory request only one fits), CTA i writes its SM
 PLACEMENT_SRC = r"""
 extern "C" __global__ void smid_probe(unsigned* out) {
@@ -306,6 +307,7 @@ def l2_child(plan_path: str, timed: bool, warmup: int, repeats: int, out_path: s
             if (M, N, K) not in inputs:
                 inputs.clear()
                 be.sync()
+                be.torch.cuda.empty_cache()                # fewer bytes for ncu to save and restore per pass
                 inputs[(M, N, K)] = be.inputs(M, N, K, seed=800)
             A, B, C0 = inputs[(M, N, K)]
             grid, arg = l2_grid(run, sms)
@@ -343,6 +345,23 @@ def _placement(be, repeats: int = 3) -> list[dict]:
     return out
 
 
+def _run_group(cmd: list, timeout: float) -> tuple[str, int, str, bool]:
+    """Run ``cmd`` in its own process group: (stdout, return code, stderr, timed out); past ``timeout`` seconds the
+    whole group (ncu and the profiled child) is killed and what it printed so far is returned."""
+    import os
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return out, proc.returncode, err, False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return out or "", -9, err or "", True
+
+
 def run_l2(args, log=print) -> tuple[list[dict], dict]:
     """--l2: the runs of :data:`L2_RUNS` under ncu (records ``l2``), then timed without it (``l2time``), then
     the CTA placement probe; returns (records, extra metadata)."""
@@ -360,38 +379,67 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
     me = [sys.executable, str(Path(__file__).resolve())]
     extra: dict = {"metrics": list(L2_METRICS)}
     ncu = find_ncu()
-    launches, ncu_err, child = None, None, None
     entries = sorted({cap.VARIANTS[v].entry for _, v, *_ in runs})
-    if ncu is None:
-        ncu_err = "Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute"
-    for metrics in (L2_METRICS, L2_METRICS_BASIC):
-        if ncu is None:
-            break
+    got: list = [None] * len(runs)               # per run: (ncu launch, child record) or the error string
+    metrics = L2_METRICS
+    deadline = time.time() + args.l2_timeout
+
+    def chunk(lo: int, part: list):
+        """One ncu process over ``part`` (runs lo …): fills ``got``; returns ncu's error or None."""
+        pp = tmp / f"plan_{lo}.json"
+        pp.write_text(json.dumps({"runs": part}))
+        res_path = tmp / f"ncu_child_{lo}.json"
         cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(entries) + ")$", "--metrics",
-               ",".join(metrics), "--csv", "--print-units", "base", *me, "--l2-child", str(plan), "--l2-result",
-               str(tmp / "ncu_child.json")]
+               ",".join(metrics), "--csv", "--print-units", "base", *me, "--l2-child", str(pp), "--l2-result",
+               str(res_path)]
         log("ncu: " + " ".join(cmd))
+        text, rc, err, late = _run_group(cmd, max(1.0, deadline - time.time()))
+        (tmp / f"ncu_{lo}.csv").write_text(text + "\n" + err)
+        if rc != 0 and not late:
+            return f"ncu exited {rc}: {err[-1500:]} {text[-1500:]}"
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=args.l2_timeout)
-            (tmp / "ncu.csv").write_text(res.stdout)
-            if res.returncode != 0:
-                raise RuntimeError(f"ncu exited {res.returncode}: {res.stderr[-1500:]} {res.stdout[-1500:]}")
-            launches = parse_ncu_csv(res.stdout)
-            if len(launches) != len(runs):
-                raise RuntimeError(f"ncu reported {len(launches)} launches for {len(runs)} runs: "
-                                   f"{res.stderr[-800:]} {res.stdout[-800:]}")
-            child = json.loads((tmp / "ncu_child.json").read_text())
-            extra.update(metrics=list(metrics), ncu_command=" ".join(["ncu", *cmd[1:cmd.index("--csv") + 3],
-                                                                        "python3 benchmarks/bench_gemm_orders.py",
-                                                                        "--l2-child PLAN --l2-result RESULT"]),
-                         ncu_version=subprocess.run([ncu, "--version"], capture_output=True,
-                                                    text=True).stdout.strip().splitlines()[-1])
-            ncu_err = None
-            break
-        except Exception as exc:                                   # noqa: BLE001 - recorded, the run goes on
-            ncu_err = f"{type(exc).__name__}: {exc}"
-            launches = None
-            log(f"ncu with {len(metrics)} metrics failed: {ncu_err[:600]}")
+            launches = parse_ncu_csv(text)
+        except ValueError as exc:
+            return f"{'ncu timed out; ' if late else ''}{exc}: {err[-800:]} {text[-800:]}"
+        child = json.loads(res_path.read_text()) if res_path.exists() else []
+        if len(launches) > len(part):
+            return f"ncu reported {len(launches)} launches for {len(part)} runs"
+        for j, x in enumerate(launches):
+            got[lo + j] = (x, child[j] if j < len(child) else {"ok": False, "error": "no child result"})
+        return f"ncu timed out after {args.l2_timeout} s" if late else None
+
+    if ncu is None:
+        got = ["Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute"] * len(runs)
+    else:
+        for lo in range(0, len(runs), L2_CHUNK):
+            part = runs[lo:lo + L2_CHUNK]
+            if deadline - time.time() < 15:
+                err = f"no time left of --l2-timeout {args.l2_timeout} s"
+            else:
+                try:
+                    err = chunk(lo, part)
+                    if err and lo == 0 and metrics is L2_METRICS and got[0] is None:
+                        log(f"ncu with {len(metrics)} metrics failed: {err[:600]}; the basic metrics next")
+                        extra["ncu_error_full_metrics"] = err[:2000]
+                        metrics = L2_METRICS_BASIC
+                        err = chunk(lo, part)
+                except Exception as exc:                           # noqa: BLE001 - recorded, the run goes on
+                    err = f"{type(exc).__name__}: {exc}"
+            if err:
+                log(f"ncu, runs {lo}-{lo + len(part) - 1}: {err[:600]}")
+                extra.setdefault("ncu_errors", []).append(err[:2000])
+            for j in range(lo, lo + len(part)):
+                if got[j] is None:
+                    got[j] = err or "not profiled"
+        extra.update(metrics=list(metrics), ncu_command=" ".join(
+            ["ncu", "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(entries) + ")$", "--metrics",
+             ",".join(metrics), "--csv", "--print-units", "base", "python3 benchmarks/bench_gemm_orders.py",
+             "--l2-child PLAN --l2-result RESULT"]))
+        try:
+            extra["ncu_version"] = subprocess.run([ncu, "--version"], capture_output=True,
+                                                  text=True).stdout.strip().splitlines()[-1]
+        except Exception:                                          # noqa: BLE001 - a missing version is no failure
+            pass
     recs = []
     for i, ((M, N, K), v, sch, g, r, n) in enumerate(runs):
         var = cap.VARIANTS[v]
@@ -399,22 +447,21 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
         base = {"variant": v, "schedule": sch, "group": g, "raster": r, "M": M, "N": N, "K": K, "bm": var.bm,
                 "bn": var.bn, "bk": var.bk, "stages": var.stages, "tiles": tm * tn, "ctas_arg": n}
         rec = dict(base, kind="l2")
-        if launches is None:
-            rec.update(ok=False, error=ncu_err)
+        if isinstance(got[i], str):
+            rec.update(ok=False, error=got[i])
         else:
-            c = child[i] if i < len(child) else {"ok": False, "error": "no child result"}
-            rec.update(ok=bool(c.get("ok")), grid=c.get("grid"), kernel=launches[i]["kernel"],
-                       metrics=launches[i]["metrics"])
+            x, c = got[i]
+            rec.update(ok=bool(c.get("ok")), grid=c.get("grid"), kernel=x["kernel"], metrics=x["metrics"])
             if "error" in c:
                 rec["error"] = c["error"]
         recs.append(rec)
     # the same runs timed, without ncu
     try:
-        res = subprocess.run([*me, "--l2-child", str(plan), "--l2-timed", "--l2-result", str(tmp / "timed.json"),
-                              "--warmup", str(args.warmup), "--repeats", str(args.repeats)], capture_output=True,
-                             text=True, check=False, timeout=args.l2_timeout)
-        log(res.stdout[-3000:] + res.stderr[-1500:])
-        timed = json.loads((tmp / "timed.json").read_text())
+        out, rc, err, late = _run_group([*me, "--l2-child", str(plan), "--l2-timed", "--l2-result",
+                                         str(tmp / "timed.json"), "--warmup", str(args.warmup), "--repeats",
+                                         str(args.repeats)], args.l2_time_timeout)
+        log(out[-3000:] + err[-1500:] + (f"timed run cut at {args.l2_time_timeout} s" if late else ""))
+        timed = json.loads((tmp / "timed.json").read_text())     # rewritten after every run: a cut run keeps them
     except Exception as exc:                                       # noqa: BLE001 - recorded, the run goes on
         timed = []
         log(f"timed child failed: {type(exc).__name__}: {exc}")
@@ -423,8 +470,8 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
         recs.append({"kind": "l2time", "variant": v, "schedule": sch, "group": g, "raster": r, "M": M, "N": N,
                      "K": K, "ctas_arg": n, "repeats": args.repeats, "warmup": args.warmup,
                      **{k: t[k] for k in ("ok", "error", "grid", "median_ms", "min_ms", "samples_ms") if k in t}})
-    if ncu_err:
-        extra["ncu_error"] = ncu_err
+    if any(isinstance(x, str) for x in got):
+        extra["ncu_error"] = next(x for x in got if isinstance(x, str))[:2000]
     return recs, extra
 
 
@@ -442,7 +489,9 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     ap.add_argument("--l2", action="store_true", help="only the runs of L2_RUNS under Nsight Compute (DRAM bytes, L2 "
                     "hits; records 'l2'), the same runs timed ('l2time') and the CTA placement probe, into "
                     "l08/gemm_l2_traffic")
-    ap.add_argument("--l2-timeout", type=float, default=150.0, help="seconds for each --l2 child process")
+    ap.add_argument("--l2-timeout", type=float, default=150.0, help="seconds for the --l2 run under ncu (the launches "
+                    "profiled by then are kept)")
+    ap.add_argument("--l2-time-timeout", type=float, default=80.0, help="seconds for the --l2 timed run")
     ap.add_argument("--l2-child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--l2-result", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--l2-timed", action="store_true", help=argparse.SUPPRESS)

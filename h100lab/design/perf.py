@@ -114,14 +114,20 @@ Assumptions (each a limit of the model, not of the kernel):
   (the load hidden under its long promotion at lead 1) loses — as ``data/l08/gemm_bench_fp8_lead`` measured
   (:func:`h100lab.validation.l08.lead_diagnosis`). The trace's own cost per event (:func:`trace_overhead`, from its
   traced and untraced times) is taken out of every interval; BM 256 forms (two m64 blocks per consumer) pay the
-  issue window, promotion and ring loads per block, lead 1 waiting for its loads once per k-block; ``scale_smem``
-  (scales with the stage): no loads. A second trace (``data/l08/gemm_trace_forms``, held out, nothing fitted on
+  issue window, promotion and ring loads per block, lead 1 waiting for its loads once per k-block, and the issue loop
+  steps them block by block, so the one in-order tensor-core queue takes each m64 block's group when it is issued
+  (not a consumer's whole k-block at once, which had queued a block behind the other consumer's later one);
+  ``scale_smem`` (scales with the stage): no loads. Where lead 1 first waits for its loads is read off the SASS of
+  the kernel that ran (:attr:`Form.scale_copy`): at the block's end since 0a71f54, at the group's ``wait_group``
+  (before the stage's release and the promotion) in the 128 × 128 forms of the first two FP8 runs
+  (:data:`EARLY_SCALE_COPY`). A second trace (``data/l08/gemm_trace_forms``, held out, nothing fitted on
   it; :func:`h100lab.validation.l08.trace_rows`) ran the forms the first did not: the staggered 128 × 192 form's
   chain is longer than the plain one's (its named barriers, and wgmmas and promotions that now overlap the other
   consumer's) — not modelled, so it comes out ~11–13 % fast; 256 × 128 with the ring ~12 % slow and at lead 1 a
   few per cent fast: its first m64 block waits for its loads (as the code's per-block copy says), its second
   less — where the lead-1 wait sits is not resolved (per m64 block: every 256 × 128 lead-1 record ~11 % slow; per
-  k-block, as here: ~6–9 % fast); the direct-store 128 × 128 form's epilogue takes ~3.5× the TMA store's. The FP8
+  k-block, as here: ~6–9 % fast; with the blocks queued in issue order both 256 × 128 forms come out 1–9 % fast);
+  the direct-store 128 × 128 form's epilogue takes ~3.5× the TMA store's. The FP8
   clock run (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
 * a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
 
@@ -158,8 +164,12 @@ run, its clean held-out test, then showed the load is not the cost. The k-block 
 what is: the consumer chain's CUDA-core parts (the group's issue window, the promotion, the loads' issue), each
 several times what the model had charged, while the fitted load had stood in for all of them; the chain now comes
 from the trace and the load's latency from one record of the trace run, and every throughput record of every FP8
-run is held out (74 → 104 of 130 within ±10 %, worst 25 → 17 %; the scale-ring forms 0 → 15 of 20). The
-ping-pong form in row-major order is still off. No constant was ever fitted on a held-out record.
+run is held out (74 → 104 of 130 within ±10 %, worst 25 → 17 %; the scale-ring forms 0 → 15 of 20). Two
+structural corrections without a constant followed: the first two FP8 runs' kernel waited for the lead-1 scales
+early (:data:`EARLY_SCALE_COPY`, read off that kernel's SASS: their direct-store misses, 8 of them, gone), and the
+two m64 blocks of a 256 × 128 consumer reach the tensor-core queue in issue order (its ring form +12–17 % →
+−2–5 %): 104 → 117 of 130, worst 17 → 14 %. The ping-pong form in row-major order is still off. No constant was
+ever fitted on a held-out record.
 """
 from __future__ import annotations
 

@@ -68,3 +68,119 @@ def test_step_on_the_fake_gpu_keeps_every_sample(tmp_path, monkeypatch):
         assert len(rec["cold_total_samples"]) == c["iters"] == rec["cold_total_cycles"]["n"]
         assert rec["cold_total_ns"] > rec["warm_total_ns"] > 0 and rec["ok"] and rec["block_bytes"] == stride
         assert "base" not in rec
+
+
+# ------------------------------------------------------------------------------------------------
+# the model: lines the run read before (h100lab.sim.latency.l2_kept / kept_median, validation.micro.reuse_of …)
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from h100lab.sim.latency import CopyLatency, kept_median, l2_kept
+from h100lab.validation import micro
+
+MIB = 1 << 20
+KEEP = CopyLatency(l2_keep_bytes=20.0 * MIB, l2_keep_width_bytes=5.0 * MIB, cold_spread_ns=80.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=st.floats(0, 200 * MIB), b=st.floats(0, 200 * MIB))
+def test_what_the_l2_keeps_falls_with_the_distance(a, b):
+    lo, hi = sorted((a, b))
+    assert 0.0 <= l2_kept(KEEP, hi) <= l2_kept(KEEP, lo) <= 1.0
+    assert l2_kept(KEEP, 20.0 * MIB) == pytest.approx(0.5)
+    assert l2_kept(KEEP, math.inf) == 0.0 and l2_kept(CopyLatency(), 0.0) == 0.0      # never read / turned off
+
+
+def test_l2_kept_rejects_a_negative_distance():
+    with pytest.raises(ValueError, match="≥ 0"):
+        l2_kept(KEEP, -1.0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ds=st.lists(st.one_of(st.floats(0, 100 * MIB), st.just(math.inf)), min_size=1, max_size=40),
+       cold=st.floats(300, 2000), gap=st.floats(0, 600))
+def test_the_median_of_kept_and_cold_samples_lies_between_warm_and_cold(ds, cold, gap):
+    warm = cold - gap
+    med = kept_median(KEEP, cold, warm, ds)
+    assert warm - 1e-9 <= med <= cold + 1e-9
+    k = sum(l2_kept(KEEP, d) for d in ds) / len(ds)
+    if k >= 0.5:
+        assert med == warm
+    closer = kept_median(KEEP, cold, warm, [d / 2 for d in ds])        # read more recently: never slower
+    assert closer <= med + 1e-9
+
+
+def test_kept_median_without_reuse_is_the_cold_time():
+    assert kept_median(KEEP, 500.0, 300.0, None) == 500.0 == kept_median(KEEP, 500.0, 300.0, [])
+    assert kept_median(KEEP, 500.0, 300.0, [math.inf] * 8) == 500.0
+    assert kept_median(CopyLatency(), 500.0, 300.0, [0.0] * 8) == 500.0
+
+
+def test_reuse_distances_count_the_new_lines_read_in_between():
+    plan = [dict(bytes=256, count=1, align=0, touch=0, iters=1, base=0, stride=1 << 16),
+            dict(bytes=1024, count=2, align=0, touch=0, iters=1, base=1 << 16, stride=1 << 16),
+            dict(bytes=512, count=1, align=0, touch=0, iters=1, base=0, stride=1 << 16)]
+    d = ts.reuse_distances(plan)
+    assert d[0] == [math.inf] and d[1] == [math.inf]
+    assert d[2] == [math.inf]                       # lines 2-3 of block 0 were never read
+    plan[2]["bytes"] = 256
+    # lines 0-1 were read before the 16 new lines of the second entry; line 0 also before line 1
+    assert ts.reuse_distances(plan)[2] == [16 * 128.0 + 128.0]
+
+
+def test_the_replayed_cursor_of_the_committed_latency2_run():
+    """latency2's plan replays the committed run's cases; its later rounds re-read lines (the cursor wrapped)."""
+    plan = ts.latency2_plan()
+    assert [(c["bytes"], c["count"], c["align"], c["touch"]) for c in plan] == \
+        [(c["bytes"], c["count"], c["align"], c["touch"]) for c in ts.latency2_cases()]
+    byk = {(c["bytes"], c["count"], c["align"]): c for c in plan if c["count"] > 1}
+    d = micro.reuse_of(dict(byk[(1024, 32, 16)]))
+    assert len(d) == 32 and all(math.isfinite(x) and x < 8 * MIB for x in d)
+    assert all(math.isinf(x) for x in micro.reuse_of(dict(byk[(4096, 8, 0)])))
+    assert all(math.isinf(x) for x in micro.reuse_of(dict(bytes=16, count=1, align=0, touch=0, iters=64)))
+    assert micro.reuse_of(dict(bytes=16, count=3, align=0, touch=1, iters=32)) is None       # not a case it ran
+
+
+def test_the_coldround_plan_replays_fresh_and_reread():
+    plan, stride, _ = ts.coldround_plan()
+    for c in plan[:: 7]:
+        d = micro.reuse_of(c)
+        assert len(d) == c["iters"]
+        assert all(math.isinf(x) for x in d) == c["fresh"]
+
+
+def _synthetic_cold(m, seed=0):
+    """Records of l03/tma_latency_cold whose re-read samples are kept with the probability m gives."""
+    rng = np.random.default_rng(seed)
+    plan, stride, _ = ts.coldround_plan()
+    recs = []
+    for c in plan:
+        warm, cold = 400.0, 700.0
+        d = micro.reuse_of(c)
+        xs = [warm if rng.random() < l2_kept(m, x) else cold + rng.uniform(-m.cold_spread_ns, m.cold_spread_ns)
+              for x in d]
+        g = 2.0
+        cyc = np.array(xs) * g
+        recs.append(dict({k: v for k, v in c.items() if k != "base"}, clock_ghz=g,
+                         cold_total_samples=[int(x) for x in cyc], cold_total_ns=float(np.median(xs)),
+                         cold_total_cycles=dict(median=float(np.median(cyc)), p10=float(np.percentile(cyc, 10)),
+                                                p90=float(np.percentile(cyc, 90)), min=float(cyc.min()), n=len(xs)),
+                         warm_total_cycles=dict(median=warm * g, p10=warm * g, p90=warm * g, min=warm * g, n=3),
+                         warm_total_ns=warm))
+    return recs
+
+
+def test_fit_l2_keep_recovers_a_known_retention():
+    true = CopyLatency(l2_keep_bytes=30.0 * MIB, l2_keep_width_bytes=6.0 * MIB, cold_spread_ns=80.0)
+    vals, notes = micro.fit_l2_keep(_synthetic_cold(true))
+    assert vals["l2_keep_bytes"] == pytest.approx(true.l2_keep_bytes, rel=0.1)
+    assert vals["l2_keep_width_bytes"] == pytest.approx(true.l2_keep_width_bytes, rel=0.35)
+    assert vals["cold_spread_ns"] == pytest.approx(80.0, rel=0.15) and "MiB" in notes[0]
+    with pytest.raises(ValueError, match="re-read"):
+        micro.fit_l2_keep([r for r in _synthetic_cold(true) if r["fresh"]])
+    rows = micro.cold_passes(_synthetic_cold(true))
+    assert len(rows) == len(ts.coldround_cases()) and all(len(r["medians"]) == ts.COLD_PASSES for r in rows)

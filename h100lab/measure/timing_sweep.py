@@ -65,6 +65,7 @@ kernels' parameters) is plain Python driven through a small backend object (:cla
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -77,7 +78,8 @@ from .l04 import pack
 __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT_OPS", "cvt_inputs", "enum_cases",
            "stream_smem", "stream_fits", "stream_cases", "plan_tiles", "stream_tile_ids", "expected_stream_sums",
            "summarize_stream", "latency_cases", "sync_cases", "read_configs", "copytune_cases", "copytune_fits",
-           "latency2_cases", "latency2_offsets", "latency_sources", "coldround_cases", "coldround_plan",
+           "latency2_cases", "latency2_offsets", "latency2_plan", "reuse_distances", "latency_sources",
+           "coldround_cases", "coldround_plan",
            "COLD_PASSES", "RACE_VARIANTS",
            "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
@@ -542,6 +544,53 @@ def latency2_offsets(base: int, iters: int, stride: int, align: int) -> np.ndarr
     i = np.arange(iters, dtype=np.int64) * stride
     src = base + i + align
     return np.concatenate([src, base + i + stride // 2]).astype(np.int64)
+
+
+def latency2_plan(quick: bool = False, buf_bytes: int = BUF_BYTES) -> list[dict[str, Any]]:
+    """The cases of step ``latency2`` with the ``base`` offset and block ``stride`` its cursor gave each (the step
+    first to read the buffer in its run, as in ``l03/tma_latency_clean``'s run: ``--steps latency2,copyrace``):
+    :meth:`Runner.step_latency2`'s arithmetic replayed."""
+    stride = min(LAT2_PAGE, buf_bytes // 64)
+    cur, out = 0, []
+    for c in latency2_cases(quick):
+        n = (c["iters"] + 1) * stride
+        off = cur % buf_bytes
+        if off + n > buf_bytes:
+            off = 0
+            cur += buf_bytes - cur % buf_bytes
+        cur += n
+        out.append(dict(c, base=-(-off // stride) * stride, stride=stride))
+    return out
+
+
+def reuse_distances(plan: Sequence[dict[str, Any]], line: int = 128) -> list[list[float]]:
+    """For each entry of a ``l03_copy_latency.cu`` plan (``{bytes, count, align, touch, iters, base, stride}``, in run
+    order) and each of its samples: how many bytes of lines the run had read for the first time between the last
+    read of the round's lines and its cold round — the largest over the round's lines (``inf`` when one of them was
+    never read before). The samples' sources and touched words are replayed in order (the warm rounds re-read the
+    same lines and add nothing new). A proxy of an LRU stack distance that holds when nearly every line read is a
+    new one, as in these steps."""
+    last: dict[int, int] = {}
+    traffic = 0
+    out = []
+    for c in plan:
+        per = []
+        for i in range(c["iters"]):
+            blk = c["base"] + i * c["stride"]
+            s = blk + c["align"]
+            lines = range(s // line, (s + c["count"] * c["bytes"] - 1) // line + 1)
+            per.append(max(float(traffic - last[x]) if x in last else math.inf for x in lines))
+            for x in lines:
+                if x not in last:
+                    traffic += line
+                last[x] = traffic
+            if c.get("touch"):
+                x = (blk + c["stride"] // 2) // line
+                if x not in last:
+                    traffic += line
+                last[x] = traffic
+        out.append(per)
+    return out
 
 
 #: step coldround: passes over the cold-round cases, each sample on a 2 MiB page never read before in the run

@@ -18,6 +18,14 @@ belong to the code around the copy — so each has its own structure, and this o
   The DRAM part grows with the copy up to ``dram_ramp_bytes`` by ``dram_ramp_ns`` (linearly; the H200: ~200 ns
   more than L2 for a 16-byte copy, ~260 ns from 4 KiB on — a copy's first lines come from DRAM more slowly than
   the unit asks for them, until its requests overlap).
+* **Lines read before.** A "cold" source whose lines the same run already read is still in L2 with a probability
+  that falls with what the run read since (:func:`l2_kept`: ``1 / (1 + exp((d − l2_keep_bytes) / l2_keep_width_bytes))``
+  of ``d`` bytes of lines read for the first time in between). Assumption, from ``l03/tma_latency_clean``'s
+  replayed cursor: the run's lines crowd the first 128 KiB of 2 MiB pages, so they compete for part of the L2's
+  sets, and what it keeps halves well before its 60 MiB. A round's samples are then a mixture: warm ones (kept)
+  and cold ones spread evenly over ``cold ± cold_spread_ns`` (DRAM's own spread); :func:`kept_median` is the
+  mixture's median — warm once half the samples are kept, else inside the cold ones' lower half (a median near
+  the switch is unstable: 32 samples decide it). ``l2_keep_bytes`` 0 turns this off.
 
 :func:`round_trip` returns the three times a kernel can stamp: after the first issue, after the last, and when the
 wait returned. :class:`LatencyKernel` holds what a particular measurement kernel adds inside its timed window
@@ -27,9 +35,12 @@ documents which); :data:`H200_LATENCY` are order-of-magnitude starting values un
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
+from typing import Sequence
 
-__all__ = ["CopyLatency", "H200_LATENCY", "LatencyKernel", "OLD_KERNEL", "CLEAN_KERNEL", "round_trip", "LINE"]
+__all__ = ["CopyLatency", "H200_LATENCY", "LatencyKernel", "OLD_KERNEL", "CLEAN_KERNEL", "round_trip", "LINE",
+           "l2_kept", "kept_median"]
 
 #: bytes of an L2 line: a source offset that is not a multiple of it is "misaligned"
 LINE = 128
@@ -50,6 +61,9 @@ class CopyLatency:
     tensor_extra_ns: float = 10.0
     dram_ramp_ns: float = 40.0
     dram_ramp_bytes: float = 4096.0
+    l2_keep_bytes: float = 0.0
+    l2_keep_width_bytes: float = float(8 << 20)
+    cold_spread_ns: float = 100.0
 
     def with_values(self, **kw) -> "CopyLatency":
         return replace(self, **kw)
@@ -109,3 +123,29 @@ def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = Fals
         ramp = m.dram_ramp_ns * min(1.0, nbytes / m.dram_ramp_bytes) if m.dram_ramp_bytes > 0 else 0.0
         land += m.dram_extra_ns + ramp + (0.0 if tlb else m.tlb_miss_ns)
     return {"first": issued[0], "issue": issued[-1], "total": max(land, issued[-1])}
+
+
+def l2_kept(m: CopyLatency, distance: float) -> float:
+    """The probability that a line the run read before, ``distance`` bytes of newly read lines ago, is still in L2
+    (module docstring, "Lines read before"): 0 for a line never read (``inf``) or with ``l2_keep_bytes`` 0. Raises
+    ValueError for a negative distance."""
+    if distance < 0:
+        raise ValueError(f"a reuse distance is a number of bytes ≥ 0, got {distance}")
+    if m.l2_keep_bytes <= 0 or math.isinf(distance):
+        return 0.0
+    z = (distance - m.l2_keep_bytes) / max(m.l2_keep_width_bytes, 1.0)
+    return 1.0 / (1.0 + math.exp(min(z, 700.0)))
+
+
+def kept_median(m: CopyLatency, cold_ns: float, warm_ns: float, distances: Sequence[float] | None) -> float:
+    """The median of a cold round's samples when they re-read lines ``distances`` bytes after the run last read them
+    (one per sample; ``None`` or empty: none re-read): with ``K`` the samples' mean kept fraction (:func:`l2_kept`),
+    ``warm_ns`` when ``K`` ≥ ½, else the ``(½ − K) / (1 − K)`` quantile of the cold samples, even over
+    ``cold_ns ± cold_spread_ns``, and never below ``warm_ns`` (module docstring)."""
+    if not distances:
+        return cold_ns
+    k = sum(l2_kept(m, d) for d in distances) / len(distances)
+    if k >= 0.5:
+        return warm_ns
+    q = (0.5 - k) / (1.0 - k)
+    return max(warm_ns, cold_ns - m.cold_spread_ns + 2.0 * m.cold_spread_ns * q)

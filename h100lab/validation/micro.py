@@ -57,19 +57,22 @@ clusters of 4.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
-from ..sim.latency import CLEAN_KERNEL, H200_LATENCY, LINE, CopyLatency, LatencyKernel, OLD_KERNEL, round_trip
+from ..sim.latency import (CLEAN_KERNEL, H200_LATENCY, LINE, CopyLatency, LatencyKernel, OLD_KERNEL, kept_median,
+                           round_trip)
 from ..sim.load_stream import LoadStream, bytes_in_flight_per_sm, load_stream_rate
 from . import CheckResult, silicon_check
 from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratio
 
 __all__ = ["SPLITS", "LAT_CAL_BYTES", "SyncKernel", "LatencyFit", "fit_latency", "predict_latency",
-           "predict_latency_clean", "fresh_copy", "predict_sync", "fit_sync", "source_alignment", "READ_CAL_SHAPES",
+           "predict_latency_clean", "fresh_copy", "reuse_of", "reread_samples",
+           "fit_l2_keep", "cold_passes", "predict_sync", "fit_sync", "source_alignment", "READ_CAL_SHAPES",
            "read_stream_records", "fit_load_stream", "predict_load_stream", "validate_load_stream",
            "LoadStreamReport", "cold_round_spread", "READ_CHECKS", "COLD_CHECKS", "COPY_GOAL_TITLE",
            "REGISTER_COPY_TITLE"]
@@ -154,14 +157,46 @@ def fresh_copy(nbytes: int, count: int, offset: int) -> int:
     return max([0] + [j for j in range(1, count) if last[j] > last[j - 1]])
 
 
-def predict_latency_clean(r: dict, m: CopyLatency, kernel: LatencyKernel = CLEAN_KERNEL) -> dict[str, float]:
-    """The model's numbers for one ``l03/tma_latency_clean`` record: first issue, last issue and total, cold (its
-    TLB entry warm when ``touch``) and warm (ns). A cold round's copies read consecutive bytes
-    (``l03_copy_latency.cu``): when its last copies ask only for lines an earlier copy already asked for
-    (:func:`fresh_copy`; 16-byte copies share a line eight at a time), they wait for those lines, not for a DRAM trip
-    of their own — the round lands at the later of the prefix up to the last copy that opened a line, cold, and
-    the whole round, warm (assumption: the L2 merges requests for a line already on its way from DRAM; module
-    docstring)."""
+def _clean_key(r: dict) -> tuple:
+    return (r["bytes"], r["count"], r["align"], r.get("touch"), r.get("iters"), r.get("pass"))
+
+
+@functools.lru_cache(maxsize=4)
+def _replayed(step: str) -> dict[tuple, tuple[float, ...]]:
+    from ..measure import timing_sweep as ts
+
+    if step == "latency2":
+        plan = ts.latency2_plan()
+    else:
+        entries, stride, _ = ts.coldround_plan()
+        plan = [dict(c, stride=stride) for c in entries]
+    return {_clean_key(c): tuple(d) for c, d in zip(plan, ts.reuse_distances(plan))}
+
+
+def reuse_of(r: dict) -> tuple[float, ...] | None:
+    """Per sample of one ``l03_copy_latency.cu`` record, the bytes of lines its run read for the first time since
+    it last read the lines of the sample's cold round (``inf``: one of them was never read) — its step's cursor
+    replayed (:func:`h100lab.measure.timing_sweep.reuse_distances`): ``latency2``
+    (:func:`~h100lab.measure.timing_sweep.latency2_plan`, the step first to read its buffer, as in the committed
+    run) for ``l03/tma_latency_clean``, ``coldround`` (:func:`~h100lab.measure.timing_sweep.coldround_plan`) for
+    ``l03/tma_latency_cold`` (records with a ``pass``). ``None`` for a record the replay does not have."""
+    return _replayed("coldround" if "pass" in r else "latency2").get(_clean_key(r))
+
+
+def predict_latency_clean(r: dict, m: CopyLatency, kernel: LatencyKernel = CLEAN_KERNEL,
+                          reuse: Sequence[float] | None | str = "replay") -> dict[str, float]:
+    """The model's numbers for one ``l03/tma_latency_clean`` (or ``l03/tma_latency_cold``) record: first issue,
+    last issue and total, cold (its TLB entry warm when ``touch``) and warm (ns). A cold round's copies read
+    consecutive bytes (``l03_copy_latency.cu``): when its last copies ask only for lines an earlier copy already
+    asked for (:func:`fresh_copy`; 16-byte copies share a line eight at a time), they wait for those lines, not for a
+    DRAM trip of their own — the round lands at the later of the prefix up to the last copy that opened a line,
+    cold, and the whole round, warm (assumption: the L2 merges requests for a line already on its way from DRAM;
+    module docstring). A cold sample whose lines the run read before is an L2 hit with the probability
+    :func:`h100lab.sim.latency.l2_kept` gives, and the cold median lies between the cold and warm totals by the
+    samples' mean (:func:`~h100lab.sim.latency.kept_median`); ``reuse``: the samples' reuse distances (bytes),
+    ``"replay"`` (default) for :func:`reuse_of`'s, ``None`` for none."""
+    if isinstance(reuse, str):
+        reuse = reuse_of(r)
     out = {}
     for part, cold in (("cold", True), ("warm", False)):
         rt = round_trip(m, r["bytes"], r["count"], cold=cold, tlb=bool(r["touch"]), aligned=r["align"] % LINE == 0,
@@ -174,6 +209,7 @@ def predict_latency_clean(r: dict, m: CopyLatency, kernel: LatencyKernel = CLEAN
                                 aligned=r["align"] % LINE == 0, kernel=kernel)["total"]
             total = max(own, shared)
         out.update({f"{part}_first_ns": rt["first"], f"{part}_issue_ns": rt["issue"], f"{part}_total_ns": total})
+    out["cold_total_ns"] = kept_median(m, out["cold_total_ns"], out["warm_total_ns"], reuse)
     if r["count"] == 1:                           # one copy: the first issue is the last
         out = {k: v for k, v in out.items() if not k.endswith("_issue_ns")}
     return out
@@ -216,10 +252,12 @@ def _latency_pairs(old: Sequence[dict], clean: Sequence[dict], m: CopyLatency, k
 
 
 def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: CopyLatency = H200_LATENCY,
-                max_iter: int = 60) -> LatencyFit:
+                max_iter: int = 60, cold: Sequence[dict] = ()) -> LatencyFit:
     """Fit :class:`~h100lab.sim.latency.CopyLatency` (and the old kernel's window constants when ``old`` records
-    are given) on calibration records of ``l03/tma_latency`` (``old``) and ``l03/tma_latency_clean`` (``clean``).
-    Raises ValueError without a single copy record."""
+    are given) on calibration records of ``l03/tma_latency`` (``old``) and ``l03/tma_latency_clean`` (``clean``);
+    what the L2 keeps of lines read before (and the cold samples' spread) from ``l03/tma_latency_cold``
+    (``cold``, :func:`fit_l2_keep`) first, then held fixed — without it, nothing is kept. Raises ValueError without a
+    single copy record."""
     old = [r for r in old if r["kind"] != "mbarrier"]
     clean = list(clean)
     if not old and not clean:
@@ -228,6 +266,10 @@ def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: C
     free = [FitParam(n, min(max(getattr(base, n), lo), hi), lo, hi) for n, lo, hi in _LAT_PARAMS]
     if old:
         free += [FitParam(n, min(max(getattr(OLD_KERNEL, n), lo), hi), lo, hi) for n, lo, hi in _KERNEL_PARAMS]
+    notes = []
+    if cold:            # what the L2 keeps of lines read before: from l03/tma_latency_cold, fixed in the fit below
+        keep, notes = fit_l2_keep(cold)
+        base = base.with_values(**keep)
     if clean:
         free += [FitParam("clean_loop_entry_ns", 20.0, 0.1, 500.0), FitParam("clean_issue_next_ns", 35.0, 1.0, 400.0)]
     best = None
@@ -252,8 +294,73 @@ def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: C
     if clean:          # the model's own issue loop: the clean kernel's (each measurement kernel has its own)
         m = m.with_values(issue_next_ns=ck.issue_next_ns)
     notes = [f"single copies: {len(old)} l03/tma_latency and {len(clean)} l03/tma_latency_clean calibration records, "
-             f"queue depth {m.queue_copies} copies (loss {loss:.4g})"]
+             f"queue depth {m.queue_copies} copies (loss {loss:.4g})"] + notes
     return LatencyFit(m, k, loss, clean_kernel=ck, queue_losses=losses, notes=notes)
+
+
+def reread_samples(records: Sequence[dict]) -> list[tuple[float, bool]]:
+    """``(reuse distance in bytes, kept)`` for every sample of the re-read pass of ``l03/tma_latency_cold``
+    (``fresh`` False, the step's own samples in order, :func:`reuse_of`'s distances): a sample counts as kept when
+    its cold total lies nearer the record's warm median than the same case's cold median on fresh lines (pass 0).
+    Samples whose lines were never read before are left out."""
+    fresh = {(r["bytes"], r["count"], r["align"]): r["cold_total_cycles"]["median"] for r in records
+             if r.get("fresh") and r.get("pass") == 0}
+    out = []
+    for r in records:
+        if r.get("fresh", True) or "cold_total_samples" not in r:
+            continue
+        cold = fresh.get((r["bytes"], r["count"], r["align"]))
+        d = reuse_of(r)
+        if cold is None or d is None:
+            continue
+        cut = 0.5 * (cold + r["warm_total_cycles"]["median"])
+        out += [(float(x), bool(t < cut)) for x, t in zip(d, r["cold_total_samples"]) if math.isfinite(x)]
+    return out
+
+
+def fit_l2_keep(records: Sequence[dict]) -> tuple[dict[str, float], list[str]]:
+    """``l2_keep_bytes``, ``l2_keep_width_bytes`` and ``cold_spread_ns`` of :class:`~h100lab.sim.latency.CopyLatency`
+    from ``l03/tma_latency_cold`` (module docstring): the logistic :func:`~h100lab.sim.latency.l2_kept` by maximum
+    likelihood on its re-read samples (:func:`reread_samples`, Newton's method on the log-odds ``a + b·d``), and the
+    cold samples' half-spread as the median over its fresh round records of (p90 − p10) / 1.6 (the 10th–90th
+    percentiles of an even spread over ``± s`` lie at ``∓ 0.8 s``). Raises ValueError when it has no re-read sample
+    or no fresh round, or when what is kept does not fall with the distance."""
+    pts = reread_samples(records)
+    fresh = [r for r in records if r.get("fresh") and r.get("count", 1) > 1 and "cold_total_cycles" in r]
+    if not pts or not fresh:
+        raise ValueError("fitting what the L2 keeps needs l03/tma_latency_cold's re-read and fresh rounds")
+    x = np.array([d for d, _ in pts]) / float(1 << 20)
+    y = np.array([k for _, k in pts], float)
+    X = np.stack([np.ones_like(x), x], axis=1)
+    w = np.array([0.0, 0.0])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-np.clip(X @ w, -50, 50)))
+        g = X.T @ (y - p)
+        H = X.T @ (X * (p * (1 - p) + 1e-9)[:, None]) + 1e-6 * np.eye(2)
+        step = np.linalg.solve(H, g)
+        w = w + step
+        if np.abs(step).max() < 1e-10:
+            break
+    a, b = w
+    if not b < 0:
+        raise ValueError(f"the re-read samples are not kept less the further back their lines were read (slope {b})")
+    spread = float(np.median([(r["cold_total_cycles"]["p90"] - r["cold_total_cycles"]["p10"]) / 1.6 / r["clock_ghz"]
+                              for r in fresh]))
+    vals = {"l2_keep_bytes": float(-a / b * (1 << 20)), "l2_keep_width_bytes": float(-1.0 / b * (1 << 20)),
+            "cold_spread_ns": spread}
+    return vals, [f"L2 keeps half the lines read {vals['l2_keep_bytes'] / 2**20:.1f} MiB of new lines ago (width "
+                  f"{vals['l2_keep_width_bytes'] / 2**20:.1f} MiB; {int(y.sum())} of {y.size} re-read samples kept); "
+                  f"cold samples spread ±{spread:.0f} ns ({len(fresh)} fresh rounds of l03/tma_latency_cold)"]
+
+
+def cold_passes(records: Sequence[dict]) -> list[dict]:
+    """How far a cold median of ``l03/tma_latency_cold`` reproduces: per case, the cold medians (ns) of its fresh
+    passes and their spread, ``{case, medians, spread}`` (``spread``: largest over smallest, − 1)."""
+    by: dict[tuple, list] = {}
+    for r in records:
+        if r.get("fresh") and "cold_total_ns" in r:
+            by.setdefault((r["bytes"], r["count"], r["align"]), []).append(r["cold_total_ns"])
+    return [dict(case=f"{b} B × {n} +{a}", medians=v, spread=max(v) / min(v) - 1) for (b, n, a), v in by.items()]
 
 
 def cold_round_spread(records: Sequence[dict], m: CopyLatency, kernel: LatencyKernel = CLEAN_KERNEL) -> list[dict]:

@@ -62,7 +62,7 @@ __all__ = ["SPLITS", "GOAL", "TOLERANCE", "DATASETS", "TimingFit", "TimingReport
 GOAL = 0.90
 TOLERANCE = 0.10
 DATASETS = {"stream": "l03/stream_sweep", "latency": "l03/tma_latency", "sync": "l03/sync_cost",
-            "ceilings": "l05/ceilings", "latency_clean": "l03/tma_latency_clean"}
+            "ceilings": "l05/ceilings", "latency_clean": "l03/tma_latency_clean", "latency_cold": "l03/tma_latency_cold"}
 #: the datasets a fit needs (the others join when committed)
 REQUIRED = ("stream",)
 
@@ -191,7 +191,8 @@ def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
 
 def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, sync: list[dict] | None = None,
         ceilings: list[dict] | None = None, *, base=None, max_iter: int = 80,
-        bounds: dict | None = None, latency_clean: list[dict] | None = None) -> TimingFit:
+        bounds: dict | None = None, latency_clean: list[dict] | None = None,
+        latency_cold: list[dict] | None = None) -> TimingFit:
     """Fit memory model 2 (module docstring) on the calibration part of each dataset given (default: the
     committed datasets, :func:`load_datasets`). Raises ValueError when the streaming sweep is missing.
 
@@ -205,17 +206,17 @@ def fit(stream: list[dict] | None = None, latency: list[dict] | None = None, syn
     if stream is None and latency is None and sync is None and ceilings is None and latency_clean is None:
         ds = load_datasets()
         stream, latency, sync, ceilings = ds["stream"], ds["latency"], ds["sync"], ds["ceilings"]
-        latency_clean = ds["latency_clean"]
+        latency_clean, latency_cold = ds["latency_clean"], ds["latency_cold"]
     if not stream:
         raise ValueError("fitting the timing model needs l03/stream_sweep (python -m h100lab.measure.timing_sweep)")
     base = base or H200_ESTIMATES
     parts = {"stream": stream, "latency": latency, "sync": sync, "ceilings": ceilings, "latency_clean": latency_clean,
-             "base": [base.name, base.rows()], "max_iter": max_iter, "bounds": bounds}
+             "latency_cold": latency_cold, "base": [base.name, base.rows()], "max_iter": max_iter, "bounds": bounds}
     return fitcache.memo("timing-fit", parts, lambda: _fit(stream, latency, sync, ceilings, base, max_iter, bounds,
-                                                           latency_clean))
+                                                           latency_clean, latency_cold))
 
 
-def _fit(stream, latency, sync, ceilings, base, max_iter, bounds, latency_clean) -> TimingFit:
+def _fit(stream, latency, sync, ceilings, base, max_iter, bounds, latency_clean, latency_cold=None) -> TimingFit:
     """:func:`fit`'s computation."""
     from ..sim.stream import STREAM_KERNEL, StreamBatch, analytic_stream_batch, config_from_record
 
@@ -246,7 +247,7 @@ def _fit(stream, latency, sync, ceilings, base, max_iter, bounds, latency_clean)
         cal["latency_clean"], held["latency_clean"] = SPLITS["latency_clean"].apply(latency_clean)
         clean_cal = cal["latency_clean"]
     if lat_cal or clean_cal:
-        lat_fit = micro.fit_latency(lat_cal, clean_cal)
+        lat_fit = micro.fit_latency(lat_cal, clean_cal, cold=latency_cold or ())
         notes += lat_fit.notes
     # (3) synchronisation and DSMEM (independent of the copy path: fitted apart, h100lab.validation.micro)
     sync_kernel = micro.SyncKernel()

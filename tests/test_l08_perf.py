@@ -668,8 +668,8 @@ def test_trace_check(rep, monkeypatch):
 
 def test_second_trace_held_out(params):
     """data/l08/gemm_trace_forms (nothing fitted on it), as the module docstring reads it: every FP8 form's untraced
-    time at the trace's clock within ±15 % of the model; the staggered 128 × 192 form too fast (its chain longer
-    than the plain form's on silicon, the stagger not modelled), 256 × 128 with the scale ring within ±10 %; the
+    time at the trace's clock within ±15 % of the model; the staggered 128 × 192 form the fastest-predicted (its
+    chain longer than the plain form's on silicon, of the stagger only the barrier's pass modelled), 256 × 128 with the scale ring within ±10 %; the
     direct-store 128 × 128 epilogue several times the TMA store's."""
     from h100lab import data
     if not data.available("l08/gemm_trace_forms"):
@@ -678,7 +678,11 @@ def test_second_trace_held_out(params):
     fp8 = [r for r in rows if r["variant"].startswith("fp8")]
     assert len(fp8) == 10 and all(abs(r["error"]) <= 0.15 for r in fp8)
     by = lambda v: [r for r in fp8 if r["variant"] == v]                     # noqa: E731
-    assert all(r["error"] < -l08.TOLERANCE for r in by("fp8_cooperative_n192_staggered_tmastore"))
+    # the staggered 128 × 192 form: still the fastest-predicted (its trace's promotion and wgmma intervals longer
+    # than the plain form's; only the named barrier's pass is modelled)
+    stag = by("fp8_cooperative_n192_staggered_tmastore")
+    assert all(r["error"] < -0.08 for r in stag) and max(r["error"] for r in stag) < min(r["error"] for r in fp8
+                                                                                        if r not in stag)
     # 256 × 128 with the ring: within since the tensor cores take the m64 blocks' groups in issue order (it was
     # ~12 % slow while a consumer's whole k-block went to the queue at once)
     assert all(abs(r["error"]) <= l08.TOLERANCE for r in by("fp8_cooperative_m256_tmastore_lead2"))
@@ -743,3 +747,30 @@ def test_fp8_two_block_groups_reach_the_tensor_cores_in_issue_order(params):
                                     + dict(params.fp8_promote)[128] + params.fp8_ring_issue_cycles)
              + perf._loop_args(f, q, 1.754)["post_cycles"])
     assert ev["period"] <= chain + 1.0          # no queueing beyond one consumer's chain
+
+
+def test_fp8_stagger_named_barrier(params):
+    """STAGGER forms: Form.stagger from the variant (FP8 only); each consumer's k-block passes the named barrier of
+    the two consumers (lesson 3's bar.sync for 8 warps) after the other's arrival (consumer 0's block j after
+    consumer 1 issued block j - 1, consumer 1's after consumer 0 issued block j): in the model's steady state the
+    arrival is long past (the consumers half a k-block apart), so the staggered k-block is the plain one plus the
+    barrier; the handoff keeps the groups' issue alternating."""
+    t = params.timing
+    bar = (t.bar_sync_ns + 8 * t.bar_sync_per_warp_ns) * params.tensor_ghz
+    for name in ("fp8_cooperative_staggered", "fp8_cooperative_staggered_tmastore", "fp8_cooperative_n192_staggered"):
+        f = perf.form(name)
+        assert f.stagger and not replace(f, stagger=False).stagger
+        a = perf._loop_args(f, params, params.tensor_ghz)
+        assert a["stagger_cycles"] == pytest.approx(bar, rel=1e-6)
+        plain = replace(f, stagger=False)
+        b = {k: v for k, v in a.items() if k != "stagger_cycles"}
+        assert perf.issue_timing(f, params.wgmma, **a).cycles == pytest.approx(
+            perf.issue_timing(plain, params.wgmma, **b).cycles + bar, rel=1e-3)
+        rec: list = []
+        perf._issue_loop(f, params.wgmma, a["extra_cycles"], a["sync_cycles"], a["fence_cycles"], a["pre_cycles"],
+                         a["post_cycles"], 16, a["load_cycles"], rec,
+                         chain=(a["group_issue_cycles"], a["promote_block_cycles"], a["scale_issue_cycles"],
+                                a["ring_issue_cycles"], a["stagger_cycles"]))
+        issued = sorted((ev["issued"], i, k) for i, k, ev in rec)
+        assert [(i, k) for _, i, k in issued] == [(i, k) for k in range(16) for i in (0, 1)]
+    assert not perf.form("fp8_cooperative_tmastore").stagger and not perf.form("cooperative_inflight_tmastore").stagger

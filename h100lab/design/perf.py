@@ -262,7 +262,11 @@ class Form:
     with the stage: no global load in the consumer's loop) and ``scale_copy`` (scale lead 1: where the consumer
     first waits for the next block's loads — ``"end"``: the loop-carried copies after the promotion, as ``l08_gemm.cu``
     compiles since 0a71f54; ``"wait"``: a copy at the group's ``wait_group``, before the stage's release and the
-    promotion, as the kernel of the first two FP8 runs compiled — :data:`EARLY_SCALE_COPY`)."""
+    promotion, as the kernel of the first two FP8 runs compiled — :data:`EARLY_SCALE_COPY`); ``stagger``
+    (``-DSTAGGER=1``: before its group a consumer passes a named barrier of both consumers' 8 warps that the other
+    consumer arrives at after issuing its own group — consumer 0's block j after consumer 1's block j − 1, consumer
+    1's after consumer 0's block j — paying lesson 3's ``bar.sync`` release, ``bar_sync_ns`` + 8 ·
+    ``bar_sync_per_warp_ns``, even when the other's arrival is long past [assumption])."""
 
     name: str
     bm: int
@@ -285,6 +289,7 @@ class Form:
     scale_lead: int = 1
     scale_smem: bool = False
     scale_copy: str = "end"
+    stagger: bool = False
 
     def __post_init__(self):
         if self.atype not in _K_INSTR:
@@ -375,8 +380,8 @@ class Form:
 def form(v, schedule: str = "persistent") -> Form:
     """The :class:`Form` of a capstone variant (:class:`h100lab.design.capstone.Variant` or its name): cooperative
     or ping-pong, its tile, stages, ``inflight``, ``tma_store``, ``cluster`` (with the cluster-scope release unless
-    ``remote_cta_scope``) and element type (e4m3 variants promote per k-block). ``stagger`` (the FP8 consumers
-    taking turns to issue) is what the model's issue loop already does: it changes nothing here."""
+    ``remote_cta_scope``), element type (e4m3 variants promote per k-block), FP8's ``scale_lead`` / ``scale_smem``
+    and ``stagger`` (the FP8 consumers taking turns to issue through named barriers: :attr:`Form.stagger`)."""
     from . import capstone as cap
 
     if isinstance(v, str):
@@ -386,7 +391,8 @@ def form(v, schedule: str = "persistent") -> Form:
                 inflight=v.inflight, specialized=True, epilogue="tma" if v.tma_store else "direct", cluster=v.cluster,
                 schedule=schedule, promote=atype != "bf16",
                 cluster_fence=v.cluster > 1 and not getattr(v, "remote_cta_scope", False),
-                scale_lead=int(getattr(v, "scale_lead", 1)), scale_smem=bool(getattr(v, "scale_smem", False)))
+                scale_lead=int(getattr(v, "scale_lead", 1)), scale_smem=bool(getattr(v, "scale_smem", False)),
+                stagger=bool(getattr(v, "stagger", False)) and atype != "bf16")
 
 
 def step_form(s) -> Form:
@@ -471,7 +477,8 @@ class IssueTiming:
 def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0, fence_cycles: float = 0.0,
                  pre_cycles: float = 0.0, post_cycles: float = 0.0, groups: int = 32,
                  load_cycles: float = 0.0, group_issue_cycles: float = 0.0, promote_block_cycles: float = -1.0,
-                 scale_issue_cycles: float = 0.0, ring_issue_cycles: float = 0.0) -> IssueTiming:
+                 scale_issue_cycles: float = 0.0, ring_issue_cycles: float = 0.0,
+                 stagger_cycles: float = 0.0) -> IssueTiming:
     """Run ``f.issuers`` warpgroups' k-block loops for ``groups`` k-blocks on lesson 7's wgmma model ``w``
     (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup spends
     ``pre_cycles`` (its full-barrier wait finding the phase complete, ``wgmma.fence``), issues
@@ -492,15 +499,17 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     ``group_issue_cycles`` (a group's fence, wgmmas and commit: its first wgmma reaches the tensor cores after this
     less the wgmmas' own issue — the trace's group waits for all of its wgmmas after the window),
     ``promote_block_cycles`` (one m64 block's promotion), ``scale_issue_cycles`` (lead 1: issuing the next block's
-    loads after the group), ``ring_issue_cycles`` (lead ≥ 2: issuing the ring's loads after the promotion). The
+    loads after the group), ``ring_issue_cycles`` (lead ≥ 2: issuing the ring's loads after the promotion), ``stagger_cycles`` (a staggered
+    form's named-barrier pass before its group, after the other consumer's arrival: :attr:`Form.stagger`). The
     period is the slope of the last completion over the second half of the run."""
     return _issue_loop(f, w, extra_cycles, sync_cycles, fence_cycles, pre_cycles, post_cycles, groups, load_cycles,
-                       chain=(group_issue_cycles, promote_block_cycles, scale_issue_cycles, ring_issue_cycles))
+                       chain=(group_issue_cycles, promote_block_cycles, scale_issue_cycles, ring_issue_cycles,
+                              stagger_cycles))
 
 
 def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycles: float, pre_cycles: float,
                 post_cycles: float, groups: int, load_cycles: float, rec: list | None = None,
-                chain: tuple = (0.0, -1.0, 0.0, 0.0)) -> IssueTiming:
+                chain: tuple = (0.0, -1.0, 0.0, 0.0, 0.0)) -> IssueTiming:
     """:func:`issue_timing`'s loop; ``rec`` (a list) receives one (warpgroup, k-block, {event: cycle}) per k-block
     and warpgroup — the events of ``l08_gemm.cu -DTRACE=1``'s consumers: ``full`` (the full-barrier wait passed),
     ``issued`` (the group committed), ``waited`` (wait_group returned), ``promoted`` (FP8), ``end`` (the k-block's
@@ -519,12 +528,27 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
     tc_free = 0.0
     sub = [0] * n                                          # FP8: the m64 block each warpgroup issues next
     blk: list = [None] * n                                 # FP8: that k-block's state (events, loads)
+    stagger = f.stagger and f.promote and n == 2
+    arrived: list[list[float]] = [[] for _ in range(n)]    # stagger: each consumer's bar.arrive after its issue
+
+    def handoff(k: int):
+        """Stagger: when the other consumer's arrival that lets consumer k issue its next k-block came (consumer 0
+        block j waits for consumer 1's issue of block j - 1, consumer 1 block j for consumer 0's of block j); None
+        while the loop has not got there yet."""
+        if not stagger or sub[k]:
+            return 0.0
+        j = done[k] - (1 if k == 0 else 0)
+        if j < 0:
+            return 0.0
+        return arrived[1 - k][j] if len(arrived[1 - k]) > j else None
+
     while min(done) < groups:
         # the next to issue: the warpgroup ready first (its loop's time plus, for the one whose thread issues the
         # TMA, that issue: the other warpgroup's wgmmas go ahead of it meanwhile); FP8 forms with two m64 blocks per
         # consumer step block by block, so the tensor cores take every group in the order it was issued
-        i = min((k for k in range(n) if done[k] < groups),
-                key=lambda k: (t[k] + (extra_cycles if k == 0 and sub[k] == 0 else 0), k))
+        ready = [k for k in range(n) if done[k] < groups and handoff(k) is not None]
+        i = min(ready, key=lambda k: (max(t[k] + pre_cycles, handoff(k)) if stagger and sub[k] == 0 else
+                                      t[k] + (extra_cycles if k == 0 and sub[k] == 0 else 0), k))
         if sub[i] == 0:
             if not f.overlap:
                 t[i] = max([t[i]] + [finish[k][done[k] - 1] for k in range(n) if k != i and done[k] > 0])
@@ -532,6 +556,8 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
                 t[i] += extra_cycles
             t[i] += pre_cycles
             ev = {"full": t[i]}
+            if stagger:                               # bar.sync: the other consumer's arrival, the barrier
+                t[i] = max(t[i], handoff(i)) + chain[4]
         vis = 0.0
         if f.promote:
             # FP8 (l08_gemm.cu): per m64 block of the consumer, its wgmmas, wait_group 0, the promotion. Scale
@@ -546,7 +572,7 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
             if sub[i] == 0:
                 blk[i] = (ev, [0.0] * mb)
             ev, loads = blk[i]
-            g_issue, p_block, s_issue, r_issue = chain
+            g_issue, p_block, s_issue, r_issue = chain[:4]
             # the trace: a group's first wgmma reaches the tensor cores only after the window's fixed part (the
             # wgmma.fence, the warpgroup converging, the descriptors); the wgmmas then follow at lesson 7's issue
             lump = max(0.0, g_issue - (g // mb) * w.issue)
@@ -562,6 +588,8 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
                 tc_free = s + e
                 vis = max(vis, s + w.latency_start, tc_free + w.latency_tail)
             ev["issued"] = t[i]
+            if stagger:
+                arrived[i].append(t[i])               # bar.arrive for the other consumer
             if lead == 1 and loading:
                 t[i] += s_issue                   # the next block's ld.global, issued under the group
                 loads[b] = t[i] + load_cycles
@@ -772,6 +800,9 @@ def _loop_args(f: Form, p: PerfParams, ghz: float) -> dict:
                    promote_block_cycles=round(fp8_promote_block(p, f.bn), 6),
                    scale_issue_cycles=0.0 if f.scale_smem else round(p.fp8_scale_issue_cycles, 6),
                    ring_issue_cycles=0.0 if f.scale_smem else round(p.fp8_ring_issue_cycles, 6))
+        if f.stagger:
+            # the named barrier of the two consumers (8 warps): lesson 3's bar.sync release after the last arrival
+            out["stagger_cycles"] = round((t.bar_sync_ns + t.bar_sync_per_warp_ns * 8) * ghz, 6)
     return out
 
 
@@ -803,7 +834,8 @@ def issue_events(v, params: PerfParams | None = None, regime: str = "sustained",
     it = _issue_loop(f, p.wgmma, a["extra_cycles"], a["sync_cycles"], a["fence_cycles"], a["pre_cycles"],
                      a["post_cycles"], groups, a["load_cycles"], rec,
                      chain=(a.get("group_issue_cycles", 0.0), a.get("promote_block_cycles", -1.0),
-                            a.get("scale_issue_cycles", 0.0), a.get("ring_issue_cycles", 0.0)))
+                            a.get("scale_issue_cycles", 0.0), a.get("ring_issue_cycles", 0.0),
+                            a.get("stagger_cycles", 0.0)))
     per: dict = {}
     for i, k, ev in rec:
         per.setdefault(i, {})[k] = ev

@@ -664,9 +664,10 @@ class _Layout:
 
 
 @lru_cache(maxsize=512)
-def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int) -> _Layout:
+def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, window=None) -> _Layout:
     from . import capstone as cap
     from . import schedule
+    from .traffic import l2_estimate
 
     for name, x in (("M", M), ("N", N), ("K", K), ("sms", sms), ("group", group)):
         if int(x) != x or x < 1:
@@ -688,7 +689,7 @@ def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int) 
             order = schedule.static_order(tm, tn, group, order_dir)
             grid = max(1, min(sms, tiles))
         per = -(-len(order) // grid)
-        l2 = schedule.l2_reuse(order, grid, f.bm, f.bn, K, eb)
+        l2 = l2_estimate(order, grid, f.bm, f.bn, K, eb, window)      # reads per wave (traffic: window None = in step)
         waves = []
         for w in range(per):
             wave = order[w * grid:(w + 1) * grid]
@@ -703,7 +704,7 @@ def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int) 
     ctas = -(-tiles // per_cta)
     grid = ctas
     per = -(-ctas // sms)             # CTA waves; the busiest SM runs `per` CTAs one after another
-    l2 = schedule.l2_reuse(order, sms * per_cta, f.bm, f.bn, K, eb)
+    l2 = l2_estimate(order, sms * per_cta, f.bm, f.bn, K, eb, window, concurrent=sms)
     waves = []
     for w in range(per):
         wave = order[w * sms * per_cta:(w + 1) * sms * per_cta]
@@ -858,13 +859,15 @@ def run_ms(time_ms: float, launches: int) -> float:
 
 
 def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8, raster: int = 0,
-            params: PerfParams | None = None, regime: str = "sustained", launches: int | None = None) -> Prediction:
+            params: PerfParams | None = None, regime: str = "sustained", launches: int | None = None,
+            window="model") -> Prediction:
     """Predict one launch of ``v`` (a :class:`Form`, a capstone variant or its name) on an M × N × K GEMM with
     ``sms`` SMs (default the H200's, :data:`h100lab.specs.H200_SXM`), tile group ``group`` and ``raster`` (0: along
     M, 1: along N), with ``params`` (default :func:`calibrated`). ``regime``: the clock (``"sustained"`` or
     ``"throttled"``); with ``launches`` (back-to-back launches of a measurement) the regime follows the run length
-    (throttled when ``launches`` × the sustained prediction reaches ``params.long_run_ms``). Formulas: the module
-    docstring."""
+    (throttled when ``launches`` × the sustained prediction reaches ``params.long_run_ms``). ``window``: the L2
+    reuse window of the wave's DRAM reads (:mod:`h100lab.design.traffic`; ``"model"``: its calibrated window for a
+    ping-pong form, in step for the others; None: in step). Formulas: the module docstring."""
     from ..sim.timing import read_ceiling, soft_period
     from ..specs import H200_SXM
 
@@ -872,12 +875,15 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     p = params if params is not None else calibrated()
     sms = H200_SXM.sm_count if sms is None else int(sms)
     if launches is not None:
-        first = predict(f, M, N, K, sms=sms, group=group, raster=raster, params=p, regime="sustained")
+        first = predict(f, M, N, K, sms=sms, group=group, raster=raster, params=p, regime="sustained", window=window)
         regime = "throttled" if run_ms(first.time_ms, launches) >= p.long_run_ms else "sustained"
     ghz = p.clock(regime)
     t = p.timing
     w = p.wgmma
-    lay = _layout(f, int(M), int(N), int(K), sms, int(group), int(raster))
+    if window == "model":              # the reuse window of h100lab.design.traffic: None (in step) unless ping-pong
+        from .traffic import window_for
+        window = window_for(f)
+    lay = _layout(f, int(M), int(N), int(K), sms, int(group), int(raster), window)
     it = issue_timing(f, w, **_loop_args(f, p, ghz))
     arrive = 0.0 if f.cta_sync else t.mbarrier_arrive_ns
     hbm = read_ceiling(t)

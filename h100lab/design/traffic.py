@@ -1,0 +1,247 @@
+"""DRAM traffic of a GEMM's tile order: which tiles run together and which of them share an L2 read (lesson 8).
+
+**What is in flight together.** A persistent launch of ``G`` CTAs runs wave ``w`` = tiles ``order[w·G:(w+1)·G]`` of
+the tile order, tile ``c`` of the wave on CTA ``c`` (:func:`h100lab.design.schedule.cta_tiles`; a ping-pong CTA's two
+consumers take its tiles one after the other, so it too has one tile in its k-loop at a time); a launch of one or two
+tiles per CTA runs ``SMs × tiles per CTA`` consecutive tiles at a time (the model of
+:func:`h100lab.design.perf._layout`). Every tile reads its A panel (``bm × K``) and B panel (``bn × K``) one k-slice
+(``bk`` of K) per k-block; the tiles of a wave reading the same panel are its *sharers*.
+
+**Which sharers share a DRAM read.** A k-slice is read from DRAM by the first sharer that asks for it and is an L2 hit
+for every later sharer that comes to it before it leaves L2 (a few µs at the HBM rate: the 60 MiB L2 over
+~4.7 TB/s) — so whether the sharers share depends on how far apart in time they come to the same k-slice:
+
+* **in step** (the cooperative forms; measured: ``data/l08/gemm_skew``, the traced 128 × 256 cooperative kernel —
+  CTAs 0 and 66 start every tile within 0.5 µs of each other in the row-major order, the CTAs of a launch start
+  within 0.1 µs): all sharers of a wave read a k-slice within a fraction of a µs, so each distinct panel of a wave
+  is read once (:func:`h100lab.design.schedule.l2_reuse` with its defaults — the estimate the time model always
+  used);
+* **drifting** (the ping-pong forms, one consumer per tile) [model, calibrated]: sharers share a read only within a
+  *reuse window* of ``window`` consecutive CTAs of the wave (CTAs ``c`` with the same ``c // window``); sharers in
+  different windows each read the k-slice from DRAM. What it stands for: CTAs close in the launch stay close in
+  their k-loops, CTAs far apart in the launch drift apart by more than a k-slice's time in L2. Why the ping-pong
+  CTAs drift and the cooperative ones do not is not measured (the ping-pong kernel has no trace); the evidence is
+  the order sweep (``data/l08/gemm_orders``, ``benchmarks/bench_gemm_orders.py``): the ping-pong form loses time in
+  proportion to how far apart (in CTAs) the tiles sharing a B panel run — sharers 1–4 CTAs apart cost nothing,
+  8 apart 1.5×, 16 apart 1.7×, 32 apart (row-major at 8192³) 2.1× — and at its slowest runs at the HBM read
+  ceiling with every B panel read once per tile, while the cooperative form in the same orders stays within 6 %
+  of its best (it could not run as fast as it does if it read B once per tile: that would take more than the HBM
+  ceiling). ``bench_gemm_orders.py --l2`` measures the DRAM bytes (Nsight Compute) to test this.
+
+The DRAM bytes become a bound of the time model (:func:`h100lab.design.perf.predict`: per k-block, the wave's DRAM
+bytes / k-blocks / lesson 5's HBM read ceiling, ``sim.timing.read_ceiling``) and the L2 hit rate its ring latency.
+
+**Calibration** (:func:`calibrated_window`): ``window`` is the one constant, fitted with the lesson-8 time model on a
+documented subset — :data:`CALIBRATION`: the ping-pong form in every tile order at 8192 × 8192 × 8192 on 132
+CTAs in ``l08/gemm_orders`` — as the window that puts the most of those records within ±10 % (ties: the smallest
+median |error|). Everything else is held out: the ping-pong records at the other shapes, K, grids and the pairs
+schedule of the sweep (:func:`orders_report`), and every record of the lesson-8 time validation
+(:mod:`h100lab.validation.l08`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+__all__ = ["ORDERS_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic", "l2_estimate",
+           "drifts", "is_calibration", "fit_window", "calibrated_window", "window_for", "orders_records",
+           "OrdersRow", "orders_report"]
+
+#: the order sweep (benchmarks/bench_gemm_orders.py)
+ORDERS_DATASET = "l08/gemm_orders"
+#: the calibration subset of the order sweep: (variant, schedule, M, N, K, grid) — the ping-pong form, persistent on
+#: 132 CTAs, at 8192³, in every tile order it was run in (10)
+CALIBRATION = (("pingpong", "persistent", 8192, 8192, 8192, 132),)
+#: the windows :func:`fit_window` tries (CTAs); ``None``: no window (the whole wave shares, in step)
+WINDOWS = (2, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, None)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """DRAM traffic of a tile order: ``per_wave`` (A panel reads, B panel reads) per wave — each a count of whole
+    panels (``bm × K`` or ``bn × K`` elements), ``distinct`` the distinct (A, B) panels per wave, ``requested``
+    and ``dram`` bytes, ``hit_rate`` = 1 − dram / requested, and the ``window`` (None: in step)."""
+
+    per_wave: list
+    distinct: list
+    requested: int
+    dram: float
+    hit_rate: float
+    window: int | None
+
+
+def window_reads(wave: Sequence, window: int | None) -> tuple[int, int, int, int]:
+    """(A reads, B reads, distinct A, distinct B) of one wave (tile ``c`` of ``wave`` on CTA ``c``; a tile is
+    ``(m, n)`` or ``(problem, m, n)``): a panel is read once per reuse window holding one of its sharers
+    (``window`` None: once)."""
+    if window is not None and (int(window) != window or window < 1):
+        raise ValueError(f"window = {window}: a positive number of CTAs, or None (in step)")
+    ua: dict = {}
+    ub: dict = {}
+    for c, t in enumerate(wave):
+        key = 0 if window is None else c // int(window)
+        ua.setdefault(tuple(t[:-1]), set()).add(key)
+        ub.setdefault(tuple(t[:-2]) + (t[-1],), set()).add(key)
+    return (sum(len(s) for s in ua.values()), sum(len(s) for s in ub.values()), len(ua), len(ub))
+
+
+def traffic(order: Sequence, ctas: int, bm: int, bn: int, K: int, elem_bytes: int = 2,
+            window: int | None = None) -> Traffic:
+    """The DRAM traffic of ``order`` run ``ctas`` tiles at a time (waves of :func:`window_reads`): requested bytes
+    = every tile's A and B panels; DRAM bytes = each wave's reads × panel bytes."""
+    for name, v in (("ctas", ctas), ("bm", bm), ("bn", bn), ("K", K), ("elem_bytes", elem_bytes)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} = {v}: a positive integer")
+    pa, pb = bm * K * elem_bytes, bn * K * elem_bytes
+    per, distinct, req, dram = [], [], 0, 0.0
+    for w in range(0, len(order), ctas):
+        wave = order[w:w + ctas]
+        a, b, da, db = window_reads(wave, window)
+        per.append((a, b))
+        distinct.append((da, db))
+        req += len(wave) * (pa + pb)
+        dram += a * pa + b * pb
+    return Traffic(per, distinct, req, dram, 1 - dram / req if req else 0.0, window)
+
+
+def l2_estimate(order: Sequence, ctas: int, bm: int, bn: int, K: int, elem_bytes: int = 2,
+                window: int | None = None, concurrent: int | None = None):
+    """What :func:`h100lab.design.perf._layout` reads per wave of ``ctas`` tiles (``per_wave`` (A, B) panel
+    reads): in step (``window`` None) :func:`h100lab.design.schedule.l2_reuse` with its defaults — one read per
+    distinct panel; drifting: :func:`traffic` with the reuse window. ``concurrent``: the tiles in flight at once
+    when a wave's CTAs run more than one tile each, one after the other (``pairs``: ``ctas`` = 2 × SMs tiles, SMs in
+    flight) — a drifting wave's reads are then those of one in-flight set of ``concurrent`` consecutive tiles (the
+    mean over the wave's sets), the bytes a k-loop of one tile per CTA reads."""
+    if window is None:
+        from .schedule import l2_reuse
+        return l2_reuse(order, ctas, bm, bn, K, elem_bytes)
+    if concurrent is None or concurrent >= ctas:
+        return traffic(order, ctas, bm, bn, K, elem_bytes, window)
+    sub = traffic(order, concurrent, bm, bn, K, elem_bytes, window)
+    per, distinct, k = [], [], -(-ctas // concurrent)
+    for w in range(0, len(sub.per_wave), k):
+        part = sub.per_wave[w:w + k]
+        per.append((sum(a for a, _ in part) / len(part), sum(b for _, b in part) / len(part)))
+        distinct.append(sub.distinct[w])
+    pa, pb = bm * K * elem_bytes, bn * K * elem_bytes
+    req = len(order) * (pa + pb)
+    dram = sum((a * pa + b * pb) * min(k, len(sub.per_wave) - i * k) for i, (a, b) in enumerate(per))
+    return Traffic(per, distinct, req, dram, 1 - dram / req if req else 0.0, window)
+
+
+def drifts(f) -> bool:
+    """Whether form ``f`` (a :class:`h100lab.design.perf.Form`) is modelled drifting: the ping-pong forms (one
+    consumer warpgroup per tile, ``f.pingpong``). The cooperative forms are in step (``data/l08/gemm_skew``)."""
+    return bool(getattr(f, "pingpong", False))
+
+
+def is_calibration(r: dict) -> bool:
+    """Whether an order-sweep record is in :data:`CALIBRATION`."""
+    return (r.get("variant"), r.get("schedule"), r.get("M"), r.get("N"), r.get("K"), r.get("grid")) in CALIBRATION
+
+
+def orders_records(datasets: Iterable[str] = (ORDERS_DATASET,)) -> list[dict]:
+    """The timed ping-pong records of the order sweep (``kind`` ``orders``, ``ok``, a capstone variant): the
+    records the window is fitted on (:func:`is_calibration`) and checked against."""
+    from .. import data
+
+    out = []
+    for name in datasets:
+        if not data.available(name):
+            continue
+        for r in data.load(name).records:
+            if r.get("kind") == "orders" and r.get("ok") and str(r.get("variant", "")).startswith("pingpong") \
+                    and r.get("median_ms"):
+                out.append(dict(r))
+    return out
+
+
+def _errors(records: Sequence[dict], window, predict: Callable) -> list[float]:
+    return [predict(r, window) / float(r["median_ms"]) - 1 for r in records]
+
+
+def fit_window(records: Sequence[dict], predict: Callable, windows: Sequence = WINDOWS,
+               tolerance: float = 0.10) -> int | None:
+    """The reuse window (of ``windows``) whose predictions (``predict(record, window)`` → ms) put the most
+    ``records`` within ±``tolerance``; ties go to the smallest median |error|, then the smaller window."""
+    if not records:
+        raise ValueError("no calibration records: the order sweep (data/l08/gemm_orders) is not committed")
+    best = None
+    for w in windows:
+        e = _errors(records, w, predict)
+        inside = sum(abs(x) <= tolerance for x in e)
+        med = sorted(abs(x) for x in e)[len(e) // 2]
+        score = (-inside, med, math.inf if w is None else w)
+        if best is None or score < best[0]:
+            best = (score, w)
+    return best[1]
+
+
+def _predict_ms(r: dict, window) -> float:
+    from .perf import predict
+    return predict(r["variant"], r["M"], r["N"], r["K"], sms=int(r["grid"]) if r.get("schedule") == "persistent"
+                   else None, group=int(r["group"]), raster=int(r["raster"]), window=window).time_ms
+
+
+_MEMO: dict = {}
+
+
+def calibrated_window() -> int | None:
+    """:func:`fit_window` on the :data:`CALIBRATION` records of the committed order sweep with the lesson-8 time
+    model (remembered in the process and by :mod:`h100lab.fitcache`); None (in step) when the sweep is not
+    committed."""
+    if "window" not in _MEMO:
+        recs = [r for r in orders_records() if is_calibration(r)]
+        if not recs:
+            _MEMO["window"] = None
+        else:
+            from .. import fitcache
+            parts = [{k: r[k] for k in ("variant", "schedule", "M", "N", "K", "grid", "group", "raster",
+                                        "median_ms")} for r in recs]
+            _MEMO["window"] = fitcache.memo("l08_reuse_window", [parts, list(WINDOWS)],
+                                            lambda: fit_window(recs, _predict_ms))
+    return _MEMO["window"]
+
+
+def window_for(f) -> int | None:
+    """The reuse window the time model uses for form ``f``: :func:`calibrated_window` for a drifting form
+    (:func:`drifts`), None (in step) otherwise — and None while the time model's own constants are being fitted
+    (:func:`h100lab.design.perf.calibrated` not done yet): those are fitted with the in-step estimate (their
+    records are grouped orders, group 8 along M, whose sharers of a B panel run on neighbouring CTAs; the window
+    is fitted after them, with them)."""
+    if not drifts(f):
+        return None
+    from . import perf
+    if "params" not in perf._MEMO:
+        return None
+    return calibrated_window()
+
+
+@dataclass(frozen=True)
+class OrdersRow:
+    """One order-sweep record against the model: its label, ``part`` (calibration / held-out), measured and
+    predicted ms, the error with the reuse window and ``lockstep_error`` (every sharer of a wave sharing)."""
+
+    label: str
+    part: str
+    measured_ms: float
+    predicted_ms: float
+    error: float
+    lockstep_error: float
+
+
+def orders_report(records: Sequence[dict] | None = None, window="model") -> list[OrdersRow]:
+    """Every ping-pong record of the order sweep (:func:`orders_records`) predicted with the calibrated window
+    (``window``: another to try) and in step."""
+    recs = orders_records() if records is None else records
+    w = calibrated_window() if window == "model" else window
+    out = []
+    for r in recs:
+        p = _predict_ms(r, w)
+        p0 = _predict_ms(r, None)
+        m = float(r["median_ms"])
+        label = (f"{r['M']}×{r['N']}×{r['K']} {r['variant']} ({r['schedule']}, {r['grid']} CTAs) group "
+                 f"{r['group']} raster {'MN'[int(r['raster'])]}")
+        out.append(OrdersRow(label, "calibration" if is_calibration(r) else "held-out", m, p, p / m - 1, p0 / m - 1))
+    return out

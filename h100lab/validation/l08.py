@@ -61,12 +61,16 @@ FAMILIES = {
 }
 #: per family: (the least fraction within ±10 %, the largest |error| of any record) the model achieves on the
 #: committed data (lesson 7's re-measured wgmma constants, the shared-memory bound) — regression guards; the goal
-#: (every record within ±10 %) is checked apart: :func:`report` lists the misses (the ping-pong form in row-major
-#: tile order among the steps and the ablation, too fast; FP8, with the chain the k-block trace measured: the
+#: (every record within ±10 %) is checked apart: :func:`report` lists the misses (the ablation's ping-pong form in
+#: row-major order at 4096³, 11 % too slow — since the DRAM traffic of the tile order came in
+#: (:mod:`h100lab.design.traffic`: ping-pong sharers of a panel share its reads only within a reuse window of CTAs)
+#: the ping-pong steps and ablation in row-major order are within ±10 %, where they were 20–53 % too fast; the
+#: 128-column cooperative form at 1280 × 3840 × 8192 11–15 % too slow and at 16384³ 12 % too fast, which no
+#: traffic explains (it does not bind there); FP8, with the chain the k-block trace measured: the
 #: misses the staggered 128 × 192 forms (their named barriers not modelled) and the direct-store 128 × 128 form too
 #: fast, 256 × 128 with the scale ring too slow (not traced), the FP8 cluster pairs too slow, and 128 × 128 at
 #: 4096³ of the runs that ran it faster than the first run did)
-ACHIEVED = {"capstone": (0.95, 0.16), "steps": (0.85, 0.50), "ablation": (0.75, 0.55), "fp8": (0.78, 0.18),
+ACHIEVED = {"capstone": (0.95, 0.16), "steps": (1.0, 0.10), "ablation": (0.93, 0.12), "fp8": (0.78, 0.18),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
 #: read (regression guard; the goal is ±10 %: the 128 × 192 form at 1500 MHz misses it, by less than before the

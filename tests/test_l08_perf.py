@@ -774,3 +774,27 @@ def test_fp8_stagger_named_barrier(params):
         issued = sorted((ev["issued"], i, k) for i, k, ev in rec)
         assert [(i, k) for _, i, k in issued] == [(i, k) for k in range(16) for i in (0, 1)]
     assert not perf.form("fp8_cooperative_tmastore").stagger and not perf.form("cooperative_inflight_tmastore").stagger
+
+
+def test_third_trace_held_out(params, records):
+    """data/l08/gemm_trace_forms2 (the current kernel, nothing fitted on it): every traced FP8 form's untraced time
+    at the trace's clock within ±15 % of the model; the direct-store 128 × 128 form within ±10 % at all four shapes
+    and faster than the first two FP8 runs timed it (their kernel waited for the scales early: EARLY_SCALE_COPY);
+    the open item, 128 × 128 lead 1 with the TMA store at 4096³, still over +10 %; the cluster pair timed only
+    (trace_time records, left out of trace_rows)."""
+    from h100lab import data
+    if not data.available("l08/gemm_trace_forms2"):
+        pytest.skip("data/l08/gemm_trace_forms2 not committed")
+    ds = data.load("l08/gemm_trace_forms2")
+    rows = l08.trace_rows(ds, params)
+    assert len(rows) == 28 and all(abs(r["error"]) <= 0.15 for r in rows)
+    direct = [r for r in rows if r["variant"] == "fp8_cooperative"]
+    assert len(direct) == 4 and all(abs(r["error"]) <= l08.TOLERANCE for r in direct)
+    d8 = next(r for r in direct if r["M"] == 8192)
+    old = [r for r in records if r["dataset"] in perf.EARLY_SCALE_COPY and r["variant"] == "fp8_cooperative"
+           and (r["M"], r["N"], r["K"]) == (8192,) * 3]
+    assert len(old) == 2 and all(d8["measured_ms"] < 0.95 * r["median_ms"] for r in old)
+    lead1 = {r["M"]: r for r in rows if r["variant"] == "fp8_cooperative_tmastore"}
+    assert lead1[4096]["error"] > l08.TOLERANCE and all(abs(lead1[m]["error"]) <= l08.TOLERANCE for m in (8192, 1408))
+    timed = [r for r in ds.records if r["kind"] == "trace_time"]
+    assert [r["variant"] for r in timed] == ["fp8_cooperative_tmastore_cluster2"] * 4 and all(r["ok"] for r in timed)

@@ -23,10 +23,8 @@ for every later sharer that comes to it before it leaves L2 (a few µs at the HB
   CTAs drift and the cooperative ones do not is not measured (the ping-pong kernel has no trace); the evidence is
   the order sweep (``data/l08/gemm_orders``, ``benchmarks/bench_gemm_orders.py``): the ping-pong form loses time in
   proportion to how far apart (in CTAs) the tiles sharing a B panel run — sharers 1–4 CTAs apart cost nothing,
-  8 apart 1.5×, 16 apart 1.7×, 32 apart (row-major at 8192³) 2.1× — and at its slowest runs at the HBM read
-  ceiling with every B panel read once per tile, while the cooperative form in the same orders stays within 6 %
-  of its best (it could not run as fast as it does if it read B once per tile: that would take more than the HBM
-  ceiling). ``bench_gemm_orders.py --l2`` measures the DRAM bytes (Nsight Compute) to test this.
+  8 apart 1.5×, 16 apart 1.7×, 32 apart (row-major at 8192³) 2.1× — while the cooperative form in the same orders
+  stays within 6 % of its best. ``bench_gemm_orders.py --l2`` measured the DRAM bytes (below).
 
 The DRAM bytes become a bound of the time model (:func:`h100lab.design.perf.predict`: per k-block, the wave's DRAM
 bytes / k-blocks / lesson 5's HBM read ceiling, ``sim.timing.read_ceiling``) and the L2 hit rate its ring latency.
@@ -34,9 +32,28 @@ bytes / k-blocks / lesson 5's HBM read ceiling, ``sim.timing.read_ceiling``) and
 **Calibration** (:func:`calibrated_window`): ``window`` is the one constant, fitted with the lesson-8 time model on a
 documented subset — :data:`CALIBRATION`: the ping-pong form in every tile order at 8192 × 8192 × 8192 on 132
 CTAs in ``l08/gemm_orders`` — as the window that puts the most of those records within ±10 % (ties: the smallest
-median |error|). Everything else is held out: the ping-pong records at the other shapes, K, grids and the pairs
-schedule of the sweep (:func:`orders_report`), and every record of the lesson-8 time validation
-(:mod:`h100lab.validation.l08`).
+median |error|); it comes out 24 CTAs. Everything else is held out: the ping-pong records at the other shapes, K,
+grids and the pairs schedule of the sweep (:func:`orders_report`), and every record of the lesson-8 time
+validation (:mod:`h100lab.validation.l08`).
+
+**What the DRAM counters say** (``data/l08/gemm_l2_traffic``, :func:`dram_rows`; Nsight Compute on 52 runs, nothing
+fitted on it) — the window is a *time* model, not a faithful byte count:
+
+* the in-step estimate is right where the sharers are in step: within 25 % of the measured DRAM bytes in 33 of 52
+  runs — every grouped order, the cooperative forms at 4096³ to 8192³, the shapes whose B fits in L2;
+* the ping-pong runs that lose time at 8192³ (row-major, 8 and 16 along N, K = 16384, 16 tile-columns) read about
+  3× the in-step bytes (12.9 GB vs 4.3 in row-major) at 3.7–4.0 TB/s — they are DRAM-bound, as the model says,
+  but the window counts 1.1–1.5× the measured bytes there (17.5 GB) against an HBM ceiling (lesson 5's read
+  streams, 4.7 TB/s) above what these tile reads reach: the two errors offset; where the time does not depend on
+  it (grouped orders) the window counts 1.5–5× the measured bytes (3 of 29 ping-pong runs within 25 %);
+* at 4096³ the ping-pong row-major order reads no more from DRAM than the grouped one (0.29 vs 0.26 GB) and still
+  runs 36 % longer — that loss is not DRAM traffic (the L2-fabric sectors are 1.5× the grouped order's); the model
+  charges it to HBM;
+* the cooperative form loses reuse too (row-major 8192³: 1.55× the in-step bytes; the 128-column form 1.6–2.2× in
+  row-major and grouped by 16; both 1.5–1.7× at 16384³) without being DRAM-bound (≤ 3.5 TB/s);
+* a plain 132-CTA launch fills one GPC after another (the ``placement`` records with ``data/l02/gpc_map``: CTAs
+  0–7 on four 2-SM GPCs, then 8, five × 16, 18 and 18 consecutive CTAs per GPC), so a window of 24 consecutive
+  CTAs spans one or two GPCs; reuse domains of exactly one GPC fit the times worse (the small GPCs first).
 """
 from __future__ import annotations
 
@@ -44,12 +61,14 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-__all__ = ["ORDERS_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic", "l2_estimate",
-           "drifts", "is_calibration", "fit_window", "calibrated_window", "window_for", "orders_records",
-           "OrdersRow", "orders_report"]
+__all__ = ["ORDERS_DATASET", "L2_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
+           "l2_estimate", "drifts", "is_calibration", "fit_window", "calibrated_window", "window_for",
+           "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes"]
 
 #: the order sweep (benchmarks/bench_gemm_orders.py)
 ORDERS_DATASET = "l08/gemm_orders"
+#: DRAM bytes per run measured by Nsight Compute (benchmarks/bench_gemm_orders.py --l2); nothing is fitted on it
+L2_DATASET = "l08/gemm_l2_traffic"
 #: the calibration subset of the order sweep: (variant, schedule, M, N, K, grid) — the ping-pong form, persistent on
 #: 132 CTAs, at 8192³, in every tile order it was run in (10)
 CALIBRATION = (("pingpong", "persistent", 8192, 8192, 8192, 132),)
@@ -244,4 +263,66 @@ def orders_report(records: Sequence[dict] | None = None, window="model") -> list
         label = (f"{r['M']}×{r['N']}×{r['K']} {r['variant']} ({r['schedule']}, {r['grid']} CTAs) group "
                  f"{r['group']} raster {'MN'[int(r['raster'])]}")
         out.append(OrdersRow(label, "calibration" if is_calibration(r) else "held-out", m, p, p / m - 1, p0 / m - 1))
+    return out
+
+
+def model_dram_bytes(variant: str, schedule: str, M: int, N: int, K: int, grid: int, group: int, raster: int,
+                     window) -> float:
+    """The DRAM bytes of A and B the time model's layout (:func:`h100lab.design.perf._layout`) reads over a whole
+    launch with reuse window ``window`` (None: in step): each wave's reads × its tiles per CTA."""
+    from . import perf
+
+    f = perf.form(variant, schedule=schedule)
+    sms = int(grid) if schedule == "persistent" else 132
+    lay = perf._layout(f, int(M), int(N), int(K), sms, int(group), int(raster), window)
+    per = 2 if schedule == "pairs" else 1
+    return float(sum(w[1] for w in lay.waves) * per)
+
+
+@dataclass(frozen=True)
+class DramRow:
+    """One run of :data:`L2_DATASET`: its label, Nsight Compute's DRAM bytes read (``ncu_bytes``) and kernel
+    duration, the DRAM rate they give, the model's bytes in step (``in_step_bytes``) and with the form's window
+    (``model_bytes``, the same for a form in step), the L2-fabric bytes (sectors × 32 B) and the timed median."""
+
+    label: str
+    variant: str
+    ncu_bytes: float
+    duration_ms: float
+    dram_tb_s: float
+    in_step_bytes: float
+    model_bytes: float
+    fabric_bytes: float
+    timed_ms: float
+
+
+def dram_rows(dataset: str = L2_DATASET) -> list[DramRow]:
+    """The model's DRAM bytes next to Nsight Compute's for every profiled run of ``dataset`` (held out: nothing is
+    fitted on it). ``[]`` when it is not committed."""
+    from .. import data
+    from .perf import calibrated, form
+
+    if not data.available(dataset):
+        return []
+    calibrated()                                   # the window is fitted after the time model's constants
+    recs = data.load(dataset).records
+    timed = {(r["variant"], r["schedule"], r["group"], r["raster"], r["M"], r["N"], r["K"], r.get("ctas_arg")): r
+             for r in recs if r.get("kind") == "l2time" and r.get("ok")}
+    out = []
+    for r in recs:
+        if r.get("kind") != "l2" or not r.get("ok") or "dram__bytes_read.sum" not in r.get("metrics", {}):
+            continue
+        m = r["metrics"]
+        t = timed.get((r["variant"], r["schedule"], r["group"], r["raster"], r["M"], r["N"], r["K"],
+                       r.get("ctas_arg")), {})
+        args = (r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"])
+        w = window_for(form(r["variant"], schedule=r["schedule"]))
+        dur = m.get("gpu__time_duration.sum", float("nan")) * 1e-6
+        label = (f"{r['M']}×{r['N']}×{r['K']} {r['variant']} ({r['schedule']}, {r['grid']} CTAs) group {r['group']} "
+                 f"raster {'MN'[int(r['raster'])]}")
+        out.append(DramRow(label, r["variant"], m["dram__bytes_read.sum"], dur,
+                           m["dram__bytes_read.sum"] / dur * 1e-9 if dur > 0 else float("nan"),
+                           model_dram_bytes(*args, None), model_dram_bytes(*args, w),
+                           m.get("lts__t_sectors_srcunit_ltcfabric.sum", float("nan")) * 32,
+                           float(t.get("median_ms", float("nan")))))
     return out

@@ -20,7 +20,9 @@ constants of its own:
   :func:`~h100lab.sim.timing.soft_period` with the fitted ``period_sharpness``);
 * the **schedule** — :mod:`h100lab.design.schedule`: the persistent grouped tile order (or one tile per CTA for
   the non-persistent steps), the tiles of each CTA, the waves, and the L2-reuse estimate of each wave
-  (:func:`~h100lab.design.schedule.l2_reuse`: a wave's distinct A and B panels come from DRAM once);
+  (:mod:`h100lab.design.traffic`: a wave's distinct A and B panels come from DRAM once when its CTAs are in step —
+  the cooperative forms; a ping-pong form's sharers of a panel share a read only within a reuse window of
+  consecutive CTAs, one constant fitted on the ping-pong tile orders at 8192³ of ``l08/gemm_orders``);
 * the **shared memory** — :func:`h100lab.design.tiles.smem_bytes_per_clock`: the SS wgmmas read A once and B once
   per 64 rows of the tile, the TMA writes every stage, all against 32 banks × 4 B per SM clock (a spec value);
 * fitted here on a documented subset of ``data/l08`` (:func:`calibrate`): ``tensor_ghz`` — the clock the tensor
@@ -69,11 +71,13 @@ tiles per CTA, steps 2–5) pays fill, mainloop and epilogue per CTA.
 Assumptions (each a limit of the model, not of the kernel):
 
 * every CTA is alike and alone on its SM (the ring takes most of the shared memory); the CTAs of a wave share L2's
-  delivery and HBM equally; the L2's capacity and its two partitions are not modelled (a wave's panels stay in L2
-  for the wave; nothing survives to the next) — the tile order enters only through a wave's distinct panels, so
-  the model does not see why the ping-pong form (64 × 256 tiles, the most bytes per FLOP) runs 1.3–2.1× slower in
-  the row-major order than in the grouped one (``l08/gemm_steps_ablation``) while the cooperative form loses
-  0–7 %: at 4096³ both orders touch the same number of panels per wave;
+  delivery and HBM equally; the L2's capacity and its two partitions are not modelled (nothing survives from one
+  wave to the next) — the tile order enters through a wave's DRAM reads (:mod:`h100lab.design.traffic`): in step
+  its distinct panels, for ping-pong forms one read per reuse window of CTAs holding a sharer, so the row-major
+  ping-pong order (sharers of a B panel 16–32 CTAs apart) becomes bound by HBM. The DRAM counters
+  (``l08/gemm_l2_traffic``) say the window is a model of the time more than of the bytes: the window's bytes and
+  the HBM ceiling (lesson 5's read streams, above what tile reads reach) err in opposite directions at 8192³, and
+  the row-major loss at 4096³ is not DRAM traffic (see the traffic module);
 * a wgmma reads each shared-memory operand byte once (:func:`h100lab.design.tiles.smem_bytes_per_clock`) and the
   shared-memory bound and the tensor-core bound slow each other as the memory bounds do (the smooth maximum);
 * the tensor-core issue model is lesson 7's: one wgmma at a time per SM, in issue order; wgmma groups kept in
@@ -168,7 +172,10 @@ run is held out (74 → 104 of 130 within ±10 %, worst 25 → 17 %; the scale-r
 structural corrections without a constant followed: the first two FP8 runs' kernel waited for the lead-1 scales
 early (:data:`EARLY_SCALE_COPY`, read off that kernel's SASS: their direct-store misses, 8 of them, gone), and the
 two m64 blocks of a 256 × 128 consumer reach the tensor-core queue in issue order (its ring form +12–17 % →
-−2–5 %): 104 → 117 of 130, worst 17 → 14 %. The ping-pong form in row-major order is still off. No constant was
+−2–5 %): 104 → 117 of 130, worst 17 → 14 %. The ping-pong form in row-major order was then
+20–53 % too fast; the DRAM traffic of the tile order (a reuse window for ping-pong forms, one constant fitted on the
+order sweep's ping-pong records at 8192³, :mod:`h100lab.design.traffic`) brought the steps to 28/28 and the
+ablation to 15/16 held out (capstone and clusters unchanged). No constant was
 ever fitted on a held-out record.
 """
 from __future__ import annotations

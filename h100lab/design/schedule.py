@@ -37,9 +37,14 @@ few of the sweep's 156 records into ±10 %, so the defaults stay the lockstep es
 timestamps) then showed why: the CTAs of a persistent launch start within a thousandth of the run of each other
 (no launch lag), and in the row-major order two CTAs of the wave start every tile within 1 % of a tile of each
 other (the grouped order drifts more) — the row-major wave stays in lockstep, where this model keeps every reuse.
-The loss of the far-apart B sharers is therefore not a capacity effect of CTAs out of step [open: the ping-pong
-kernel has no trace; what differs between the orders is how far apart in the launch, so on which SMs, the sharers
-run].
+The loss of the far-apart B sharers is therefore not a capacity effect of cooperative CTAs out of step. The time
+model now takes the tile order's DRAM traffic from :mod:`h100lab.design.traffic` (in step for the cooperative forms,
+this module's estimate with its defaults; for ping-pong forms a reuse window of consecutive CTAs, fitted on the
+sweep), and Nsight Compute counted the DRAM bytes (``data/l08/gemm_l2_traffic``, ``bench_gemm_orders.py --l2``):
+the lockstep estimate is right for every grouped order; the row-major ping-pong order at 8192³ reads ~3× it; at
+4096³ the row-major order reads no more than the grouped one while it runs longer; and a plain launch fills one GPC
+after another, so CTAs far apart in the launch sit on different GPCs [open: why sharing breaks down between them,
+and only at 8192³].
 """
 from __future__ import annotations
 

@@ -798,3 +798,18 @@ def test_third_trace_held_out(params, records):
     assert lead1[4096]["error"] > l08.TOLERANCE and all(abs(lead1[m]["error"]) <= l08.TOLERANCE for m in (8192, 1408))
     timed = [r for r in ds.records if r["kind"] == "trace_time"]
     assert [r["variant"] for r in timed] == ["fp8_cooperative_tmastore_cluster2"] * 4 and all(r["ok"] for r in timed)
+
+
+def test_scale_latency_depends_on_the_shape(params):
+    """The open FP8 item as data: the scale-load latency that reproduces each 128 × 128 lead-1 record of the current
+    kernel (benchmark runs and traces) is the same in every run at a shape (within 10 % of its median) and depends on
+    the shape — every 4096³ value below every other shape's, 16384³ the longest median — where the model has one
+    (fitted at 8192³: within the 8192³ values)."""
+    d = l08.scale_latency_by_shape(params=params)
+    if (4096,) * 3 not in d:
+        pytest.skip("no 128 x 128 lead-1 record of the current kernel at 4096^3")
+    med = {k: sorted(v)[len(v) // 2] for k, v in d.items()}
+    assert all(max(abs(x / med[k] - 1) for x in v) < 0.10 for k, v in d.items())
+    assert max(d[(4096,) * 3]) < min(min(v) for k, v in d.items() if k != (4096,) * 3)
+    assert max(med, key=med.get) == (16384,) * 3
+    assert min(d[(8192,) * 3]) <= params.scale_load_ns <= max(d[(8192,) * 3])

@@ -43,7 +43,8 @@ from .fit import Agreement, agreement
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
            "check_calibration", "check_family", "check_clock", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
-           "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace"]
+           "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace",
+           "scale_latency_by_shape"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -252,6 +253,41 @@ def lead_diagnosis(records: Sequence[dict] | None = None, params=None, tol: floa
             "ring": agreement("scale_lead 2, 3", [(perf.record_label(r), pr.time_ms, r["median_ms"])
                                                   for r, f, pr in rows_ if f.scale_lead > 1], tol),
             "silicon_ratio": med(sil), "model_ratio": med(mod), "pairs": len(sil)}
+
+
+def scale_latency_by_shape(records: Sequence[dict] | None = None, params=None,
+                           variant: str = "fp8_cooperative_tmastore") -> dict:
+    """The open FP8 item, as data (a diagnosis, nothing fitted into the model): for each held-out record of the
+    load-bound 128 × 128 lead-1 form (``variant``; the kernel since 0a71f54 — records of
+    :data:`h100lab.design.perf.EARLY_SCALE_COPY` left out) and each record of the k-block traces (at the SM clock
+    each read), the scale-load latency ``scale_load_ns`` that would make the model reproduce the measured time
+    (bisection over 50–800 ns), grouped by shape: {(M, N, K): [ns, ...]}. The model has one latency (fitted on the
+    trace run at 8192³); the H200's depends on the shape — the same in every run, shortest at 4096³."""
+    from dataclasses import replace as _replace
+
+    from .. import data
+    from ..design import perf
+
+    p = params if params is not None else perf.calibrated()
+    recs = list(records) if records is not None else perf.load_records(perf.timing_datasets())
+    cases = [(r, None, r.get("grid"), r.get("launches")) for r in recs
+             if r.get("variant") == variant and r.get("dataset") not in perf.EARLY_SCALE_COPY
+             and not perf.is_calibration(r)]
+    for name in (perf.TRACE_DATASET, "l08/gemm_trace_forms", "l08/gemm_trace_forms2"):
+        if records is None and data.available(name):
+            cases += [(r, perf.trace_clock_ghz(r), r["grid"], None) for r in data.load(name).records
+                      if r.get("variant") == variant and "warpgroups" in r and r.get("ok")]
+    out: dict = {}
+    for r, ghz, grid, launches in cases:
+        q = _replace(p, tensor_ghz=ghz, throttled_ghz=ghz) if ghz else p
+        lo, hi = 50.0, 800.0
+        for _ in range(30):
+            mid = (lo + hi) / 2
+            t = perf.predict(variant, r["M"], r["N"], r["K"], sms=grid, launches=launches,
+                             params=_replace(q, scale_load_ns=mid)).time_ms
+            lo, hi = (mid, hi) if t < r["median_ms"] else (lo, mid)
+        out.setdefault((r["M"], r["N"], r["K"]), []).append(round((lo + hi) / 2, 1))
+    return out
 
 
 def throttle_evidence(datasets: Sequence[str] | None = None) -> list[dict]:

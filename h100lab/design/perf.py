@@ -127,12 +127,24 @@ Assumptions (each a limit of the model, not of the kernel):
   (:data:`EARLY_SCALE_COPY`). A second trace (``data/l08/gemm_trace_forms``, held out, nothing fitted on
   it; :func:`h100lab.validation.l08.trace_rows`) ran the forms the first did not: the staggered 128 × 192 form's
   chain is longer than the plain one's (its named barriers, and wgmmas and promotions that now overlap the other
-  consumer's) — not modelled, so it comes out ~11–13 % fast; 256 × 128 with the ring ~12 % slow and at lead 1 a
+  consumer's) — of it the model has only the named barrier's pass (:attr:`Form.stagger`, lesson 3's ``bar.sync``),
+  so it comes out ~9–12 % fast; 256 × 128 with the ring ~12 % slow and at lead 1 a
   few per cent fast: its first m64 block waits for its loads (as the code's per-block copy says), its second
   less — where the lead-1 wait sits is not resolved (per m64 block: every 256 × 128 lead-1 record ~11 % slow; per
   k-block, as here: ~6–9 % fast; with the blocks queued in issue order both 256 × 128 forms come out 1–9 % fast);
-  the direct-store 128 × 128 form's epilogue takes ~3.5× the TMA store's. The FP8
-  clock run (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
+  the direct-store 128 × 128 form's epilogue takes ~3.5× the TMA store's. A third trace
+  (``data/l08/gemm_trace_forms2``, held out; ``benchmarks/trace_gemm.py --untraced`` for the cluster pair) ran the
+  current kernel's 128 × 128 forms at four shapes: its direct-store form is within ±10 % at each (the first runs'
+  kernel, :data:`EARLY_SCALE_COPY`, was 8–9 % slower), a staggered 128 × 128 k-block is 70–90 cycles longer than
+  the plain one's in the same run (the model charges the barrier's ~25), and the lead-1 128 × 128 form's k-block
+  is shortest at 4096³ while lead 2's is the same at every shape: the latency of the lead-1 scale loads depends on
+  the shape, the same in every run (:func:`h100lab.validation.l08.scale_latency_by_shape`: ~280 ns at 4096³ to
+  ~390 at 16384³; plausibly the L2's load from DRAM traffic, which the wave-by-wave L2 estimate does not see at
+  4096³, where A and B fit in L2 — not modelled: one latency, fitted at 8192³, so 4096³ comes out 12–14 % slow).
+  The FP8 cluster pair (not traceable) times as before in the current kernel (its scale copies were at the end
+  already) and comes out 5–14 % slow: its ``release.cluster`` (SASS: ``MEMBAR.ALL.GPU`` before the remote arrive)
+  also waits for the warp's outstanding scale loads, and whether that wait and the fence overlap is not measured.
+  The FP8 clock run (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
 * a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
 
 :func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock
@@ -172,7 +184,8 @@ run is held out (74 → 104 of 130 within ±10 %, worst 25 → 17 %; the scale-r
 structural corrections without a constant followed: the first two FP8 runs' kernel waited for the lead-1 scales
 early (:data:`EARLY_SCALE_COPY`, read off that kernel's SASS: their direct-store misses, 8 of them, gone), and the
 two m64 blocks of a 256 × 128 consumer reach the tensor-core queue in issue order (its ring form +12–17 % →
-−2–5 %): 104 → 117 of 130, worst 17 → 14 %. The ping-pong form in row-major order was then
+−2–5 %): 104 → 117 of 130, worst 17 → 14 %, and the stagger's named-barrier pass (lesson 3's constant) 122 of
+130. The ping-pong form in row-major order was then
 20–53 % too fast; the DRAM traffic of the tile order (a reuse window for ping-pong forms, one constant fitted on the
 order sweep's ping-pong records at 8192³, :mod:`h100lab.design.traffic`) brought the steps to 28/28 and the
 ablation to 15/16 held out (capstone and clusters unchanged). No constant was

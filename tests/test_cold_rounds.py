@@ -1,5 +1,6 @@
 """Cold rounds of back-to-back copies from consecutive bytes (h100lab.validation.micro.fresh_copy,
-predict_latency_clean): lines already on their way from DRAM are shared; the checks against the samples' spread."""
+predict_latency_clean): 64-byte DRAM requests already on their way are shared; the checks against the samples'
+spread."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,10 +14,10 @@ M = CopyLatency(issue_first_ns=25.0, issue_next_ns=37.0, queue_copies=8, first_b
                 dram_ramp_bytes=6000.0)
 
 
-def _brute_fresh(nbytes, count, offset):
+def _brute_fresh(nbytes, count, offset, granule=micro.DRAM_ATOM):
     seen, last = set(), 0
     for j in range(count):
-        lines = set(range((offset + j * nbytes) // LINE, (offset + (j + 1) * nbytes - 1) // LINE + 1))
+        lines = set(range((offset + j * nbytes) // granule, (offset + (j + 1) * nbytes - 1) // granule + 1))
         if lines - seen:
             last = j
         seen |= lines
@@ -26,13 +27,16 @@ def _brute_fresh(nbytes, count, offset):
 @settings(max_examples=200, deadline=None)
 @given(nbytes=st.sampled_from([16, 32, 48, 64, 96, 128, 256, 1008, 4096]), count=st.integers(1, 40),
        offset=st.integers(0, 127).map(lambda x: x // 16 * 16))
-def test_fresh_copy_is_the_last_copy_that_opens_a_line(nbytes, count, offset):
+def test_fresh_copy_is_the_last_copy_that_opens_a_dram_request(nbytes, count, offset):
     assert micro.fresh_copy(nbytes, count, offset) == _brute_fresh(nbytes, count, offset)
+    assert micro.fresh_copy(nbytes, count, offset, LINE) == _brute_fresh(nbytes, count, offset, LINE)
 
 
 def test_fresh_copy_examples_and_bad_input():
-    assert micro.fresh_copy(16, 32, 0) == 24 and micro.fresh_copy(16, 32, 16) == 31
-    assert micro.fresh_copy(16, 8, 0) == 0 and micro.fresh_copy(256, 32, 16) == 31
+    assert micro.DRAM_ATOM == 64
+    assert micro.fresh_copy(16, 32, 0) == 28 and micro.fresh_copy(16, 32, 16) == 31
+    assert micro.fresh_copy(16, 4, 0) == 0 and micro.fresh_copy(16, 4, 16) == 3 and micro.fresh_copy(16, 8, 0) == 4
+    assert micro.fresh_copy(16, 32, 0, LINE) == 24 and micro.fresh_copy(256, 32, 16) == 31
     with pytest.raises(ValueError, match="at least one copy"):
         micro.fresh_copy(0, 2, 0)
 
@@ -52,8 +56,9 @@ def test_a_cold_round_lands_between_its_warm_time_and_the_unshared_model(nbytes,
 
 
 def test_sixteen_byte_rounds_from_a_line_start_hide_the_dram_trip():
-    """32 copies of 16 bytes from a line start: the last eight read line 3, asked for ~7 issues earlier, so the round
-    lands within the DRAM part of its warm time; 16 bytes further the last copy opens line 4 and pays it in full."""
+    """32 copies of 16 bytes from a line start: the last four read the 64-byte request copy 28 made, three issues
+    earlier, so the round lands within half the DRAM part of its warm time (l03/tma_latency_cold: ~90 ns); 16 bytes
+    further the last copy opens a request of its own and pays it in full (~200 ns)."""
     a = micro.predict_latency_clean(dict(bytes=16, count=32, align=0, touch=1), M)
     b = micro.predict_latency_clean(dict(bytes=16, count=32, align=16, touch=1), M)
     assert a["cold_total_ns"] - a["warm_total_ns"] < 0.5 * M.dram_extra_ns
@@ -71,7 +76,8 @@ def test_cold_round_spread_reads_the_sample_band():
 @pytest.mark.skipif(not data.available("l03/tma_latency_clean"), reason="l03/tma_latency_clean is not committed")
 def test_cold_round_checks_are_registered_for_lesson_3():
     from h100lab.validation import _CHECKS
-    titles = {t for t, *_ in micro.COLD_CHECKS}
+    titles = {t: ds for t, ds, *_ in micro.COLD_CHECKS}
     got = [c for c in _CHECKS if c.title in titles]
-    assert len(got) == len(titles) and all(c.dataset == "l03/tma_latency_clean" and c.lesson == 3 for c in got)
-    assert all("not met" in t for t in titles)
+    assert len(got) == len(titles) and all(c.dataset == titles[c.title] and c.lesson == 3 for c in got)
+    assert {ds for ds in titles.values()} == {"l03/tma_latency_clean", "l03/tma_latency_cold"}
+    assert all("not met" in t for t, ds, part, how, floor in micro.COLD_CHECKS if floor < 1)

@@ -14,6 +14,8 @@ Each is modelled with the structure its own data asks for and calibrated on a do
   misaligned fill rate where the replay says so; the old cold copies pay the TLB miss (their median is a mixture).
 * ``l03/tma_latency_clean`` (``l03_copy_latency.cu``): addresses before the clock, a stamp after the first and
   the last issue, cold with the page's TLB entry warmed (``touch``) or not, aligned or 16 bytes off.
+* ``l03/tma_latency_cold`` (the same kernel): its cold rounds again, on lines never read before in the run, every
+  sample kept (below, *Cold rounds*); split like the others (:data:`SPLITS` ``latency_cold``).
 
 Both are fitted together (robust least squares on log ratios, :func:`~h100lab.validation.fit.least_squares`;
 the TMA unit's queue depth by a grid over whole copies) on copies of 256 B, 4 KiB and 64 KiB (rounds of several
@@ -22,14 +24,29 @@ kernel's own (its address arithmetic around ``UBLKCP``), so each kernel has its 
 entry; the model's is the clean kernel's. The H200 says: the clean kernel's first issue costs ~26 ns whatever the
 size; an aligned copy fills at ~208 B/ns and one 16 bytes off a line at ~83 B/ns (2.5 times slower: every line is
 split); a cold copy lands ~200 ns (16 B) to ~285 ns (≥ 6 KiB) after a warm one, and a warm TLB entry saves
-~13 ns (the old cold copies' spread is DRAM's, not the TLB's). A cold *round* of back-to-back copies reads consecutive bytes: where its last copies only ask for lines an
-earlier copy already asked for (16-byte copies, eight to a line) they wait for those lines, not for a DRAM trip of
-their own (:func:`fresh_copy`, :func:`predict_latency_clean`) — the 16-byte rounds from a line start land ~40 ns
-after their warm time at 16 and 32 copies, those 16 bytes further (whose last copy opens a line) ~150 ns. What
-stays unexplained: rounds of 1 KiB copies lose their cold penalty as the round grows (~150 ns at 2 copies, ~0 at 32,
-every copy with lines of its own), and each cold round's 32 samples are two-mode (medians move by up to ~130 ns
-between neighbouring cases), so the cold rounds are reported against each record's own sample spread as well
-(:func:`cold_round_spread`) and checked at the level they reach, not at the goal.
+~13 ns (the old cold copies' spread is DRAM's, not the TLB's).
+
+*Cold rounds.* A cold round of back-to-back copies reads consecutive bytes: where its last copies only ask for
+bytes of a 64-byte DRAM request an earlier copy already made (:data:`DRAM_ATOM`: two 32-byte sectors; 16-byte copies
+share one four at a time) they wait for that request, not for a DRAM trip of their own (:func:`fresh_copy`,
+:func:`predict_latency_clean`, and :func:`predict_latency` for the old kernel) — ``l03/tma_latency_cold``'s 16-byte
+rounds from a line start land ~90 ns after their warm time at 16 and 32 copies (the last 64-byte request is opened
+four copies before the end), 16 bytes further ~200 ns (the last copy opens one); sharing whole 128-byte lines (the
+first version) said ~0 and missed them by 10–26 %. ``l03/tma_latency_clean``'s step wrapped its 2 GiB buffer after
+reading ~96 MiB, so 22 of its 26 held-out cold rounds re-read lines its run had read 5–60 MiB of new lines earlier
+(:func:`reuse_of` replays the cursor) — the "1 KiB rounds that lose their cold penalty as the round grows" were rounds
+whose lines 64–128 KiB single copies had read 35 MiB (×2) down to 5 MiB (×32) before; a repeat of the step with the
+same cursor (``l03/tma_latency_clean_repeat``) reproduces those medians (42 of 46 rounds within ±10 %): history, not
+noise. Such a record's cold total calibrates nothing (:func:`rereads`). ``l03/tma_latency_cold``
+(``timing_sweep`` step ``coldround``) measures the rounds again on lines never read before, 64 samples in each of
+three passes, and a re-read pass: what the L2 keeps of a line read ``d`` bytes of new lines ago
+(:func:`~h100lab.sim.latency.l2_kept`, :func:`fit_l2_keep` on that pass; half at ~20 MiB, almost none past ~28 MiB
+on the H200) predicts the old rounds as a mixture of kept and cold samples (:func:`~h100lab.sim.latency.kept_median`).
+A few of its fresh rounds' medians (16 KiB rounds, 4 KiB × 2) move 11–17 % between passes (the first pass, right after
+the step zeroed its 21 GiB buffer, is slower), so they cannot all be within ±10 % of one prediction
+(:func:`cold_passes`); the same pass of a second run (``l03/tma_latency_cold_repeat``) agrees within 7.5 %. The cold rounds are
+also reported against each record's own sample spread (:func:`cold_round_spread`) and checked at the level they reach
+(:data:`COLD_CHECKS`).
 
 **Cluster barriers** (``l03/sync_cost``): a round trip is quadratic in the CTA's warps and grows with log2 of the
 cluster's CTAs up to 8 (timing assumptions g, g' of :mod:`h100lab.sim.timing`); ``.relaxed`` and ``.release``
@@ -71,7 +88,7 @@ from . import CheckResult, silicon_check
 from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratio
 
 __all__ = ["SPLITS", "LAT_CAL_BYTES", "SyncKernel", "LatencyFit", "fit_latency", "predict_latency",
-           "predict_latency_clean", "fresh_copy", "reuse_of", "reread_samples",
+           "predict_latency_clean", "fresh_copy", "DRAM_ATOM", "reuse_of", "rereads", "reread_samples",
            "fit_l2_keep", "cold_passes", "predict_sync", "fit_sync", "source_alignment", "READ_CAL_SHAPES",
            "read_stream_records", "fit_load_stream", "predict_load_stream", "validate_load_stream",
            "LoadStreamReport", "cold_round_spread", "READ_CHECKS", "COLD_CHECKS", "COPY_GOAL_TITLE",
@@ -100,6 +117,9 @@ SPLITS = {
     "latency_clean": Split("latency_clean", "copies of 256 B, 4 KiB and 64 KiB (rounds: sources of 256 B and 4 KiB), "
                                             "every alignment and touch; other sizes held out",
                            lambda r: r.get("bytes") in LAT_CAL_BYTES),
+    "latency_cold": Split("latency_cold", "l03/tma_latency_cold: copies of 256 B and 4 KiB on fresh lines (every pass), "
+                                          "and the re-read pass (what the L2 keeps); fresh copies of other sizes held out",
+                          lambda r: r.get("bytes") in LAT_CAL_BYTES or not r.get("fresh", True)),
     "sync": Split("sync", "bar.sync on 32 and 256 threads; barrier.cluster on clusters of 2 and 8 with 32, 256 and "
                           "1024 threads, no store before the arrive; DSMEM on clusters of 2 and 8; the rest held out",
                   _sync_cal),
@@ -130,7 +150,8 @@ def predict_latency(r: dict, m: CopyLatency, kernel: LatencyKernel = OLD_KERNEL,
     """The model's numbers for one ``l03/tma_latency`` record (ns): ``warm_ns`` / ``cold_ns`` of a single bulk or
     tensor copy (the cold rep with the kernel's set-up, its TLB entry cold); for an ``issue`` round, the issue time
     per copy and the time until the wait returned, with the kernel's set-up and the source's alignment (``align``:
-    :func:`source_alignment`; default aligned). Raises ValueError for a kind it does not model (``mbarrier``:
+    :func:`source_alignment`; default aligned); a cold round's last copies that only ask for 64-byte DRAM requests an
+    earlier copy made wait for those (:func:`fresh_copy`, as in :func:`predict_latency_clean`). Raises ValueError for a kind it does not model (``mbarrier``:
     the stream table's)."""
     k = r["kind"]
     if k in ("bulk", "tensor"):
@@ -139,21 +160,32 @@ def predict_latency(r: dict, m: CopyLatency, kernel: LatencyKernel = OLD_KERNEL,
         cold = kernel.cold_setup_ns + round_trip(m, r["bytes"], cold=True, tlb=False, tensor=t)["total"]
         return {"warm_ns": warm, "cold_ns": cold}
     if k == "issue":
-        a = (align or {}).get(_key(r), 0) == 0
+        off = (align or {}).get(_key(r), 0)
+        a = off == 0
         c = r["count"]
         rt = round_trip(m, r["bytes"], c, cold=r["cold"], tlb=False, aligned=a, kernel=kernel)
+        total = rt["total"]
+        j = fresh_copy(r["bytes"], c, off)
+        if r["cold"] and j < c - 1:          # the last copies share DRAM requests of earlier ones (predict_latency_clean)
+            total = max(round_trip(m, r["bytes"], c, aligned=a, kernel=kernel)["total"],
+                        round_trip(m, r["bytes"], j + 1, cold=True, tlb=False, aligned=a, kernel=kernel)["total"])
         return {"issue_ns_per_copy": (kernel.issue_setup_ns + rt["issue"]) / c,
-                "total_ns": kernel.issue_setup_ns + rt["total"]}
+                "total_ns": kernel.issue_setup_ns + total}
     raise ValueError(f"latency record kind {k!r}")
 
 
-def fresh_copy(nbytes: int, count: int, offset: int) -> int:
+#: bytes one DRAM request brings into L2 (two 32-byte sectors: an HBM pseudo-channel's 64-bit burst of 8): the unit
+#: in which copies of a cold round share what is on its way from DRAM (l03/tma_latency_cold's fresh 16-byte rounds)
+DRAM_ATOM = 64
+
+
+def fresh_copy(nbytes: int, count: int, offset: int, granule: int = DRAM_ATOM) -> int:
     """The last copy of a round of ``count`` copies of ``nbytes`` from consecutive source bytes, the first ``offset``
-    bytes past a 128-byte line, that asks for a line no earlier copy of the round asked for (copy 0 always does).
-    Raises ValueError for no copy, no byte or a negative offset."""
-    if nbytes <= 0 or count < 1 or offset < 0:
+    bytes past a ``granule`` boundary (default :data:`DRAM_ATOM`), that asks for a granule no earlier copy of the
+    round asked for (copy 0 always does). Raises ValueError for no copy, no byte, a negative offset or granule."""
+    if nbytes <= 0 or count < 1 or offset < 0 or granule <= 0:
         raise ValueError("a round has at least one copy of at least one byte, from a non-negative offset")
-    last = [(offset + (j + 1) * nbytes - 1) // LINE for j in range(count)]
+    last = [(offset + (j + 1) * nbytes - 1) // granule for j in range(count)]
     return max([0] + [j for j in range(1, count) if last[j] > last[j - 1]])
 
 
@@ -187,11 +219,11 @@ def predict_latency_clean(r: dict, m: CopyLatency, kernel: LatencyKernel = CLEAN
                           reuse: Sequence[float] | None | str = "replay") -> dict[str, float]:
     """The model's numbers for one ``l03/tma_latency_clean`` (or ``l03/tma_latency_cold``) record: first issue,
     last issue and total, cold (its TLB entry warm when ``touch``) and warm (ns). A cold round's copies read
-    consecutive bytes (``l03_copy_latency.cu``): when its last copies ask only for lines an earlier copy already
-    asked for (:func:`fresh_copy`; 16-byte copies share a line eight at a time), they wait for those lines, not for a
-    DRAM trip of their own — the round lands at the later of the prefix up to the last copy that opened a line,
-    cold, and the whole round, warm (assumption: the L2 merges requests for a line already on its way from DRAM;
-    module docstring). A cold sample whose lines the run read before is an L2 hit with the probability
+    consecutive bytes (``l03_copy_latency.cu``): when its last copies ask only for bytes of a DRAM request an earlier
+    copy already made (:func:`fresh_copy`, :data:`DRAM_ATOM` = 64 bytes; 16-byte copies share one four at a time),
+    they wait for that request, not for a DRAM trip of their own — the round lands at the later of the prefix up to
+    the last copy that opened a 64-byte atom, cold, and the whole round, warm (assumption: the L2 merges requests for
+    sectors already on their way from DRAM, and fetches a line's other sectors apart; module docstring). A cold sample whose lines the run read before is an L2 hit with the probability
     :func:`h100lab.sim.latency.l2_kept` gives, and the cold median lies between the cold and warm totals by the
     samples' mean (:func:`~h100lab.sim.latency.kept_median`); ``reuse``: the samples' reuse distances (bytes),
     ``"replay"`` (default) for :func:`reuse_of`'s, ``None`` for none."""
@@ -246,18 +278,26 @@ def _latency_pairs(old: Sequence[dict], clean: Sequence[dict], m: CopyLatency, k
                 out.append((v, r[k]))
     for r in clean:
         for k, v in predict_latency_clean(r, m, ckern).items():
-            if k in r:
+            if k in r and not (k == "cold_total_ns" and rereads(r)):
                 out.append((v, r[k]))
     return out
+
+
+def rereads(r: dict) -> bool:
+    """Whether most samples of an ``l03_copy_latency.cu`` record re-read lines its run had read before
+    (:func:`reuse_of`): its "cold" total is then not a DRAM round trip, and it calibrates nothing cold."""
+    d = reuse_of(r)
+    return bool(d) and 2 * sum(math.isfinite(x) for x in d) > len(d)
 
 
 def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: CopyLatency = H200_LATENCY,
                 max_iter: int = 60, cold: Sequence[dict] = ()) -> LatencyFit:
     """Fit :class:`~h100lab.sim.latency.CopyLatency` (and the old kernel's window constants when ``old`` records
-    are given) on calibration records of ``l03/tma_latency`` (``old``) and ``l03/tma_latency_clean`` (``clean``);
-    what the L2 keeps of lines read before (and the cold samples' spread) from ``l03/tma_latency_cold``
-    (``cold``, :func:`fit_l2_keep`) first, then held fixed — without it, nothing is kept. Raises ValueError without a
-    single copy record."""
+    are given) on calibration records of ``l03/tma_latency`` (``old``), ``l03/tma_latency_clean`` (``clean``) and
+    ``l03/tma_latency_cold`` (``cold``: its fresh records like ``clean``'s — the same kernel); the cold total of a
+    record whose samples mostly re-read lines its run had read before (:func:`rereads`) is left out — it is no DRAM
+    round trip. What the L2 keeps of lines read before (and the cold samples' spread) comes from ``cold``'s re-read
+    pass alone (:func:`fit_l2_keep`); without it, nothing is kept. Raises ValueError without a single copy record."""
     old = [r for r in old if r["kind"] != "mbarrier"]
     clean = list(clean)
     if not old and not clean:
@@ -266,10 +306,10 @@ def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: C
     free = [FitParam(n, min(max(getattr(base, n), lo), hi), lo, hi) for n, lo, hi in _LAT_PARAMS]
     if old:
         free += [FitParam(n, min(max(getattr(OLD_KERNEL, n), lo), hi), lo, hi) for n, lo, hi in _KERNEL_PARAMS]
-    notes = []
-    if cold:            # what the L2 keeps of lines read before: from l03/tma_latency_cold, fixed in the fit below
+    notes, keep = [], {}
+    if cold:            # what the L2 keeps of lines read before: from l03/tma_latency_cold's re-read pass
         keep, notes = fit_l2_keep(cold)
-        base = base.with_values(**keep)
+        clean = clean + [r for r in cold if r.get("fresh")]      # the same kernel: its fresh copies join the fit
     if clean:
         free += [FitParam("clean_loop_entry_ns", 20.0, 0.1, 500.0), FitParam("clean_issue_next_ns", 35.0, 1.0, 400.0)]
     best = None
@@ -293,27 +333,28 @@ def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: C
     loss, m, k, ck = best
     if clean:          # the model's own issue loop: the clean kernel's (each measurement kernel has its own)
         m = m.with_values(issue_next_ns=ck.issue_next_ns)
-    notes = [f"single copies: {len(old)} l03/tma_latency and {len(clean)} l03/tma_latency_clean calibration records, "
-             f"queue depth {m.queue_copies} copies (loss {loss:.4g})"] + notes
+    m = m.with_values(**keep)       # no calibration record re-reads lines (rereads): the fit did not need it
+    nc = sum(1 for r in cold if r.get("fresh"))
+    notes = [f"single copies: {len(old)} l03/tma_latency, {len(clean) - nc} l03/tma_latency_clean and {nc} "
+             f"l03/tma_latency_cold calibration records, queue depth {m.queue_copies} copies (loss {loss:.4g})"] + notes
     return LatencyFit(m, k, loss, clean_kernel=ck, queue_losses=losses, notes=notes)
 
 
-def reread_samples(records: Sequence[dict]) -> list[tuple[float, bool]]:
+def reread_samples(records: Sequence[dict], margin_ns: float = 75.0, min_bytes: int = 256) -> list[tuple[float, bool]]:
     """``(reuse distance in bytes, kept)`` for every sample of the re-read pass of ``l03/tma_latency_cold``
     (``fresh`` False, the step's own samples in order, :func:`reuse_of`'s distances): a sample counts as kept when
-    its cold total lies nearer the record's warm median than the same case's cold median on fresh lines (pass 0).
-    Samples whose lines were never read before are left out."""
-    fresh = {(r["bytes"], r["count"], r["align"]): r["cold_total_cycles"]["median"] for r in records
-             if r.get("fresh") and r.get("pass") == 0}
+    its cold total is less than ``margin_ns`` above the record's own warm median (half the smallest DRAM part, ~150
+    ns; nothing of another record is used). Samples whose lines were never read before are left out, and rounds of
+    copies under ``min_bytes`` (16-byte rounds share what DRAM brings, :func:`fresh_copy`: their cold time is within
+    ~90 ns of their warm one, so kept and cold look alike)."""
     out = []
     for r in records:
-        if r.get("fresh", True) or "cold_total_samples" not in r:
+        if r.get("fresh", True) or "cold_total_samples" not in r or r["bytes"] < min_bytes:
             continue
-        cold = fresh.get((r["bytes"], r["count"], r["align"]))
         d = reuse_of(r)
-        if cold is None or d is None:
+        if d is None:
             continue
-        cut = 0.5 * (cold + r["warm_total_cycles"]["median"])
+        cut = r["warm_total_cycles"]["median"] + margin_ns * r["clock_ghz"]
         out += [(float(x), bool(t < cut)) for x, t in zip(d, r["cold_total_samples"]) if math.isfinite(x)]
     return out
 
@@ -599,14 +640,15 @@ for _title, _part, _tol, _floor in READ_CHECKS:
 
 
 
-def _cold_check(ds, how: str, floor: float) -> CheckResult:
+def _cold_check(ds, key: str, how: str, floor: float) -> CheckResult:
     from .timing import DATASETS, _fitted              # timing imports this module: a late import
 
     fr = _fitted(DATASETS["stream"])
-    if fr is None or fr[0].latency is None or not fr[0].held_out.get("latency_clean"):
+    if fr is None or fr[0].latency is None or not fr[0].held_out.get(key):
         return CheckResult(0, 1, [], note="cannot fit the single-copy model on the committed datasets")
     tf = fr[0]
-    rows = cold_round_spread(tf.held_out["latency_clean"], tf.latency.model, tf.latency.clean_kernel)
+    recs = [r for r in tf.held_out[key] if r.get("fresh", True)]
+    rows = cold_round_spread(recs, tf.latency.model, tf.latency.clean_kernel)
     ok = [r["inside"] if how == "band" else abs(r["error"]) <= 0.10 for r in rows]
     n, good = len(rows), sum(ok)
     allowed = n - math.ceil(floor * n)
@@ -619,17 +661,26 @@ def _cold_check(ds, how: str, floor: float) -> CheckResult:
                             f"of the median (floor {floor:.0%} {'inside' if how == 'band' else 'within'})")
 
 
-#: the cold rounds against their own sample spread (the goal, all within ±10 % of the median, is not met):
-#: (title, "band" or "median", floor) — the level the model reaches on the committed data, rounded down
+#: the cold rounds against their medians and their own sample spread: (title, dataset, part of the fit, "band" or
+#: "median", floor) — the level the model reaches on the committed data, rounded down. l03/tma_latency_cold's
+#: rounds read lines never read before in the run (its fresh passes); most of l03/tma_latency_clean's held-out "cold"
+#: rounds re-read lines its run had read 5–60 MiB earlier (timing_sweep.latency2_plan replayed; the L2 keeps some),
+#: which the model predicts with what l03/tma_latency_cold's re-read pass says the L2 keeps
 COLD_CHECKS = [
-    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu inside their 32 samples' p10–p90 band, ≥ 65 % "
-     "(goal: all within ±10 % of the median; not met)", "band", 0.65),
-    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu (lines in flight shared), ≥ 40 % within ±10 % "
-     "(goal: all; not met)", "median", 0.40),
+    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu on lines never read before (l03/tma_latency_cold, "
+     "16 B, 1 KiB and 16 KiB copies, every fresh pass), ≥ 94 % within ±10 % (goal: all; not met — 16 KiB rounds' "
+     "medians move 12–15 % between passes)", "l03/tma_latency_cold", "latency_cold", "median", 0.94),
+    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu on lines never read before (l03/tma_latency_cold) "
+     "inside their 64 samples' p10–p90 band, all", "l03/tma_latency_cold", "latency_cold", "band", 1.0),
+    ("Timing model 2, held out: l03/tma_latency_clean's cold rounds (most re-read lines their run had read 5–60 MiB "
+     "before; what L2 keeps from l03/tma_latency_cold) inside their 32 samples' p10–p90 band, ≥ 95 % (goal: all "
+     "within ±10 % of the median; not met)", "l03/tma_latency_clean", "latency_clean", "band", 0.95),
+    ("Timing model 2, held out: l03/tma_latency_clean's cold rounds (most re-read lines; what L2 keeps from "
+     "l03/tma_latency_cold), ≥ 60 % within ±10 % (goal: all; not met)", "l03/tma_latency_clean", "latency_clean",
+     "median", 0.60),
 ]
-for _title, _how, _floor in COLD_CHECKS:
-    silicon_check(_title, lesson=3, dataset="l03/tma_latency_clean")(
-        lambda ds, a=(_how, _floor): _cold_check(ds, *a))
+for _title, _ds, _part, _how, _floor in COLD_CHECKS:
+    silicon_check(_title, lesson=3, dataset=_ds)(lambda ds, a=(_part, _how, _floor): _cold_check(ds, *a))
 
 
 

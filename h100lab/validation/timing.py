@@ -16,6 +16,9 @@ Datasets (``python -m h100lab.measure.timing_sweep``): ``l03/stream_sweep`` (the
   hold out every other (stages, tile) pair (≈ 80 % of the runs, including every 1, 4, 16 and 64 KiB tile);
 * latency (``l03/tma_latency``) and latency_clean (``l03/tma_latency_clean``): calibrate on copies of 256 B, 4 KiB
   and 64 KiB; hold out the other sizes; the mbarrier costs are single measurements (calibration only);
+  latency_cold (``l03/tma_latency_cold``, cold rounds on lines never read before in the run): its fresh copies of
+  256 B and 4 KiB join the calibration, its re-read pass calibrates what the L2 keeps of lines read before
+  (:func:`h100lab.validation.micro.fit_l2_keep`), its other fresh copies are held out;
 * sync: ``bar.sync`` on 32 and 256 threads; ``barrier.cluster`` on clusters of 2 and 8 with 32, 256 and 1024
   threads (no store before the arrive); DSMEM on clusters of 2 and 8; hold out the rest;
 * ceilings: the best read stream and the best copy initialise the read and copy ceilings; the ``ld.global.v4``
@@ -246,8 +249,12 @@ def _fit(stream, latency, sync, ceilings, base, max_iter, bounds, latency_clean,
     if latency_clean:
         cal["latency_clean"], held["latency_clean"] = SPLITS["latency_clean"].apply(latency_clean)
         clean_cal = cal["latency_clean"]
+    cold_cal: list[dict] = []
+    if latency_cold:
+        cal["latency_cold"], held["latency_cold"] = SPLITS["latency_cold"].apply(latency_cold)
+        cold_cal = cal["latency_cold"]
     if lat_cal or clean_cal:
-        lat_fit = micro.fit_latency(lat_cal, clean_cal, cold=latency_cold or ())
+        lat_fit = micro.fit_latency(lat_cal, clean_cal, cold=cold_cal)
         notes += lat_fit.notes
     # (3) synchronisation and DSMEM (independent of the copy path: fitted apart, h100lab.validation.micro)
     sync_kernel = micro.SyncKernel()
@@ -406,15 +413,16 @@ def _latency_pairs(recs, tf: TimingFit):
     return out
 
 
-def _clean_pairs(recs, tf: TimingFit):
+def _clean_pairs(recs, tf: TimingFit, family: str = "latency clean"):
     out: dict[str, list] = {}
     if tf.latency is None:
         return out
     for r in recs:
         for k, v in micro.predict_latency_clean(r, tf.latency.model, tf.latency.clean_kernel).items():
             if k in r:
-                lab = f"{r['bytes']} B ×{r['count']} align {r['align']} touch {r['touch']}"
-                out.setdefault(f"latency clean {'single' if r['count'] == 1 else 'round'} {k}", []).append(
+                lab = f"{r['bytes']} B ×{r['count']} align {r['align']} touch {r['touch']}" + (
+                    f" pass {r['pass']}" if "pass" in r else "")
+                out.setdefault(f"{family} {'single' if r['count'] == 1 else 'round'} {k}", []).append(
                     (lab, v, r[k]))
     return out
 
@@ -447,6 +455,10 @@ def validate(tf: TimingFit, *, method: str = "sim", tol: float = TOLERANCE) -> T
         if part.get("latency_clean"):
             for k, pairs in _clean_pairs(part["latency_clean"], tf).items():
                 store[k] = agreement(k, pairs, tol)
+        if part.get("latency_cold"):            # its fresh records (the re-read pass calibrates what L2 keeps)
+            fresh = [r for r in part["latency_cold"] if r.get("fresh")]
+            for k, pairs in _clean_pairs(fresh, tf, "latency cold").items():
+                store[k] = agreement(k, pairs, tol)
         if part.get("sync"):
             for k, pairs in _sync_pairs(part["sync"], tf).items():
                 store[k] = agreement(k, pairs, tol)
@@ -464,6 +476,8 @@ def validate(tf: TimingFit, *, method: str = "sim", tol: float = TOLERANCE) -> T
 def _split_of(metric: str) -> str:
     if metric.startswith("latency clean"):
         return SPLITS["latency_clean"].description
+    if metric.startswith("latency cold"):
+        return SPLITS["latency_cold"].description
     head = metric.split()[0]
     return SPLITS[head].description if head in SPLITS else ("the read_stream split's streams (the read-stream model) "
                                                              "and the best read and copy records (ceilings)")
@@ -560,6 +574,10 @@ GOAL_CHECKS = [
     ("Timing model 2 goal, held out: back-to-back rounds of l03_copy_latency.cu (issue windows, warm totals), all "
      "within ±10 %", 3, "l03/tma_latency_clean", "held_out",
      ("latency clean round cold_first", "latency clean round cold_issue", "latency clean round warm"), 0.10, 1.0),
+    ("Timing model 2 goal, held out: l03/tma_latency_cold's single copies on fresh lines (cold and warm, every "
+     "pass) and its rounds' issue windows and warm totals, all within ±10 %", 3, "l03/tma_latency_cold", "held_out",
+     ("latency cold single", "latency cold round cold_first", "latency cold round cold_issue",
+      "latency cold round warm"), 0.10, 1.0),
     ("Timing model 2 goal, held out: bar.sync cost, all within ±10 %", 3, "l03/sync_cost", "held_out",
      ("sync bar_sync",), 0.10, 1.0),
     ("Timing model 2 goal, held out: barrier.cluster round trips (release and relaxed), all within ±10 %", 3,
@@ -577,13 +595,14 @@ ACHIEVED_CHECKS = [
      "l03/stream_sweep", "calibration", ("stream",), 0.10, 0.90),
     ("Timing model 2, held out: streaming time per tile and bandwidth, ≥ 97 % within ±20 %", 3,
      "l03/stream_sweep", "held_out", ("stream",), 0.20, 0.97),
-    ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu, ≥ 85 % within ±10 % (goal: all)", 3,
-     "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.10, 0.85),
+    ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu, ≥ 90 % within ±10 % (goal: all; "
+     "not met — 16-byte rounds: ×2 cold and ×4 warm)", 3, "l03/tma_latency", "held_out", ("latency issue total_ns",),
+     0.10, 0.90),
     ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu, all within ±25 %", 3,
      "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.25, 1.0),
-    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu, ≥ 70 % within ±25 % (goal: all within ±10 %; "
-     "their medians are noisy)", 3, "l03/tma_latency_clean", "held_out", ("latency clean round cold_total",), 0.25,
-     0.70),
+    ("Timing model 2, held out: l03/tma_latency_clean's cold rounds, all within ±25 % (goal: all within ±10 %; most "
+     "re-read lines their run had read before)", 3, "l03/tma_latency_clean", "held_out",
+     ("latency clean round cold_total",), 0.25, 1.0),
 ]
 
 

@@ -24,7 +24,8 @@ cooperative kernel; after one warm-up) per run of :data:`SKEW_RUNS`, recording w
 (%globaltimer), their SMs and their tile starts (%clock64 mapped to ns): the launch skew and the drift between two
 CTAs of one persistent grid (records of kind ``skew``).
 
-``--l2`` instead writes ``data/l08/gemm_l2_traffic.json``: the runs of :data:`L2_RUNS` (variant, schedule, tile order,
+``--l2`` instead writes ``data/l08/gemm_l2_traffic.json``: the runs of :data:`L2_RUNS` (``--l2-set bistable``: of
+:data:`L2_RUN_SETS`, each launched ``--l2-launches`` times, one ncu record per launch) (variant, schedule, tile order,
 shape), each launched once in a child process under Nsight Compute (``ncu --clock-control none``, the metrics of
 :data:`L2_METRICS` — DRAM bytes read and written, the L2 hit rate of the SMs' reads, the traffic over the link
 between the two L2 halves, the kernel's duration; one launch per run, ncu's default cache control: L2 flushed
@@ -270,6 +271,17 @@ L2_RUNS = tuple(
     + [(_SQ8, "pingpong", "persistent", g, r, 66) for g, r in ((1, 0), (8, 0))]
     + [((1280, 3840, 8192), v, "persistent", 8, 0, None) for v in ("pingpong", "cooperative", "cooperative_n128")]
     + [((16384, 16384, 16384), v, "persistent", 8, 0, None) for v in ("cooperative", "cooperative_n128")])
+#: --l2-set bistable: runs whose timed launches split into a fast and a slow group (32768×2048×8192 row-major:
+#: 1.8 or 2.3 ms within one run of 20, l08/gemm_l2_traffic) with the ping-pong and cooperative controls — each
+#: launched --l2-launches times under ncu, so each launch's DRAM bytes sit next to its duration
+L2_RUN_SETS = {
+    "default": None,
+    "bistable": (((32768, 2048, 8192), "pingpong", "persistent", 1, 0, None),
+                 ((8192, 8192, 8192), "pingpong", "persistent", 8, 1, None),
+                 ((8192, 8192, 8192), "pingpong", "persistent", 1, 0, None),
+                 ((8192, 8192, 8192), "pingpong", "persistent", 8, 0, None),
+                 ((8192, 8192, 8192), "cooperative", "persistent", 1, 0, None)),
+}
 #: the %smid probe: one CTA per SM (a shared-memory request only one fits), CTA i writes its SM
 PLACEMENT_SRC = r"""
 extern "C" __global__ void smid_probe(unsigned* out) {
@@ -295,7 +307,8 @@ def l2_child(plan_path: str, timed: bool, warmup: int, repeats: int, out_path: s
     (median of ``repeats``); results (ok, error, times) to ``out_path`` as JSON, rewritten after every run."""
     import json
 
-    runs = json.loads(Path(plan_path).read_text())["runs"]
+    plan = json.loads(Path(plan_path).read_text())
+    runs, n_launch = plan["runs"], int(plan.get("launches", 1))
     be = bench_gemm.TorchCuda()
     sms = be.sm_count()
     res, inputs = [], {}
@@ -316,9 +329,10 @@ def l2_child(plan_path: str, timed: bool, warmup: int, repeats: int, out_path: s
                 ms = be.time(fn, warmup, repeats)
                 rec.update(median_ms=statistics.median(ms), min_ms=min(ms), samples_ms=[round(x, 5) for x in ms])
             else:
-                fn()
-                be.sync()
-            rec.update(ok=True, grid=grid)
+                for _ in range(n_launch):                  # each launch profiled on its own
+                    fn()
+                    be.sync()
+            rec.update(ok=True, grid=grid, launches=n_launch)
             log(f"l2 run {i} {variant} {M}x{N}x{K} group {group} raster {raster} grid {grid}"
                 + (f": {rec['median_ms']:.3f} ms" if timed else ": launched"))
         res.append(bench_gemm.attempt(rec, body, f"l2 run {i}", log))
@@ -373,11 +387,13 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
     from h100lab.measure.l01 import find_ncu, parse_ncu_csv
 
     tmp = Path(tempfile.mkdtemp(prefix="l2traffic_"))
-    runs = [[list(s), v, sch, g, r, n] for s, v, sch, g, r, n in L2_RUNS]
+    chosen = L2_RUN_SETS.get(args.l2_set) or L2_RUNS
+    runs = [[list(s), v, sch, g, r, n] for s, v, sch, g, r, n in chosen]
+    n_launch = max(1, int(args.l2_launches))
     plan = tmp / "plan.json"
     plan.write_text(json.dumps({"runs": runs}))
     me = [sys.executable, str(Path(__file__).resolve())]
-    extra: dict = {"metrics": list(L2_METRICS)}
+    extra: dict = {"metrics": list(L2_METRICS), "l2_set": args.l2_set, "launches_per_run": n_launch}
     ncu = find_ncu()
     entries = sorted({cap.VARIANTS[v].entry for _, v, *_ in runs})
     got: list = [None] * len(runs)               # per run: (ncu launch, child record) or the error string
@@ -387,7 +403,7 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
     def chunk(lo: int, part: list):
         """One ncu process over ``part`` (runs lo …): fills ``got``; returns ncu's error or None."""
         pp = tmp / f"plan_{lo}.json"
-        pp.write_text(json.dumps({"runs": part}))
+        pp.write_text(json.dumps({"runs": part, "launches": n_launch}))
         res_path = tmp / f"ncu_child_{lo}.json"
         cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:^(" + "|".join(entries) + ")$", "--metrics",
                ",".join(metrics), "--csv", "--print-units", "base", *me, "--l2-child", str(pp), "--l2-result",
@@ -402,10 +418,11 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
         except ValueError as exc:
             return f"{'ncu timed out; ' if late else ''}{exc}: {err[-800:]} {text[-800:]}"
         child = json.loads(res_path.read_text()) if res_path.exists() else []
-        if len(launches) > len(part):
-            return f"ncu reported {len(launches)} launches for {len(part)} runs"
-        for j, x in enumerate(launches):
-            got[lo + j] = (x, child[j] if j < len(child) else {"ok": False, "error": "no child result"})
+        if len(launches) > len(part) * n_launch:
+            return f"ncu reported {len(launches)} launches for {len(part)} runs x {n_launch}"
+        for j in range(len(launches) // n_launch):
+            xs = launches[j * n_launch:(j + 1) * n_launch]
+            got[lo + j] = (xs, child[j] if j < len(child) else {"ok": False, "error": "no child result"})
         return f"ncu timed out after {args.l2_timeout} s" if late else None
 
     if ncu is None:
@@ -450,8 +467,10 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
         if isinstance(got[i], str):
             rec.update(ok=False, error=got[i])
         else:
-            x, c = got[i]
-            rec.update(ok=bool(c.get("ok")), grid=c.get("grid"), kernel=x["kernel"], metrics=x["metrics"])
+            xs, c = got[i]
+            rec.update(ok=bool(c.get("ok")), grid=c.get("grid"), kernel=xs[0]["kernel"], metrics=xs[0]["metrics"])
+            if n_launch > 1:
+                rec["launch_metrics"] = [x["metrics"] for x in xs]
             if "error" in c:
                 rec["error"] = c["error"]
         recs.append(rec)
@@ -492,6 +511,10 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     ap.add_argument("--l2-timeout", type=float, default=150.0, help="seconds for the --l2 run under ncu (the launches "
                     "profiled by then are kept)")
     ap.add_argument("--l2-time-timeout", type=float, default=80.0, help="seconds for the --l2 timed run")
+    ap.add_argument("--l2-set", default="default", choices=sorted(L2_RUN_SETS), help="--l2: which runs (default: "
+                    "L2_RUNS; bistable: L2_RUN_SETS['bistable'])")
+    ap.add_argument("--l2-launches", type=int, default=1, help="--l2: launches of each run profiled (each its own "
+                    "ncu record)")
     ap.add_argument("--l2-child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--l2-result", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--l2-timed", action="store_true", help=argparse.SUPPRESS)

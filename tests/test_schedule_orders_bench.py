@@ -136,3 +136,45 @@ def test_l2_runs_are_persistent_grids_of_the_sms():
     assert len(set(map(tuple, (r[:5] + (r[5],) for r in bench.L2_RUNS)))) == len(bench.L2_RUNS)
     assert all(g == (132, 132) for (r, g) in zip(bench.L2_RUNS, grids) if r[2] == "persistent" and r[5] is None)
     assert (2048, 2048) in grids and (66, 66) in grids          # pairs at 8192³: 4096 tiles / 2; the 66-CTA grid
+
+
+FAKE_NCU = r'''#!/usr/bin/env python3
+import json, sys
+a = sys.argv
+if "--version" in a:
+    print("Version 0.0 (fake)")
+    sys.exit(0)
+plan = json.load(open(a[a.index("--l2-child") + 1]))
+runs, n = plan["runs"], plan.get("launches", 1)
+json.dump([{"index": i, "ok": True, "grid": 132} for i in range(len(runs))], open(a[a.index("--l2-result") + 1], "w"))
+print("==PROF== Connected")
+print('"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"')
+for i in range(len(runs) * n):
+    for m, v in (("dram__bytes_read.sum", f"{1000 + i:,}"), ("gpu__time_duration.sum", "3,500,000")):
+        print(f'"{i}","gemm_bf16","Command line profiler metrics","{m}","byte","{v}"')
+'''
+
+
+def test_l2_mode_maps_each_launch_of_a_run_to_its_record(tmp_path, monkeypatch):
+    """--l2 --l2-set bistable --l2-launches 3 with a stand-in ncu: launch j of run i is ncu's launch 3i + j."""
+    import os
+    import h100lab.measure.l01 as l01
+
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU)
+    os.chmod(ncu, 0o755)
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    fake = _module("fake_l08_bench", HERE / "test_l08_bench.py")
+    be = fake.FakeBackend()
+    be.sm_count = lambda: 132
+    monkeypatch.setattr(l01, "find_ncu", lambda: str(ncu))
+    out = bench.main(["--l2", "--l2-set", "bistable", "--l2-launches", "3", "--name", "l08/gemm_l2_bistable",
+                      "--out", str(tmp_path), "--l2-time-timeout", "60"], backend=be, log=lambda *a: None)
+    obj = json.loads(Path(out["path"]).read_text())
+    assert obj["meta"]["l2_set"] == "bistable" and obj["meta"]["launches_per_run"] == 3
+    l2 = [r for r in obj["records"] if r["kind"] == "l2"]
+    assert [(r["M"], r["N"], r["group"], r["raster"]) for r in l2] == [
+        (s[0], s[1], g, r) for s, _, _, g, r, _ in bench.L2_RUN_SETS["bistable"]]
+    assert all(r["ok"] for r in l2)
+    assert [[m["dram__bytes_read.sum"] for m in r["launch_metrics"]] for r in l2[:2]] == [[1000, 1001, 1002],
+                                                                                           [1003, 1004, 1005]]

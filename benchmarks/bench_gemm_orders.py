@@ -249,6 +249,9 @@ L2_METRICS = ("dram__bytes_read.sum", "lts__t_sector_hit_rate.pct", "lts__t_sect
               "gpu__time_duration.sum")
 #: runs per ncu process (a process cut at the time limit loses at most its own)
 L2_CHUNK = 18
+#: --l2-set bistable: two metrics ncu collects in one pass, so a launch's bytes and duration come from the same replay
+#: (a run that falls into one of two states could land in different ones on different passes)
+L2_METRICS_ONE_PASS = ("dram__bytes_read.sum", "gpu__time_duration.sum")
 #: the metrics every Hopper ncu knows: the second try when the full list is refused
 L2_METRICS_BASIC = ("dram__bytes_read.sum", "lts__t_sector_hit_rate.pct", "gpu__time_duration.sum")
 _SQ4, _SQ8 = (4096, 4096, 4096), (8192, 8192, 8192)
@@ -393,11 +396,12 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
     plan = tmp / "plan.json"
     plan.write_text(json.dumps({"runs": runs}))
     me = [sys.executable, str(Path(__file__).resolve())]
-    extra: dict = {"metrics": list(L2_METRICS), "l2_set": args.l2_set, "launches_per_run": n_launch}
+    extra: dict = {"metrics": list(L2_METRICS_ONE_PASS if args.l2_set == "bistable" else L2_METRICS),
+                   "l2_set": args.l2_set, "launches_per_run": n_launch}
     ncu = find_ncu()
     entries = sorted({cap.VARIANTS[v].entry for _, v, *_ in runs})
     got: list = [None] * len(runs)               # per run: (ncu launch, child record) or the error string
-    metrics = L2_METRICS
+    metrics = L2_METRICS_ONE_PASS if args.l2_set == "bistable" else L2_METRICS
     deadline = time.time() + args.l2_timeout
 
     def chunk(lo: int, part: list):

@@ -140,3 +140,13 @@ def test_plain_launch_fills_one_gpc_after_another():
         runs = [seq[0]] + [b for a, b in zip(seq, seq[1:]) if b != a]
         assert len(runs) == len(set(runs))                                 # each GPC's CTAs consecutive
         assert sorted(set(seq)) == sorted(set(gpc.values()))
+
+
+@needs_l2
+def test_row_major_with_b_in_l2_splits_into_two_states():
+    recs = data.load(traffic.L2_DATASET).records
+    t = next(r for r in recs if r["kind"] == "l2time" and (r["M"], r["N"], r["group"], r["raster"]) == (32768, 2048, 1, 0)
+             and r["variant"] == "pingpong")
+    fast = [x for x in t["samples_ms"] if x < 2.0]
+    slow = [x for x in t["samples_ms"] if x > 2.15]
+    assert len(fast) >= 3 and len(slow) >= 3 and len(fast) + len(slow) == len(t["samples_ms"])

@@ -51,6 +51,9 @@ fitted on it) — the window is a *time* model, not a faithful byte count:
   charges it to HBM;
 * the cooperative form loses reuse too (row-major 8192³: 1.55× the in-step bytes; the 128-column form 1.6–2.2× in
   row-major and grouped by 16; both 1.5–1.7× at 16384³) without being DRAM-bound (≤ 3.5 TB/s);
+* the loss is a state a launch falls into, not a fixed property of the order: the 20 timed launches of
+  32768 × 2048 × 8192 in row-major order (B-panel sharers 8 CTAs apart, B in L2) split into ~1.8 ms (as grouped)
+  and ~2.3 ms, while the same sharing pattern at 8192³ (grouped by 8 along N) is slow in every launch;
 * a plain 132-CTA launch fills one GPC after another (the ``placement`` records with ``data/l02/gpc_map``: CTAs
   0–7 on four 2-SM GPCs, then 8, five × 16, 18 and 18 consecutive CTAs per GPC), so a window of 24 consecutive
   CTAs spans one or two GPCs; reuse domains of exactly one GPC fit the times worse (the small GPCs first).

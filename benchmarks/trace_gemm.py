@@ -17,8 +17,9 @@ k-blocks ahead, and the bf16 default) at each shape of :data:`SHAPES` (8192³ an
   of the k-block period (one full-barrier pass to the next inside a tile), of each tile's mainloop and epilogue,
   and the SM clock during the launch (clock64 cycles over %globaltimer ns of each warpgroup's whole run).
 
-``--untraced`` names forms the trace cannot run (the cluster pairs): each is timed untraced only at each shape, right
-after that shape's traced forms (kind ``trace_time``, no summary; the SM clock is the traced forms' of the same
+The cluster pairs (``-DCLUSTER=2``) are traced too (CTAs 0 and grid / 2, each one CTA of its pair; their grid is
+bench_gemm's: twice the clusters the GPU holds). ``--untraced`` names forms to time only: each is timed untraced
+only at each shape, right after that shape's traced forms (kind ``trace_time``, no summary; the SM clock is the traced forms' of the same
 shape — :func:`time_only`).
 
 The full event arrays go to ``$OUT/gemm_trace_raw.npz`` when ``--raw`` names a folder (not a dataset: megabytes).
@@ -66,12 +67,11 @@ def trace_len(cap_n: int) -> int:
 
 
 def trace_cap(v, M: int, N: int, K: int, grid: int) -> int:
-    """The k-blocks (and tiles) the busiest CTA runs: its tiles × nk — every k-block of the traced CTAs is kept."""
+    """The k-blocks (and tiles) the busiest CTA runs: its tiles × nk — every k-block of the traced CTAs is kept (a
+    cluster pair's CTA: one tile of each of its pair's rounds, :func:`h100lab.design.capstone.waves`)."""
     from h100lab.design import capstone as cap
 
-    tm, tn = cap.tile_counts(v, M, N)
-    tiles = -(-tm * tn // grid)
-    return tiles * -(-K // v.bk)
+    return cap.waves(v, M, N, grid) * -(-K // v.bk)
 
 
 def traced_options(v) -> tuple[str, ...]:
@@ -96,8 +96,8 @@ def launch_args(v, maps, c_ptr, M: int, N: int, K: int, *, scales=None, trace=No
         mc, flag = maps[2]
         args += [mc, np.int32(flag)]
     if trace is not None:
-        if v.pingpong or v.cluster != 1:
-            raise ValueError(f"{v.name}: -DTRACE=1 times the cooperative kernel without clusters (l08_gemm.cu)")
+        if v.pingpong:
+            raise ValueError(f"{v.name}: -DTRACE=1 times the cooperative kernel (l08_gemm.cu)")
         if cap_n < 1:
             raise ValueError(f"trace capacity {cap_n}: at least one k-block")
         args += [trace, np.int32(cap_n)]
@@ -312,20 +312,22 @@ def run(be, shapes, variants, sms: int, warmup: int, repeats: int, log=print, ra
     for i, (M, N, K) in enumerate(shapes):
         for variant in variants:
             v = cap.variant(variant)
-            grid = cap.grid_size(v, M, N, sms)
+            grid = cap.grid_size(v, M, N, be.slots(variant, sms) if hasattr(be, "slots") else sms)
             tm, tn = cap.tile_counts(v, M, N)
             rec = {"kind": "trace", "variant": variant, "M": M, "N": N, "K": K, "dtype": v.dtype, "bm": v.bm,
                    "bn": v.bn, "bk": v.bk, "stages": v.stages, "scale_lead": v.scale_lead, "tma_store": v.tma_store,
-                   "inflight": v.inflight, "tiles": tm * tn, "grid": grid, "waves": cap.waves(v, M, N, grid),
+                   "inflight": v.inflight, "cluster": v.cluster, "remote_cta_scope": v.remote_cta_scope,
+                   "tiles": tm * tn, "grid": grid, "waves": cap.waves(v, M, N, grid),
                    "traced_ctas": [0, grid // 2] if grid > 1 else [0], "warmup": warmup, "repeats": repeats}
             try:
                 cap_n = trace_cap(v, M, N, K, grid)
                 rec["trace_cap"] = cap_n
                 X = be.inputs(variant, M, N, K, seed=700 + i)
                 C0, C1 = be.out(M, N), be.out(M, N)
-                plain = be.fn(variant, X, C0, M, N, K, sms)
+                slots = be.slots(variant, sms) if hasattr(be, "slots") else sms
+                plain = be.fn(variant, X, C0, M, N, K, slots)
                 buf = be.trace_buffer(trace_len(cap_n))
-                traced = be.fn(variant, X, C1, M, N, K, sms, trace=buf, cap_n=cap_n)
+                traced = be.fn(variant, X, C1, M, N, K, slots, trace=buf, cap_n=cap_n)
                 t_plain = be.time(plain, warmup, repeats)
                 t_traced = be.time(traced, warmup, repeats)
                 be.zero(buf)
@@ -387,8 +389,8 @@ def main(argv=None, backend=None, shapes=None, variants=None, log=print) -> dict
     variants = variants if variants is not None else (tuple(args.variants.split(",")) if args.variants else RUNS)
     for name in variants:
         v = cap.variant(name)                                          # raises on an unknown name
-        if v.pingpong or v.cluster != 1:
-            ap.error(f"--variants: {name} is not traceable (cooperative, no cluster)")
+        if v.pingpong:
+            ap.error(f"--variants: {name} is not traceable (cooperative forms only)")
     untraced = tuple(x for x in args.untraced.split(",") if x)
     for name in untraced:
         cap.variant(name)                                              # raises on an unknown name

@@ -58,7 +58,9 @@ def _code(ptx: str) -> str:
                      if s and not s.startswith((".loc", ".file", "//")))
 
 
-@pytest.mark.parametrize("variant", [FP8_DEFAULT, "fp8_cooperative_tmastore", BF16_DEFAULT])
+@pytest.mark.parametrize("variant", [FP8_DEFAULT, "fp8_cooperative_tmastore", BF16_DEFAULT,
+                                     "fp8_cooperative_tmastore_cluster2",
+                                     "fp8_cooperative_staggered_tmastore_cluster2_ctascope"])
 def test_untraced_kernel_is_unchanged(variant):
     """Without -DTRACE the kernel compiles to the PTX of the source with every TRACE line taken out (so the option
     costs the measured forms nothing); with it the PTX reads %clock64 and %globaltimer and has two more
@@ -77,12 +79,36 @@ def test_untraced_kernel_is_unchanged(variant):
     assert params(t) == params(a) + 2
 
 
-def test_trace_refuses_pingpong_and_clusters():
+def test_trace_refuses_pingpong():
     with pytest.raises(nvrtc.CompileError):
         nvrtc.compile_kernel("l08_gemm", options=cap.variant("pingpong").options + ("-DTRACE=1",))
     with pytest.raises(ValueError, match="cooperative"):
-        v = cap.variant("cooperative_inflight_cluster2")
+        v = cap.variant("pingpong")
         tg.launch_args(v, (None, None), 0, 128, 256, 64, trace=np.uint64(1), cap_n=4)
+    v = cap.variant("cooperative_inflight_cluster2")               # a cluster pair is traced (l08_gemm.cu TRACE note)
+    assert tg.launch_args(v, (None, None), 0, 128, 256, 64, trace=np.uint64(1), cap_n=4)[-2:] == [1, 4]
+
+
+@pytest.mark.parametrize("variant", ["fp8_cooperative_tmastore_cluster2",
+                                     "fp8_cooperative_staggered_tmastore_cluster2_ctascope"])
+def test_cluster_pair_trace_on_the_emulator(variant):
+    """One cluster of two CTAs (tile rows 0 and 1), two tile columns, two k-blocks: the traced output is the
+    untraced one bit for bit; both CTAs are traced (CTA 0 and grid / 2 = 1, the pair's two ranks), each header
+    counts its two tiles' k-blocks, every k-block's events come in order; a consumer's release (both arrives, the
+    remote one included) comes after its wait_group."""
+    M, N, K = 256, 256, 256
+    plain, traced, raw, cap_n, v, grid = _run_traced(variant, M, N, K)
+    assert v.cluster == 2 and grid == 2 and np.array_equal(plain, traced)
+    nk = -(-K // v.bk)
+    assert cap_n == 2 * nk
+    regions = tg.split(raw, cap_n)
+    assert [(r["slot"], r["wg"]) for r in regions] == [(s, w) for s in range(2) for w in range(3)]
+    for r in regions:
+        assert r["blocks"] == 2 * nk and r["tiles"] == 2 and r["nk"] == nk
+        if r["wg"]:
+            assert np.all(np.diff(r["ev"][:, :7], axis=1) >= 0) and np.all(r["ev"][:, 3] > r["ev"][:, 2])
+    s = tg.summarize(raw, cap_n, True)
+    assert all(w["events_in_order"] for w in s) and {w["smid"] for w in s if w["wg"] == 0} != set()
 
 
 class EmuTrace:

@@ -104,7 +104,7 @@
 //    The stagger lost 2-10 % at every shape of that run (it won a few per cent at 4096^3 in its own): no dependable
 //    gain. Where 128 x 192 tiles leave a wave mostly idle (1408 x 3072: 176 tiles on 132 SMs) 128 x 128 is faster
 //    (h100lab.design.capstone.fp8_tile_choice).
-// -DTRACE=1 (cooperative, CLUSTER 1; for finding where a k-block's time goes, h100lab.validation.l08.trace_rows,
+// -DTRACE=1 (cooperative, CLUSTER 1 or 2; for finding where a k-block's time goes, h100lab.validation.l08.trace_rows,
 //    benchmarks/trace_gemm.py): two more kernel arguments, `unsigned long long* trace, int trace_cap`. In CTAs 0 and
 //    gridDim.x / 2 (slot 0, 1; a grid of one CTA fills slot 0 only) thread 0 of each warpgroup w writes %clock64
 //    (SM cycles) at each event of ring slot `it` (the CTA's k-block counter over its tiles, it < trace_cap) into
@@ -118,7 +118,9 @@
 //    SCALE_LEAD 1: the next block's scales in registers (the same guard; meant to cost nothing, as the end-of-block
 //    copy waits for them anyway -- but the H200 trace of the lead-1 forms costs 9-22 % of their time against 4-8 %
 //    for the others, data/l08/gemm_trace: this wait is not free there), SCALE_LEAD 2-3: the ring's load for block
-//    kb + SCALE_LEAD issued; 7 unused (0). BM_TILE 256: the
+//    kb + SCALE_LEAD issued; 7 unused (0). CLUSTER 2: the same events in CTAs 0 and gridDim.x / 2 (each one CTA
+//    of its pair); event 3 then follows both arrives, the remote one with its .release.cluster fence (SASS:
+//    MEMBAR.ALL.GPU), so released - waited holds the fence. BM_TILE 256: the
 //    second m64 block's times overwrite the first's. Unwritten slots stay as the host set them. Without TRACE the
 //    kernel is the same PTX (every TRACE line is inside `#if TRACE` or a TR_ macro that expands to nothing;
 //    tests/test_l08_trace.py compiles both). The timestamps are ordered against the code around them by the
@@ -176,8 +178,8 @@
 #ifndef TRACE
 #define TRACE 0              // 1: on-device timestamps of every k-block's events (extra kernel arguments trace,
 #endif                       //    trace_cap; see "TRACE" at the end of the header note)
-#if TRACE && (PINGPONG || CLUSTER != 1)
-#error "TRACE times the cooperative kernel without clusters"
+#if TRACE && PINGPONG
+#error "TRACE times the cooperative kernel (CLUSTER 1 or 2)"
 #endif
 #ifndef STAGES
 #if PINGPONG

@@ -80,4 +80,13 @@ def test_cold_round_checks_are_registered_for_lesson_3():
     got = [c for c in _CHECKS if c.title in titles]
     assert len(got) == len(titles) and all(c.dataset == titles[c.title] and c.lesson == 3 for c in got)
     assert {ds for ds in titles.values()} == {"l03/tma_latency_clean", "l03/tma_latency_cold"}
-    assert all("not met" in t for t, ds, part, how, floor in micro.COLD_CHECKS if floor < 1)
+    # cold-round latency (the goal) is checked on truly cold rounds, and says when it is not met; the first sweep's
+    # "cold" rounds are checked as what they are, a mixture of L2 hits and DRAM trips, at their own floors
+    goal = [(t, floor) for t, ds, part, how, floor in micro.COLD_CHECKS if "goal" in t]
+    assert goal and all(ds == "l03/tma_latency_cold" for t, ds, *_ in micro.COLD_CHECKS if "goal" in t)
+    assert all("not met" in t for t, floor in goal if floor < 1)
+    mixed = [t for t, ds, *_ in micro.COLD_CHECKS if ds == "l03/tma_latency_clean"]
+    assert mixed and all("mixture" in t and "not of cold-round latency" in t and "goal" not in t for t in mixed)
+    from h100lab.validation import timing as vt
+    old = [t for t, _, ds, *_ in vt.ACHIEVED_CHECKS if ds == "l03/tma_latency_clean"]
+    assert old and all("mix L2 hits and DRAM trips" in t and "goal" not in t for t in old)

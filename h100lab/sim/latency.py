@@ -27,6 +27,15 @@ belong to the code around the copy — so each has its own structure, and this o
   mixture's median — warm once half the samples are kept, else inside the cold ones' lower half (a median near
   the switch is unstable: 32 samples decide it). ``l2_keep_bytes`` 0 turns this off.
 
+* **The measurement kernel's issue loop** (:class:`LatencyKernel`, read off its machine code). What a kernel runs
+  between its clock reads and its copies is the kernel's, not the TMA unit's: set-up before the first copy, the
+  loop's entry before the second, one trip per further copy. A loop the compiler unrolled by ``unroll`` copies runs
+  two code paths: rounds of fewer copies go through the remainder loop alone; rounds of ``unroll`` or more through
+  the unrolled body, whose copies step ``issue_next_ns`` apart, whose trip boundary and exit both wait for the loop
+  test (``loop_exit_ns``), and whose clock read after the last copy therefore comes ``loop_exit_ns`` after that copy
+  left — the copy is on its way meanwhile, so the round lands that much sooner after the stamp. ``l03_tma_latency.cu``'s
+  ``tma_issue`` is such a loop (:data:`OLD_KERNEL`; SASS in :class:`LatencyKernel`).
+
 :func:`round_trip` returns the three times a kernel can stamp: after the first issue, after the last, and when the
 wait returned. :class:`LatencyKernel` holds what a particular measurement kernel adds inside its timed window
 (uniform-register set-up that the compiler placed after the first clock read, :mod:`h100lab.validation.timing`
@@ -39,8 +48,8 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Sequence
 
-__all__ = ["CopyLatency", "H200_LATENCY", "LatencyKernel", "OLD_KERNEL", "CLEAN_KERNEL", "round_trip", "LINE",
-           "l2_kept", "kept_median"]
+__all__ = ["CopyLatency", "H200_LATENCY", "LatencyKernel", "OLD_KERNEL", "CLEAN_KERNEL", "round_trip",
+           "issue_schedule", "LINE", "l2_kept", "kept_median"]
 
 #: bytes of an L2 line: a source offset that is not a multiple of it is "misaligned"
 LINE = 128
@@ -83,36 +92,85 @@ class LatencyKernel:
     loop), ``loop_entry_ns`` before the second copy of a round (the issue loop's entry: a constant load of the
     count, a branch, the loop's uniform registers — ``l03_copy_latency.cu`` has only this one), and
     ``issue_next_ns``, what one trip of its issue loop costs (its address arithmetic and the ``ELECT`` loop around
-    ``UBLKCP``: the code's, not the TMA unit's; 0 = the model's ``issue_next_ns``)."""
+    ``UBLKCP``: the code's, not the TMA unit's; 0 = the model's ``issue_next_ns``).
+
+    ``unroll`` > 1: the compiler unrolled the issue loop by that many copies (module docstring, "The measurement
+    kernel's issue loop"). A round of fewer copies runs the remainder loop alone: its first copy after
+    ``issue_setup_ns``, its second ``loop_entry_ns + issue_next_ns`` later, each further one ``loop_entry_ns +
+    issue_next_ns`` (the remainder code recomputes every address). A round of ``unroll`` or more runs the unrolled
+    body: its first copy after ``unrolled_setup_ns``, the next ones ``issue_next_ns`` apart, ``loop_exit_ns`` more at
+    each trip boundary (assumption: the loop back waits for the same loop test as the exit — the same four
+    instructions in the SASS), copies past the last whole trip through the remainder loop, and the stamp after the
+    last copy of a whole trip ``loop_exit_ns`` after it.
+
+    ``l03_tma_latency.cu``'s ``tma_issue`` (nvdisasm of the cubin for ``sm_90a``: NVRTC 13.5 and nvcc/ptxas 13.0, the
+    release that compiled the measured runs, give the same SASS): ``for (j < count) bulk_load`` is unrolled by
+    four. From the clock read (``CS2R SR_CLOCKLO``) a round of 4, 8, 16 or 32 copies runs ~20 instructions of set-up
+    (``S2UR``, ``ULDC``, ``UIADD3``, ``ULEA``) to its first ``UBLKCP``, then ~8 between copies (``UIADD3`` and the
+    ``ELECT``/``BRA.U.ANY`` loop around each ``UBLKCP``), and after every fourth copy the loop test ``UIADD3 →
+    UIADD3 → ISETP → BRA``; after the last one that test, a second one (``count & 3``, taken to the clock read) and
+    then the stamp. A round of 1 or 2 copies branches to the remainder code: ~26 instructions, one more taken branch
+    and a longer ``UIMAD`` chain to its first copy, ~18 between copies, and after the last only ``PLOP3; BRA`` to the
+    stamp. ``l03_copy_latency.cu``'s loop is not unrolled (``#pragma unroll 1``): :data:`CLEAN_KERNEL`."""
 
     cold_setup_ns: float = 0.0
     issue_setup_ns: float = 0.0
     loop_entry_ns: float = 0.0
     issue_next_ns: float = 0.0
+    unroll: int = 0
+    unrolled_setup_ns: float = 0.0
+    loop_exit_ns: float = 0.0
 
 
-OLD_KERNEL = LatencyKernel(40.0, 70.0, 20.0, 28.0)
+OLD_KERNEL = LatencyKernel(40.0, 70.0, 20.0, 28.0, unroll=4, unrolled_setup_ns=60.0, loop_exit_ns=20.0)
 CLEAN_KERNEL = LatencyKernel()
 
 
+def issue_schedule(m: CopyLatency, count: int, kernel: LatencyKernel | None = None) -> tuple[float, list[float], float]:
+    """``(first, gaps, lag)`` of a round of ``count`` copies issued by ``kernel`` (:class:`LatencyKernel`; ``None``: the
+    model's own issue costs): the first issue's end (ns from before the ``expect_tx``, the kernel's set-up
+    included), the ``count − 1`` times from one issue to the next, and how long after the last issue the kernel reads
+    its clock (0 but on an unrolled loop's path). Raises ValueError for no copy."""
+    if count < 1:
+        raise ValueError("a round has at least one copy")
+    if kernel is None:
+        return m.issue_first_ns, [m.issue_next_ns] * (count - 1), 0.0
+    step = kernel.issue_next_ns if kernel.issue_next_ns > 0 else m.issue_next_ns
+    u = int(kernel.unroll)
+    if u <= 1 or count < u:                      # the plain loop, or an unrolled loop's remainder path alone
+        gaps = [step + (kernel.loop_entry_ns if j == 1 or u > 1 else 0.0) for j in range(1, count)]
+        return m.issue_first_ns + kernel.issue_setup_ns, gaps, 0.0
+    whole = count // u * u
+    gaps = []
+    for j in range(1, count):
+        if j < whole:                            # the unrolled body; a trip boundary waits for the loop test
+            gaps.append(step + (kernel.loop_exit_ns if j % u == 0 else 0.0))
+        else:                                    # past the last whole trip: the remainder code
+            gaps.append(step + kernel.loop_entry_ns + (kernel.loop_exit_ns if j == whole else 0.0))
+    return m.issue_first_ns + kernel.unrolled_setup_ns, gaps, kernel.loop_exit_ns if whole == count else 0.0
+
+
 def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = False, tlb: bool = True,
-               aligned: bool = True, tensor: bool = False, kernel: LatencyKernel | None = None) -> dict[str, float]:
-    """``{"first", "issue", "total"}`` (ns from before the ``expect_tx``): the end of the first issue, of the last
-    issue, and the waiting thread's wake-up, for ``count`` back-to-back copies of ``nbytes`` completing one
-    mbarrier phase (module docstring). ``cold``: the bytes come from DRAM; ``tlb``: the page's TLB entry is warm;
-    ``aligned``: each source starts on a 128-byte line; ``kernel``: the measurement kernel's loop (its entry before
-    the second issue and its cost per further issue, :class:`LatencyKernel`). Raises ValueError for no bytes or no
-    copy."""
+               aligned: bool = True, tensor: bool = False, kernel: LatencyKernel | None = None,
+               fresh: int | None = None) -> dict[str, float]:
+    """``{"first", "issue", "total"}`` (ns from before the ``expect_tx``): the end of the first issue, the kernel's
+    clock read after the last issue, and the waiting thread's wake-up, for ``count`` back-to-back copies of ``nbytes``
+    completing one mbarrier phase (module docstring). ``cold``: the bytes come from DRAM; ``tlb``: the page's TLB
+    entry is warm; ``aligned``: each source starts on a 128-byte line; ``kernel``: the measurement kernel's issue
+    loop (its set-up, entry, trips and unrolled path, :func:`issue_schedule`); ``fresh``: on a cold round, the last
+    copy that asks DRAM for bytes of its own — later ones read what an earlier copy's request brings
+    (:func:`h100lab.validation.micro.fresh_copy`) and land like warm ones (default: every copy). Raises ValueError
+    for no bytes or no copy."""
     if nbytes <= 0 or count < 1:
         raise ValueError("a copy moves at least one byte, and a round has at least one copy")
     fill = nbytes / (m.fill_bytes_per_ns if aligned else m.fill_misaligned_bytes_per_ns)
     q = max(1, int(round(m.queue_copies)))
-    entry = kernel.loop_entry_ns if kernel is not None else 0.0
+    first, gaps, lag = issue_schedule(m, count, kernel)
     step = kernel.issue_next_ns if kernel is not None and kernel.issue_next_ns > 0 else m.issue_next_ns
     issued: list[float] = []
     filled: list[float] = []
     for j in range(count):
-        e = m.issue_first_ns if j == 0 else issued[-1] + step + (entry if j == 1 else 0.0)
+        e = first if j == 0 else issued[-1] + gaps[j - 1]
         if j >= q:
             e = max(e, filled[j - q] + step)                # the unit is full: the issue waits for a slot
         issued.append(e)
@@ -121,8 +179,11 @@ def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = Fals
     land = filled[-1] + m.first_byte_ns + (m.tensor_extra_ns if tensor else 0.0)
     if cold:
         ramp = m.dram_ramp_ns * min(1.0, nbytes / m.dram_ramp_bytes) if m.dram_ramp_bytes > 0 else 0.0
-        land += m.dram_extra_ns + ramp + (0.0 if tlb else m.tlb_miss_ns)
-    return {"first": issued[0], "issue": issued[-1], "total": max(land, issued[-1])}
+        extra = m.dram_extra_ns + ramp + (0.0 if tlb else m.tlb_miss_ns)
+        k = count - 1 if fresh is None else min(max(int(fresh), 0), count - 1)
+        land = max(land, filled[k] + m.first_byte_ns + (m.tensor_extra_ns if tensor else 0.0) + extra)
+    stamp = issued[-1] + lag
+    return {"first": issued[0], "issue": stamp, "total": max(land, stamp)}
 
 
 def l2_kept(m: CopyLatency, distance: float) -> float:

@@ -12,6 +12,18 @@ Each is modelled with the structure its own data asks for and calibrated on a do
   (:func:`h100lab.measure.timing_sweep.latency_sources` replays the step's cursor). The model charges what the
   kernel adds (:class:`~h100lab.sim.latency.LatencyKernel`: ``cold_setup_ns``, ``issue_setup_ns``) and the
   misaligned fill rate where the replay says so; the old cold copies pay the TLB miss (their median is a mixture).
+  ``tma_issue``'s loop is unrolled by four (its PTX, and the SASS of its ``sm_90a`` cubin — nvdisasm; NVRTC 13.5 and
+  nvcc 13.0, the measured runs' release, compile it alike): rounds of 1 and 2 copies run the remainder code, rounds
+  of 4–32 the unrolled body, whose clock read after the last copy waits for the loop test
+  (:func:`~h100lab.sim.latency.issue_schedule`: ``unrolled_setup_ns``, ``loop_exit_ns``, fitted with the rest on
+  the calibration rounds). The first model had one issue loop for every count: its issue windows were within 5 %,
+  but its ×4 rounds woke ~30 ns late (held-out 16 B × 4 warm +16 %, calibration 256 B × 4 +10 %); with the
+  two paths the H200 says the unrolled path reaches its first copy ~9 ns sooner (as its ~6 fewer instructions and
+  no taken branch suggest), steps ~22 ns a copy, and its stamp comes ~27 ns after its last copy left. Held out:
+  whole rounds 31 of 32 within ±10 % (30 before; the repeat run ``l03/tma_latency_repeat`` 31 of 32). The miss,
+  16 B × 2 cold (+16 %; +20 % on the repeat), is the one round whose cold median falls below the single copy's
+  (392 against 435 ns, 380 against 419 on the repeat), inside its own samples' p10–p90 (354–464 ns): not the
+  issue loop (its window is the remainder path's, modelled within 0.1 %) and not modelled.
 * ``l03/tma_latency_clean`` (``l03_copy_latency.cu``): addresses before the clock, a stamp after the first and
   the last issue, cold with the page's TLB entry warmed (``touch``) or not, aligned or 16 bytes off.
 * ``l03/tma_latency_cold`` (the same kernel): its cold rounds again, on lines never read before in the run, every
@@ -161,16 +173,12 @@ def predict_latency(r: dict, m: CopyLatency, kernel: LatencyKernel = OLD_KERNEL,
         return {"warm_ns": warm, "cold_ns": cold}
     if k == "issue":
         off = (align or {}).get(_key(r), 0)
-        a = off == 0
         c = r["count"]
-        rt = round_trip(m, r["bytes"], c, cold=r["cold"], tlb=False, aligned=a, kernel=kernel)
-        total = rt["total"]
-        j = fresh_copy(r["bytes"], c, off)
-        if r["cold"] and j < c - 1:          # the last copies share DRAM requests of earlier ones (predict_latency_clean)
-            total = max(round_trip(m, r["bytes"], c, aligned=a, kernel=kernel)["total"],
-                        round_trip(m, r["bytes"], j + 1, cold=True, tlb=False, aligned=a, kernel=kernel)["total"])
-        return {"issue_ns_per_copy": (kernel.issue_setup_ns + rt["issue"]) / c,
-                "total_ns": kernel.issue_setup_ns + total}
+        # the last copies share DRAM requests of earlier ones (fresh_copy, as in predict_latency_clean); the kernel's
+        # set-up and its unrolled issue loop are in round_trip (sim.latency.issue_schedule)
+        rt = round_trip(m, r["bytes"], c, cold=r["cold"], tlb=False, aligned=off == 0, kernel=kernel,
+                        fresh=fresh_copy(r["bytes"], c, off))
+        return {"issue_ns_per_copy": rt["issue"] / c, "total_ns": rt["total"]}
     raise ValueError(f"latency record kind {k!r}")
 
 
@@ -230,17 +238,11 @@ def predict_latency_clean(r: dict, m: CopyLatency, kernel: LatencyKernel = CLEAN
     if isinstance(reuse, str):
         reuse = reuse_of(r)
     out = {}
+    k = fresh_copy(r["bytes"], r["count"], r["align"] % LINE)     # later copies: bytes already on their way
     for part, cold in (("cold", True), ("warm", False)):
         rt = round_trip(m, r["bytes"], r["count"], cold=cold, tlb=bool(r["touch"]), aligned=r["align"] % LINE == 0,
-                        kernel=kernel)
-        total = rt["total"]
-        k = fresh_copy(r["bytes"], r["count"], r["align"] % LINE)
-        if cold and k < r["count"] - 1:           # the last copies' lines are already on their way from DRAM
-            own = round_trip(m, r["bytes"], r["count"], aligned=r["align"] % LINE == 0, kernel=kernel)["total"]
-            shared = round_trip(m, r["bytes"], k + 1, cold=True, tlb=bool(r["touch"]),
-                                aligned=r["align"] % LINE == 0, kernel=kernel)["total"]
-            total = max(own, shared)
-        out.update({f"{part}_first_ns": rt["first"], f"{part}_issue_ns": rt["issue"], f"{part}_total_ns": total})
+                        kernel=kernel, fresh=k)
+        out.update({f"{part}_first_ns": rt["first"], f"{part}_issue_ns": rt["issue"], f"{part}_total_ns": rt["total"]})
     out["cold_total_ns"] = kept_median(m, out["cold_total_ns"], out["warm_total_ns"], reuse)
     if r["count"] == 1:                           # one copy: the first issue is the last
         out = {k: v for k, v in out.items() if not k.endswith("_issue_ns")}
@@ -264,7 +266,7 @@ _LAT_PARAMS = (("issue_first_ns", 1.0, 400.0), ("first_byte_ns", 10.0, 1000.0),
                ("fill_misaligned_bytes_per_ns", 10.0, 2000.0), ("tensor_extra_ns", 0.1, 200.0),
                ("dram_ramp_ns", 0.1, 500.0), ("dram_ramp_bytes", 64.0, 65536.0))
 _KERNEL_PARAMS = (("cold_setup_ns", 0.1, 500.0), ("issue_setup_ns", 0.1, 500.0), ("loop_entry_ns", 0.1, 500.0),
-                  ("issue_next_ns", 1.0, 400.0))
+                  ("issue_next_ns", 1.0, 400.0), ("unrolled_setup_ns", 0.1, 500.0), ("loop_exit_ns", 0.1, 500.0))
 
 
 def _latency_pairs(old: Sequence[dict], clean: Sequence[dict], m: CopyLatency, kern: LatencyKernel, align: dict,
@@ -317,7 +319,8 @@ def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: C
     for q in QUEUE_CANDIDATES:
         def split(v: dict, q=q):
             m = base.with_values(queue_copies=q, **{n: v[n] for n, *_ in _LAT_PARAMS})
-            k = LatencyKernel(**{n: v[n] for n, *_ in _KERNEL_PARAMS}) if old else OLD_KERNEL
+            k = (LatencyKernel(unroll=OLD_KERNEL.unroll, **{n: v[n] for n, *_ in _KERNEL_PARAMS}) if old
+                 else OLD_KERNEL)
             ck = (LatencyKernel(loop_entry_ns=v["clean_loop_entry_ns"], issue_next_ns=v["clean_issue_next_ns"])
                   if clean else CLEAN_KERNEL)
             return m, k, ck
@@ -396,12 +399,20 @@ def fit_l2_keep(records: Sequence[dict]) -> tuple[dict[str, float], list[str]]:
 
 def cold_passes(records: Sequence[dict]) -> list[dict]:
     """How far a cold median of ``l03/tma_latency_cold`` reproduces: per case, the cold medians (ns) of its fresh
-    passes and their spread, ``{case, medians, spread}`` (``spread``: largest over smallest, − 1)."""
-    by: dict[tuple, list] = {}
+    passes in pass order and their spread, ``{case, bytes, passes, medians, spread, first}`` (``spread``: largest over
+    smallest, − 1; ``first``: the first pass's median over the mean of the later ones', − 1 — the first fresh pass
+    runs right after the step zeroed its buffer, module docstring)."""
+    by: dict[tuple, dict] = {}
     for r in records:
         if r.get("fresh") and "cold_total_ns" in r:
-            by.setdefault((r["bytes"], r["count"], r["align"]), []).append(r["cold_total_ns"])
-    return [dict(case=f"{b} B × {n} +{a}", medians=v, spread=max(v) / min(v) - 1) for (b, n, a), v in by.items()]
+            by.setdefault((r["bytes"], r["count"], r["align"]), {})[r.get("pass", 0)] = r["cold_total_ns"]
+    out = []
+    for (b, n, a), m in by.items():
+        ps = sorted(m)
+        v = [m[p] for p in ps]
+        out.append(dict(case=f"{b} B × {n} +{a}", bytes=b, passes=ps, medians=v, spread=max(v) / min(v) - 1,
+                        first=v[0] / (sum(v[1:]) / len(v[1:])) - 1 if len(v) > 1 else 0.0))
+    return out
 
 
 def cold_round_spread(records: Sequence[dict], m: CopyLatency, kernel: LatencyKernel = CLEAN_KERNEL) -> list[dict]:
@@ -657,27 +668,32 @@ def _cold_check(ds, key: str, how: str, floor: float) -> CheckResult:
     worst = sorted((r for r, o in zip(rows, ok) if not o), key=lambda r: -abs(r["error"]))[:5]
     return CheckResult(n, max(0, (n - good) - allowed),
                        [{k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()} for r in worst],
-                       note=f"held-out cold rounds: {inside}/{n} inside their samples' p10–p90, {ten}/{n} within ±10 % "
+                       note=f"held-out {'cold rounds' if key == 'latency_cold' else 're-read (mixed) rounds'}: "
+                            f"{inside}/{n} inside their samples' p10–p90, {ten}/{n} within ±10 % "
                             f"of the median (floor {floor:.0%} {'inside' if how == 'band' else 'within'})")
 
 
 #: the cold rounds against their medians and their own sample spread: (title, dataset, part of the fit, "band" or
-#: "median", floor) — the level the model reaches on the committed data, rounded down. l03/tma_latency_cold's
-#: rounds read lines never read before in the run (its fresh passes); most of l03/tma_latency_clean's held-out "cold"
-#: rounds re-read lines its run had read 5–60 MiB earlier (timing_sweep.latency2_plan replayed; the L2 keeps some),
-#: which the model predicts with what l03/tma_latency_cold's re-read pass says the L2 keeps
+#: "median", floor) — the level the model reaches on the committed data, rounded down. Cold-round latency (the
+#: issue's goal: all within ±10 %) is checked where rounds are truly cold: l03/tma_latency_cold's fresh passes, lines
+#: never read before in the run. Most of l03/tma_latency_clean's held-out "cold" rounds re-read lines its run had read
+#: 5–60 MiB earlier (timing_sweep.latency2_plan replayed; the L2 keeps some): their samples mix L2 hits and DRAM
+#: trips, which the model predicts with what l03/tma_latency_cold's re-read pass says the L2 keeps — those two checks
+#: are of that mixture, at their own floors, and say so
 COLD_CHECKS = [
-    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu on lines never read before (l03/tma_latency_cold, "
-     "16 B, 1 KiB and 16 KiB copies, every fresh pass), ≥ 94 % within ±10 % (goal: all; not met — 16 KiB rounds' "
-     "medians move 12–15 % between passes)", "l03/tma_latency_cold", "latency_cold", "median", 0.94),
-    ("Timing model 2, held out: cold rounds of l03_copy_latency.cu on lines never read before (l03/tma_latency_cold) "
-     "inside their 64 samples' p10–p90 band, all", "l03/tma_latency_cold", "latency_cold", "band", 1.0),
-    ("Timing model 2, held out: l03/tma_latency_clean's cold rounds (most re-read lines their run had read 5–60 MiB "
-     "before; what L2 keeps from l03/tma_latency_cold) inside their 32 samples' p10–p90 band, ≥ 95 % (goal: all "
-     "within ±10 % of the median; not met)", "l03/tma_latency_clean", "latency_clean", "band", 0.95),
-    ("Timing model 2, held out: l03/tma_latency_clean's cold rounds (most re-read lines; what L2 keeps from "
-     "l03/tma_latency_cold), ≥ 60 % within ±10 % (goal: all; not met)", "l03/tma_latency_clean", "latency_clean",
-     "median", 0.60),
+    ("Timing model 2 goal check for cold-round latency, held out: rounds of l03_copy_latency.cu on lines never read "
+     "before (l03/tma_latency_cold: 16 B, 1 KiB and 16 KiB copies, every fresh pass), ≥ 94 % within ±10 % (goal: "
+     "all; not met — 16 KiB rounds run slower in the run's first pass: their medians move 11–15 % between passes)",
+     "l03/tma_latency_cold", "latency_cold", "median", 0.94),
+    ("Timing model 2, held out: cold rounds on lines never read before (l03/tma_latency_cold) inside their 64 "
+     "samples' p10–p90 band, all", "l03/tma_latency_cold", "latency_cold", "band", 1.0),
+    ("Timing model 2, held out: l03/tma_latency_clean's \"cold\" rounds, a mixture of L2 hits and DRAM trips (most "
+     "re-read lines their run had read 5–60 MiB before; what the L2 keeps from l03/tma_latency_cold's re-read pass) — "
+     "inside their 32 samples' p10–p90 band, ≥ 95 % (a check of the mixture, not of cold-round latency)",
+     "l03/tma_latency_clean", "latency_clean", "band", 0.95),
+    ("Timing model 2, held out: l03/tma_latency_clean's \"cold\" rounds, a mixture of L2 hits and DRAM trips — "
+     "≥ 60 % within ±10 % of the median (a check of the mixture, whose median the run's history decides; not of "
+     "cold-round latency)", "l03/tma_latency_clean", "latency_clean", "median", 0.60),
 ]
 for _title, _ds, _part, _how, _floor in COLD_CHECKS:
     silicon_check(_title, lesson=3, dataset=_ds)(lambda ds, a=(_part, _how, _floor): _cold_check(ds, *a))

@@ -595,13 +595,14 @@ ACHIEVED_CHECKS = [
      "l03/stream_sweep", "calibration", ("stream",), 0.10, 0.90),
     ("Timing model 2, held out: streaming time per tile and bandwidth, ≥ 97 % within ±20 %", 3,
      "l03/stream_sweep", "held_out", ("stream",), 0.20, 0.97),
-    ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu, ≥ 90 % within ±10 % (goal: all; "
-     "not met — 16-byte rounds: ×2 cold and ×4 warm)", 3, "l03/tma_latency", "held_out", ("latency issue total_ns",),
-     0.10, 0.90),
+    ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu (its issue loop unrolled by four, "
+     "read off the SASS), ≥ 96 % within ±10 % (goal: all; not met — the 16-byte ×2 cold round, whose median lies "
+     "inside its samples' p10–p90)", 3, "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.10, 0.96),
     ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu, all within ±25 %", 3,
      "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.25, 1.0),
-    ("Timing model 2, held out: l03/tma_latency_clean's cold rounds, all within ±25 % (goal: all within ±10 %; most "
-     "re-read lines their run had read before)", 3, "l03/tma_latency_clean", "held_out",
+    ("Timing model 2, held out: l03/tma_latency_clean's \"cold\" rounds — most re-read lines their run had read "
+     "5–60 MiB before, so their samples mix L2 hits and DRAM trips (a check of that mixture; cold-round latency is "
+     "checked on l03/tma_latency_cold) — all within ±25 %", 3, "l03/tma_latency_clean", "held_out",
      ("latency clean round cold_total",), 0.25, 1.0),
 ]
 

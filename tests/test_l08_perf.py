@@ -343,28 +343,35 @@ def test_fp8_variant_fields_reach_the_form():
         replace(f, scale_lead=1, scale_smem=False)
 
 
-def test_fp8_scale_load_fitted_on_one_record_and_loaded_l2(params, trace):
-    """scale_load_ns comes from its one documented record — the trace run's untraced 128 × 128 lead-1 time at the
-    clock the trace read — (reproduced there) and is longer than lesson 1's unloaded L2 hit (the scales are an L2
-    hit under the kernel's traffic). That form is load-bound: its k-block is one consumer's chain up to the loads'
-    issue (try_wait, the group's issue, the loads' issue), the load, the arrive and branch — the tensor cores, the
-    wgmma wait and the promotion fit under it — while the 128 × 192 form's longer promotion outlasts the load."""
+def test_fp8_scale_load_fitted_on_its_records_and_loaded_l2(params, trace):
+    """scale_load_ns and scale_load_ns_per_rate come from their documented trace records (SCALE_CALIBRATION: the
+    untraced 128 × 128 lead-1 times of gemm_trace_forms2 at 4096³ and 16384³, each at the clock its trace read),
+    reproduced there; the latency at no DRAM traffic is longer than lesson 1's unloaded L2 hit (the scales are an L2
+    hit under the kernel's TMA traffic) and grows with the wave's DRAM reads. At 8192³'s latency the 128 × 128 form
+    is load-bound: its k-block is one consumer's chain up to the loads' issue (try_wait, the group's issue, the
+    loads' issue), the load, the arrive and branch — the tensor cores, the wgmma wait and the promotion fit under
+    it — and so is 128 × 192; at the latency without DRAM reads (a wave that reads nothing new: 4096³'s later
+    waves) the 128 × 192 form's longer promotion outlasts the load."""
     if trace is None:
         pytest.skip("data/l08/gemm_trace not committed")
-    assert params.scale_load_ns > 0
-    for d, v, shape in perf.SCALE_CALIBRATION:
-        assert d == perf.TRACE_DATASET
-        r = next(r for r in trace if r["variant"] == v and (r["M"], r["N"], r["K"]) == shape)
+    assert params.scale_load_ns > 0 and params.scale_load_ns_per_rate > 0
+    recs = perf.scale_records()
+    assert len(recs) == len(perf.SCALE_CALIBRATION) == 2
+    for r in recs:
         ghz = perf.trace_clock_ghz(r)
         q = replace(params, tensor_ghz=ghz, throttled_ghz=ghz)
+        v, shape = r["variant"], (r["M"], r["N"], r["K"])
         assert perf.predict(v, *shape, sms=r["grid"], params=q).time_ms == pytest.approx(r["median_ms"], rel=0.01)
     l2 = perf.unloaded_l2_hit_ns()
     if l2 is not None:
         assert params.scale_load_ns > l2
     ghz = params.tensor_ghz
-    for name, bound in (("fp8_cooperative_tmastore", True), ("fp8_cooperative_n192_tmastore", False)):
+    lat = perf.predict("fp8_cooperative_tmastore", 8192, 8192, 8192, params=params).waves[0].scale_load_ns
+    assert lat > params.scale_load_ns
+    for name, load, bound in (("fp8_cooperative_tmastore", lat, True), ("fp8_cooperative_n192_tmastore", lat, True),
+                              ("fp8_cooperative_n192_tmastore", params.scale_load_ns, False)):
         f = perf.form(name)
-        a = perf._loop_args(f, params, ghz)
+        a = perf._loop_args(f, params, ghz, load)
         it = perf.issue_timing(f, params.wgmma, **a)
         path = a["pre_cycles"] + a["group_issue_cycles"] + a["scale_issue_cycles"] + a["load_cycles"] + \
             a["post_cycles"]
@@ -513,7 +520,8 @@ def test_fp8_clock_run_at_the_measured_clock():
     """data/l08/clock_under_load_fp8 (never fitted on): every capstone form at the clock nvidia-smi read — the bf16
     run within the tolerance, the FP8 forms within the level the check states; the 128 x 128 form kept a higher
     clock than 128 x 192 and is load-bound in the model, so its time barely follows the clock (the scale load is a
-    time), while the 128 x 192 form's model time sits below silicon's (its time follows the clock more)."""
+    time), while the 128 x 192 form's model time sits below silicon's (its time follows the clock more; within
+    ±10 % since the scale latency grows with the wave's DRAM reads: 8192³ is a loaded shape)."""
     from h100lab import data
     if not data.available("l08/clock_under_load_fp8"):
         pytest.skip("data/l08/clock_under_load_fp8 not committed")
@@ -524,7 +532,7 @@ def test_fp8_clock_run_at_the_measured_clock():
         assert abs(rows[g]["error"]) <= l08.ACHIEVED_CLOCK_FP8, g
     a, b = rows["fp8_cooperative_tmastore"], rows["fp8_cooperative_n192_tmastore"]
     assert a["sm_mhz"] > b["sm_mhz"]
-    assert abs(a["error"]) <= l08.TOLERANCE and b["error"] < -l08.TOLERANCE
+    assert abs(a["error"]) <= l08.TOLERANCE and -l08.TOLERANCE <= b["error"] < 0
     assert l08._clock_fp8(data.load("l08/clock_under_load_fp8")).ok
     assert len(l08.clock_rows("all")) == len(rows) + len(l08.clock_rows())
 
@@ -588,25 +596,29 @@ def test_trace_constants(params, trace):
 
 
 def test_fp8_chain_comes_from_the_trace_only(params, records, trace):
-    """The chain constants and scale_load_ns come from the trace run alone: no throughput record moves them, a
-    slower untraced time of the trace's calibration record lengthens scale_load_ns, and without the trace the FP8
+    """The chain constants and the scale latency come from the trace runs alone: no throughput record moves them,
+    slower untraced times of the scale records lengthen the latency (the chain unchanged: it is read off the first
+    trace), a slower 16384³ record alone steepens its growth with the DRAM reads, and without the trace the FP8
     chain falls back to lesson 7's issue and one FFMA per clock (no scale load)."""
     if trace is None:
         pytest.skip("data/l08/gemm_trace not committed")
     w, t = params.wgmma, params.timing
     key = lambda p: (p.fp8_issue_cycles, p.fp8_scale_issue_cycles, p.fp8_ring_issue_cycles, p.fp8_promote,
-                     p.scale_load_ns)
+                     p.scale_load_ns, p.scale_load_ns_per_rate)
     a = perf.calibrate(records, wgmma=w, timing=t, trace=trace)
     assert key(a) == key(params)
     fp8_changed = [dict(r, median_ms=2 * r["median_ms"]) if r.get("kind") == "fp8_time" else r for r in records]
     assert key(perf.calibrate(fp8_changed, wgmma=w, timing=t, trace=trace)) == key(a)
-    cal = {(v, s) for _, v, s in perf.SCALE_CALIBRATION}
-    slower = [dict(r, median_ms=1.1 * r["median_ms"], traced_median_ms=r["traced_median_ms"] + 0.1 * r["median_ms"])
-              if (r["variant"], (r["M"], r["N"], r["K"])) in cal else r for r in trace]     # the trace's cost kept
-    b = perf.calibrate(records, wgmma=w, timing=t, trace=slower)
-    assert b.scale_load_ns > a.scale_load_ns and key(b)[:4] == key(a)[:4]
+    sca = perf.scale_records()
+    slow = lambda r: dict(r, median_ms=1.1 * r["median_ms"],                          # noqa: E731
+                          traced_median_ms=r["traced_median_ms"] + 0.1 * r["median_ms"])   # the trace's cost kept
+    b = perf.calibrate(records, wgmma=w, timing=t, trace=trace, scale=[slow(r) for r in sca])
+    assert perf.scale_load_latency(b, 600.0) > perf.scale_load_latency(a, 600.0) and key(b)[:4] == key(a)[:4]
+    d = perf.calibrate(records, wgmma=w, timing=t, trace=trace,
+                       scale=[slow(r) if r["M"] == 16384 else r for r in sca])
+    assert d.scale_load_ns_per_rate > a.scale_load_ns_per_rate
     c = perf.calibrate(records, wgmma=w, timing=t)
-    assert key(c) == (0.0, 0.0, 0.0, (), 0.0)
+    assert key(c) == (0.0, 0.0, 0.0, (), 0.0, 0.0)
 
 
 def test_clock_checks_fail_when_the_model_cannot_calibrate(monkeypatch):
@@ -668,21 +680,20 @@ def test_trace_check(rep, monkeypatch):
 
 def test_second_trace_held_out(params):
     """data/l08/gemm_trace_forms (nothing fitted on it), as the module docstring reads it: every FP8 form's untraced
-    time at the trace's clock within ±15 % of the model; the staggered 128 × 192 form the fastest-predicted (its
-    chain longer than the plain form's on silicon, of the stagger only the barrier's pass modelled), 256 × 128 with the scale ring within ±10 %; the
-    direct-store 128 × 128 epilogue several times the TMA store's."""
+    time at the trace's clock within ±10 % of the model since the scale latency grows with the wave's DRAM reads
+    (±15 % before); the staggered 128 × 192 form predicted fast (its chain longer than the plain form's on silicon,
+    of the stagger only the barrier's pass modelled), 256 × 128 with the scale ring within ±10 %; the direct-store
+    128 × 128 epilogue several times the TMA store's."""
     from h100lab import data
     if not data.available("l08/gemm_trace_forms"):
         pytest.skip("data/l08/gemm_trace_forms not committed")
     rows = l08.trace_rows("l08/gemm_trace_forms", params)
     fp8 = [r for r in rows if r["variant"].startswith("fp8")]
-    assert len(fp8) == 10 and all(abs(r["error"]) <= 0.15 for r in fp8)
+    assert len(fp8) == 10 and all(abs(r["error"]) <= l08.TOLERANCE for r in fp8)
     by = lambda v: [r for r in fp8 if r["variant"] == v]                     # noqa: E731
-    # the staggered 128 × 192 form: still the fastest-predicted (its trace's promotion and wgmma intervals longer
-    # than the plain form's; only the named barrier's pass is modelled)
-    stag = by("fp8_cooperative_n192_staggered_tmastore")
-    assert all(r["error"] < -0.08 for r in stag) and max(r["error"] for r in stag) < min(r["error"] for r in fp8
-                                                                                        if r not in stag)
+    # the staggered 128 × 192 form: predicted fast (its trace's promotion and wgmma intervals longer than the plain
+    # form's; only the named barrier's pass is modelled)
+    assert all(r["error"] < 0 for r in by("fp8_cooperative_n192_staggered_tmastore"))
     # 256 × 128 with the ring: within since the tensor cores take the m64 blocks' groups in issue order (it was
     # ~12 % slow while a consumer's whole k-block went to the queue at once)
     assert all(abs(r["error"]) <= l08.TOLERANCE for r in by("fp8_cooperative_m256_tmastore_lead2"))
@@ -695,7 +706,9 @@ def test_early_scale_copy_of_the_first_fp8_runs(params, records):
     for the next block's scales at wait_group, before the release and the promotion), every other record "end";
     the early wait never makes a k-block shorter and lengthens the load-bound 128 × 128 form's; no other lead, the
     scales through shared memory or bf16 are unaffected; with it those records' direct-store forms are within the
-    tolerance (they were the direct-store misses)."""
+    tolerance (they were the direct-store misses) at the square shapes 8192³ and 16384³ — at 4096³ and the two-wave
+    shapes they come out 10–12 % fast since the scale latency follows the wave's DRAM reads: the early wait is
+    exposed to the lower latency of those shapes' later waves more than the measured times say)."""
     seen = set()
     for r in records:
         if r.get("step") is not None:
@@ -723,7 +736,8 @@ def test_early_scale_copy_of_the_first_fp8_runs(params, records):
         replace(perf.form("fp8_cooperative"), scale_copy="early")
     rep = l08.report(records, params)
     old = [r for r in rep.rows if r.kernel == "fp8_cooperative" and r.dataset in perf.EARLY_SCALE_COPY]
-    assert len(old) == 10 and all(r.within for r in old)
+    assert len(old) == 10 and all(r.within for r in old if r.shape[0] in (8192, 16384))
+    assert all(abs(r.error) <= 0.125 for r in old) and sum(r.within for r in old) >= 6
 
 
 def test_fp8_two_block_groups_reach_the_tensor_cores_in_issue_order(params):
@@ -777,17 +791,23 @@ def test_fp8_stagger_named_barrier(params):
 
 
 def test_third_trace_held_out(params, records):
-    """data/l08/gemm_trace_forms2 (the current kernel, nothing fitted on it): every traced FP8 form's untraced time
-    at the trace's clock within ±15 % of the model; the direct-store 128 × 128 form within ±10 % at all four shapes
-    and faster than the first two FP8 runs timed it (their kernel waited for the scales early: EARLY_SCALE_COPY);
-    the open item, 128 × 128 lead 1 with the TMA store at 4096³, still over +10 %; the cluster pair timed only
-    (trace_time records, left out of trace_rows)."""
+    """data/l08/gemm_trace_forms2 (the current kernel; two of its untraced times, 128 × 128 lead 1 with the TMA
+    store at 4096³ and 16384³, are the scale latency's calibration, perf.SCALE_CALIBRATION): every other traced FP8
+    form's untraced time at the trace's clock within ±10 % of the model but one, 128 × 128 lead 1 at 8192³
+    (+10.5 %: the loaded latency is linear in the wave's DRAM reads, which are as high at 8192³ as at 16384³, while
+    the latency the 8192³ records need is shorter), within ±11 %; the direct-store 128 × 128 form within ±10 % at
+    all four shapes and faster than the first two FP8 runs timed it (their kernel waited for the scales early:
+    EARLY_SCALE_COPY); the cluster pair timed only (trace_time records, left out of trace_rows)."""
     from h100lab import data
     if not data.available("l08/gemm_trace_forms2"):
         pytest.skip("data/l08/gemm_trace_forms2 not committed")
     ds = data.load("l08/gemm_trace_forms2")
     rows = l08.trace_rows(ds, params)
-    assert len(rows) == 28 and all(abs(r["error"]) <= 0.15 for r in rows)
+    assert len(rows) == 28
+    cal = {(v, s) for d, v, s in perf.SCALE_CALIBRATION if d == ds.name}
+    held = [r for r in rows if (r["variant"], (r["M"], r["N"], r["K"])) not in cal]
+    assert len(held) == 26 and all(abs(r["error"]) <= 0.11 for r in held)
+    assert sum(abs(r["error"]) > l08.TOLERANCE for r in held) <= 1
     direct = [r for r in rows if r["variant"] == "fp8_cooperative"]
     assert len(direct) == 4 and all(abs(r["error"]) <= l08.TOLERANCE for r in direct)
     d8 = next(r for r in direct if r["M"] == 8192)
@@ -795,7 +815,8 @@ def test_third_trace_held_out(params, records):
            and (r["M"], r["N"], r["K"]) == (8192,) * 3]
     assert len(old) == 2 and all(d8["measured_ms"] < 0.95 * r["median_ms"] for r in old)
     lead1 = {r["M"]: r for r in rows if r["variant"] == "fp8_cooperative_tmastore"}
-    assert lead1[4096]["error"] > l08.TOLERANCE and all(abs(lead1[m]["error"]) <= l08.TOLERANCE for m in (8192, 1408))
+    assert all(abs(lead1[m]["error"]) < 0.01 for m in (4096, 16384))              # the calibration records
+    assert abs(lead1[1408]["error"]) <= l08.TOLERANCE and 0 < lead1[8192]["error"] <= 0.11
     timed = [r for r in ds.records if r["kind"] == "trace_time"]
     assert [r["variant"] for r in timed] == ["fp8_cooperative_tmastore_cluster2"] * 4 and all(r["ok"] for r in timed)
 
@@ -803,8 +824,9 @@ def test_third_trace_held_out(params, records):
 def test_scale_latency_depends_on_the_shape(params):
     """The open FP8 item as data: the scale-load latency that reproduces each 128 × 128 lead-1 record of the current
     kernel (benchmark runs and traces) is the same in every run at a shape (within 10 % of its median) and depends on
-    the shape — every 4096³ value below every other shape's, 16384³ the longest median — where the model has one
-    (fitted at 8192³: within the 8192³ values)."""
+    the shape — every 4096³ value below every other shape's, 16384³ the longest median; the model's loaded latency
+    (perf.scale_load_latency, averaged over a launch's waves by their time) is lowest at 4096³ too, within the
+    4096³ values ±5 % (calibrated there and at 16384³), and longer than the records need at 8192³ (the open part)."""
     d = l08.scale_latency_by_shape(params=params)
     if (4096,) * 3 not in d:
         pytest.skip("no 128 x 128 lead-1 record of the current kernel at 4096^3")
@@ -812,4 +834,12 @@ def test_scale_latency_depends_on_the_shape(params):
     assert all(max(abs(x / med[k] - 1) for x in v) < 0.10 for k, v in d.items())
     assert max(d[(4096,) * 3]) < min(min(v) for k, v in d.items() if k != (4096,) * 3)
     assert max(med, key=med.get) == (16384,) * 3
-    assert min(d[(8192,) * 3]) <= params.scale_load_ns <= max(d[(8192,) * 3])
+
+    def model(shape):
+        pr = perf.predict("fp8_cooperative_tmastore", *shape, params=params)
+        return sum(w.scale_load_ns * w.mainloop_ns for w in pr.waves) / sum(w.mainloop_ns for w in pr.waves)
+
+    m = {k: model(k) for k in d}
+    assert min(m, key=m.get) == (4096,) * 3
+    assert min(d[(4096,) * 3]) * 0.95 <= m[(4096,) * 3] <= max(d[(4096,) * 3]) * 1.05
+    assert m[(8192,) * 3] > max(d[(8192,) * 3])

@@ -201,9 +201,10 @@ from typing import Any, Iterable, Sequence
 __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTiming", "issue_timing", "Wave",
            "Prediction", "predict", "predict_record", "issue_events", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "TIME_KINDS",
            "timing_datasets", "load_records", "record_form", "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
-           "CLUSTER_CALIBRATION", "SCALE_CALIBRATION", "EARLY_SCALE_COPY",
+           "CLUSTER_CALIBRATION", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
-           "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns"]
+           "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
+           "scale_load_latency", "scale_read_bytes"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
 #: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)
@@ -229,11 +230,35 @@ CLUSTER_CALIBRATION = (("l08/gemm_bench_cluster2", "cooperative_inflight_cluster
 #: shape) and every throughput record of every FP8 run are held out
 TRACE_DATASET = "l08/gemm_trace"
 TRACE_SHAPE = (8192, 8192, 8192)
-#: the one record the lead-1 scale loads' latency (``scale_load_ns``: from their issue after the group to the
-#: end-of-block copies that wait for them) is fitted on, with the trace's chain constants in place: the untraced time
-#: of the 128 × 128 lead-1 form in the trace run, at the SM clock the trace read (the trace itself cannot time the
-#: wait: its timestamp of the next block's scales waits for them, which costs that form more than the others)
-SCALE_CALIBRATION = ((TRACE_DATASET, "fp8_cooperative_tmastore", TRACE_SHAPE),)
+#: the records the lead-1 scale loads' latency is fitted on (:func:`scale_load_latency`: ``scale_load_ns`` +
+#: ``scale_load_ns_per_rate`` × the wave's DRAM read rate; from the loads' issue after the group to the end-of-block
+#: copies that wait for them), with the trace's chain constants in place: untraced times of the 128 × 128 lead-1
+#: TMA-store form in a k-block trace run, each at the SM clock its trace read (the trace itself cannot time the wait:
+#: its timestamp of the next block's scales waits for them, which costs that form more than the others) — of
+#: ``l08/gemm_trace_forms2`` (one session, the current kernel) at the least and the most loaded shapes, 4096³ (A and
+#: B in L2: later waves read little from DRAM) and 16384³. Chosen on trace data only (:data:`SCALE_CANDIDATES`:
+#: the subset whose fit times the other FP8 records of the three trace runs best, 43 of 44 within ±10 %); no
+#: throughput record is in it or chose it
+SCALE_CALIBRATION = (("l08/gemm_trace_forms2", "fp8_cooperative_tmastore", (4096, 4096, 4096)),
+                     ("l08/gemm_trace_forms2", "fp8_cooperative_tmastore", (16384, 16384, 16384)))
+#: the calibration subsets tried for the loaded scale latency, each (name, subset) — the fit on each subset, then
+#: the other FP8 records of the three trace runs (every traced form, untraced time at its clock) counted within
+#: ±10 % (:func:`h100lab.validation.l08.scale_calibration_choice`): one latency at 8192³ (the earlier model) 40/45,
+#: the first trace's two shapes 37/44, forms2's 4096³ + 8192³ 34/44, 4096³ + 16384³ 43/44 (chosen), its four
+#: shapes 38/42, every trace's 128 × 128 lead-1 record 33/38
+SCALE_CANDIDATES = (
+    ("one latency: gemm_trace 8192³", ((TRACE_DATASET, "fp8_cooperative_tmastore", TRACE_SHAPE),)),
+    ("gemm_trace 8192³ + 1280×3840×8192", ((TRACE_DATASET, "fp8_cooperative_tmastore", TRACE_SHAPE),
+                                           (TRACE_DATASET, "fp8_cooperative_tmastore", (1280, 3840, 8192)))),
+    ("forms2 4096³ + 8192³", (("l08/gemm_trace_forms2", "fp8_cooperative_tmastore", (4096, 4096, 4096)),
+                              ("l08/gemm_trace_forms2", "fp8_cooperative_tmastore", TRACE_SHAPE))),
+    ("forms2 4096³ + 16384³", SCALE_CALIBRATION),
+    ("forms2, four shapes", tuple(("l08/gemm_trace_forms2", "fp8_cooperative_tmastore", s)
+                                  for s in ((4096,) * 3, TRACE_SHAPE, (1408, 3072, 8192), (16384,) * 3))),
+    ("every trace's 128 × 128 lead 1", tuple((d, "fp8_cooperative_tmastore", s) for d, ss in (
+        (TRACE_DATASET, (TRACE_SHAPE, (1280, 3840, 8192))), ("l08/gemm_trace_forms", (TRACE_SHAPE, (1280, 3840, 8192))),
+        ("l08/gemm_trace_forms2", ((4096,) * 3, TRACE_SHAPE, (1408, 3072, 8192), (16384,) * 3))) for s in ss)),
+)
 
 
 class NotModelled(ValueError):
@@ -443,7 +468,9 @@ class PerfParams:
     back-to-back launches), ``direct_store_bytes_per_ns`` (one SM's direct epilogue stores), ``l2_bytes_per_ns``
     (L2's delivery to a wave's SMs; 0: not binding), ``cluster_fence_ns`` (a cluster pair's release.cluster arrive
     in the k-block loop; 0: lesson 3's unloaded ``cluster_arrive_release_ns``), ``scale_load_ns`` (an FP8 consumer's
-    ``ld.global`` of a k-block's scales: from its issue to the end-of-block copies that wait for it; 0: none), the
+    ``ld.global`` of a k-block's scales: from its issue to the end-of-block copies that wait for it; 0: none) and
+    ``scale_load_ns_per_rate`` (its growth with the wave's DRAM read rate, ns per B/ns: the latency is
+    ``scale_load_ns + scale_load_ns_per_rate · R``, :func:`scale_load_latency`; 0: one latency at every load), the
     FP8 consumer's chain as the k-block trace measured it (``data/l08/gemm_trace``, :func:`trace_constants`; 0 or
     empty: lesson 7's issue and one FFMA per clock): ``fp8_issue_cycles`` (a group's ``wgmma.fence``, wgmmas and
     ``commit_group``), ``fp8_scale_issue_cycles`` (scale lead 1: the next block's ``ld.global`` issued after the
@@ -461,6 +488,7 @@ class PerfParams:
     l2_bytes_per_ns: float = 0.0
     cluster_fence_ns: float = 0.0
     scale_load_ns: float = 0.0
+    scale_load_ns_per_rate: float = 0.0
     fp8_issue_cycles: float = 0.0
     fp8_scale_issue_cycles: float = 0.0
     fp8_ring_issue_cycles: float = 0.0
@@ -742,7 +770,9 @@ def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, 
 class Wave:
     """One wave of the busiest CTA: ``active`` CTAs; the per-k-block ``bounds`` (ns: tensor, tma, hbm, ring) and
     their smooth maximum ``period_ns``; ``tiles`` of this CTA in the wave (2 for a two-tile CTA of ``pairs``);
-    ``mainloop_ns`` and ``exposed_ns`` (epilogue and drain the tensor cores wait for) per tile; ``hit_rate``."""
+    ``mainloop_ns`` and ``exposed_ns`` (epilogue and drain the tensor cores wait for) per tile; ``hit_rate``; FP8
+    with a loaded scale latency (``scale_load_ns_per_rate``): ``scale_load_ns`` of the wave (0: the one latency).
+    ``bounds["tensor"]`` is the wave's own consumer chain (it differs from wave to wave with that latency)."""
 
     active: int
     bounds: dict
@@ -751,6 +781,7 @@ class Wave:
     mainloop_ns: float
     exposed_ns: float
     hit_rate: float
+    scale_load_ns: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -796,11 +827,11 @@ class Prediction:
         return max(b, key=b.get)
 
 
-def _loop_args(f: Form, p: PerfParams, ghz: float) -> dict:
+def _loop_args(f: Form, p: PerfParams, ghz: float, load_ns: float | None = None) -> dict:
     """:func:`issue_timing`'s per-k-block costs (cycles at ``ghz``) of form ``f`` under ``params``: the TMA issue of
     a consumer thread (no producer), the ``__syncthreads`` (ring kernels without a producer), a cluster pair's
     release fence, the full-barrier try_wait and ``wgmma.fence`` before the group, the empty-barrier arrive and loop
-    branch after it, FP8's scale loads."""
+    branch after it, FP8's scale loads (``load_ns``: their latency, default ``p.scale_load_ns``)."""
     t, w = p.timing, p.wgmma
     extra = 0.0 if f.specialized else (t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns) * ghz
     warps = f.consumers * 4 + (0 if not f.specialized else 4)
@@ -813,7 +844,7 @@ def _loop_args(f: Form, p: PerfParams, ghz: float) -> dict:
     arrive = 0.0 if f.cta_sync else t.mbarrier_arrive_ns
     post = arrive * ghz + getattr(w, "loop", 0.0)
     # FP8: a k-block's scale loads (ld.global from the consumer's loop; none when they come with the stage)
-    load = p.scale_load_ns * ghz if (f.promote and not f.scale_smem) else 0.0
+    load = (p.scale_load_ns if load_ns is None else load_ns) * ghz if (f.promote and not f.scale_smem) else 0.0
     out = {"extra_cycles": round(extra, 6), "sync_cycles": round(sync, 6), "fence_cycles": round(fence, 6),
            "pre_cycles": round(pre, 6), "post_cycles": round(post, 6), "load_cycles": round(load, 6)}
     if f.promote:
@@ -825,6 +856,50 @@ def _loop_args(f: Form, p: PerfParams, ghz: float) -> dict:
             # the named barrier of the two consumers (8 warps): lesson 3's bar.sync release after the last arrival
             out["stagger_cycles"] = round((t.bar_sync_ns + t.bar_sync_per_warp_ns * 8) * ghz, 6)
     return out
+
+
+def scale_load_latency(p: PerfParams, rate: float) -> float:
+    """The FP8 lead-1 scale loads' latency (ns, issue to the copies' wait) at a DRAM read rate ``rate`` (B/ns) of
+    the wave (:func:`scale_read_bytes` over its mainloop): ``p.scale_load_ns + p.scale_load_ns_per_rate · rate``
+    [model, calibrated on the k-block trace runs: :data:`SCALE_CALIBRATION`]. The loads are L2 hits (the scales are
+    a few MiB, reused by every CTA of a tile row or column) queued behind the L2's fills from DRAM; a queue's
+    waiting time grows with its load — first order: linearly, the form here (two constants, no capacity)."""
+    if rate < 0:
+        raise ValueError(f"rate {rate}: a DRAM read rate in bytes per ns is >= 0")
+    return p.scale_load_ns + p.scale_load_ns_per_rate * rate
+
+
+def scale_read_bytes(f: Form, M: int, N: int, K: int, sms: int, group: int = 8, raster: int = 0) -> tuple:
+    """Per wave of a persistent launch of ``f`` (the order and grid of :func:`_layout`): the bytes of A and B the
+    wave reads from DRAM, the load :func:`scale_load_latency` sees. In step (the cooperative forms,
+    :mod:`h100lab.design.traffic`), each distinct panel of the wave once; and when A and B together fit in the L2
+    (``(M + N) · K`` elements ≤ :attr:`h100lab.specs.H200_SXM.l2_bytes`) only the panels no earlier wave read
+    [assumption: what fits stays; the wave-by-wave estimate of :func:`_layout` has no capacity, so at 4096³ it
+    reads every wave's panels again]. A launch of one tile per CTA: the waves of :func:`_layout` as they are."""
+    from . import schedule
+    from ..specs import H200_SXM
+
+    lay = _layout(f, M, N, K, sms, group, raster)
+    if f.schedule != "persistent":
+        return tuple(float(d) for _, d, _ in lay.waves)
+    tm, tn = -(-M // f.bm), -(-N // f.bn)
+    order_dir = "m" if raster == 0 else "n"
+    if f.cluster == 2:
+        order = [(2 * q + r, n) for q, n in schedule.static_order(-(-tm // 2), tn, group, order_dir) for r in (0, 1)]
+    else:
+        order = schedule.static_order(tm, tn, group, order_dir)
+    fits = (M + N) * K * f.elem_bytes <= H200_SXM.l2_bytes
+    seen_a: set = set()
+    seen_b: set = set()
+    out = []
+    for i in range(len(lay.waves)):
+        wave = order[i * lay.grid:(i + 1) * lay.grid]
+        a = {m for m, _ in wave} - (seen_a if fits else set())
+        b = {n for _, n in wave} - (seen_b if fits else set())
+        seen_a |= a
+        seen_b |= b
+        out.append(float((len(a) * f.bm + len(b) * f.bn) * K * f.elem_bytes))
+    return tuple(out)
 
 
 def fp8_promote_block(p: PerfParams, bn: int) -> float:
@@ -907,7 +982,6 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     it = issue_timing(f, w, **_loop_args(f, p, ghz))
     arrive = 0.0 if f.cta_sync else t.mbarrier_arrive_ns
     hbm = read_ceiling(t)
-    t_tc = it.cycles / ghz
     drain = (w.latency_tail + w.wait) / ghz
     if f.epilogue == "tma":
         epi = f.c_bytes / t.tma_store_bytes_per_ns + t.tma_store_read_ns
@@ -923,18 +997,36 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     # consumer's mainloop and shares it
     sm_bytes = f.smem_bytes + (2 * f.c_bytes / lay.k_blocks if f.pingpong and f.epilogue == "tma" else 0.0)
     t_sm = sm_bytes / (f.smem.limit * ghz)
+    # FP8 with a loaded scale latency: each wave's DRAM read bytes (new to L2) set its scale loads' latency
+    loaded = (scale_read_bytes(f, int(M), int(N), int(K), sms, int(group), int(raster))
+              if p.scale_load_ns_per_rate and f.promote and not f.scale_smem else None)
     waves = []
-    for active, dram, hit in lay.waves:
+    first_it = None
+    for wi, (active, dram, hit) in enumerate(lay.waves):
         share = t.tma_bytes_per_ns if p.l2_bytes_per_ns <= 0 else min(t.tma_bytes_per_ns, p.l2_bytes_per_ns / active)
         t_x = f.tma_bytes / share
         t_h = dram / lay.k_blocks / hbm
-        # a stage's round trip: the producer re-arms and issues, the bytes move and land, the consumers blocked on
-        # it wake (lesson 3's wake, in place of the try_wait that finds a completed phase), hold it, give it back
-        ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.tma_bytes / t.tma_bytes_per_ns + t.tma_latency_ns + (1 - hit) * t.dram_latency_ns
-                + t.wait_wake_ns + it.hold / ghz - t.wait_hit_ns + arrive + remote)
-        bounds = {"tensor": t_tc, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": producer,
-                  "smem": t_sm}
-        period = soft_period(bounds.values(), t)
+
+        def _bounds(itw):
+            # a stage's round trip: the producer re-arms and issues, the bytes move and land, the consumers blocked
+            # on it wake (lesson 3's wake, in place of the try_wait that finds a completed phase), hold it, give it
+            # back
+            ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.tma_bytes / t.tma_bytes_per_ns + t.tma_latency_ns
+                    + (1 - hit) * t.dram_latency_ns + t.wait_wake_ns + itw.hold / ghz - t.wait_hit_ns + arrive + remote)
+            b = {"tensor": itw.cycles / ghz, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": producer,
+                 "smem": t_sm}
+            return b, soft_period(b.values(), t)
+
+        itw, lat = it, 0.0
+        bounds, period = _bounds(itw)
+        if loaded is not None:
+            # the latency at the wave's read rate, which depends on the wave's period: a fixed point (4 rounds;
+            # the latency moves the rate little)
+            for _ in range(4):
+                lat = scale_load_latency(p, loaded[wi] / (lay.k_blocks * period))
+                itw = issue_timing(f, w, **_loop_args(f, p, ghz, lat))
+                bounds, period = _bounds(itw)
+        first_it = itw if first_it is None else first_it
         main = lay.k_blocks * period
         n_here = 2 if f.schedule == "pairs" else 1
         if f.pingpong:
@@ -943,7 +1035,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
             exposed = max(0.0, epi - main) + (0.0 if f.inflight else drain)
         else:
             exposed = drain + epi
-        waves.append(Wave(active, bounds, period, n_here, main, exposed, hit))
+        waves.append(Wave(active, bounds, period, n_here, main, exposed, hit, lat))
     first_active = lay.waves[0][0]
     b1 = min(t.tma_bytes_per_ns, hbm / max(first_active, 1))
     fill = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.stage_bytes / b1 + t.tma_latency_ns + t.dram_latency_ns
@@ -959,7 +1051,8 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
         for wv in waves:
             total += fill + wv.tiles * wv.mainloop_ns + (wv.tiles - 1) * wv.exposed_ns + drain + epi
     return Prediction(f, int(M), int(N), int(K), sms, int(group), int(raster), lay.grid, lay.tiles, lay.k_blocks,
-                      lay.per_cta, ghz, regime, it, fill, starts, epi, drain, tuple(waves), total)
+                      lay.per_cta, ghz, regime, first_it if first_it is not None else it, fill, starts, epi, drain,
+                      tuple(waves), total)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1014,10 +1107,9 @@ def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int
     peak_ns = flops / (spec.dense_tflops[dtype] * 1e3)
     sustained_ns = flops / (pr.sms * 2 * RATE[f.atype] * pr.clock_ghz)
     ideal_kb = pr.issue.ideal / pr.clock_ghz
-    tc_kb = pr.issue.cycles / pr.clock_ghz
     tiles_run = sum(wv.tiles for wv in pr.waves)
     work_ns = tiles_run * pr.k_blocks * ideal_kb
-    tc_ns = tiles_run * pr.k_blocks * tc_kb
+    tc_ns = sum(wv.tiles * pr.k_blocks * wv.bounds["tensor"] for wv in pr.waves)   # = tiles · k · tc_kb (one chain)
     mem = {"tma": 0.0, "smem": 0.0, "hbm": 0.0, "ring": 0.0}
     for wv in pr.waves:
         excess = wv.tiles * pr.k_blocks * (wv.period_ns - wv.bounds["tensor"])
@@ -1209,7 +1301,7 @@ def trace_clock_ghz(r: dict) -> float:
 
 
 def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = False,
-              trace: Sequence[dict] | None = None) -> PerfParams:
+              trace: Sequence[dict] | None = None, scale: Sequence[dict] | None = None) -> PerfParams:
     """Fit the model's constants on the calibration subset of ``records`` (:func:`is_calibration`; records carry
     ``dataset`` and ``launches`` as :func:`load_records` gives them): ``tensor_ghz`` and
     ``direct_store_bytes_per_ns`` by robust least squares (:func:`h100lab.validation.fit.least_squares`, log
@@ -1220,9 +1312,12 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     ``fit_l2``: also fit the L2 share at full load (``l2_bytes_per_ns``) on the sustained part — off by default:
     with the shared-memory bound the fit puts it near one SM's TMA rate and every held-out figure is the same
     without it (``tests/test_l08_perf.py`` checks both). ``trace``: the records of :data:`TRACE_DATASET` — the FP8
-    chain (:func:`trace_constants`) and ``scale_load_ns`` (its :data:`SCALE_CALIBRATION` record's untraced time at the
-    trace's clock); None leaves the FP8 chain at lesson 7's issue and one FFMA per clock with no scale load. Raises
-    ValueError without sustained calibration records."""
+    chain (:func:`trace_constants`); ``scale``: the trace records of :data:`SCALE_CALIBRATION` (:func:`scale_records`:
+    each with its ``dataset``; default: ``trace``'s and the committed records of the subset's other datasets) —
+    ``scale_load_ns`` from their untraced
+    times at their traces' clocks, and with two shapes or more ``scale_load_ns_per_rate`` too; None leaves the FP8
+    chain at lesson 7's issue and one FFMA per clock with no scale load. Raises ValueError without sustained
+    calibration records."""
     import numpy as np
 
     from ..specs import H200_SXM
@@ -1291,21 +1386,32 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
                      f"{chain['fp8_issue_cycles']:.0f}, lead-1 scale-load issue {chain['fp8_scale_issue_cycles']:.0f}, "
                      f"ring load issue {chain['fp8_ring_issue_cycles']:.0f}, promotion "
                      + ", ".join(f"N={n}: {c:.0f}" for n, c in chain["fp8_promote"]))
-        want = {(v, sh) for d, v, sh in SCALE_CALIBRATION if d == TRACE_DATASET}
-        sca = [r for r in trace if r.get("ok") and (r["variant"], (r["M"], r["N"], r["K"])) in want]
+        if scale is None:      # the trace's own records, and the committed ones of the subset's other datasets
+            scale = [dict(r, dataset=TRACE_DATASET) for r in trace] + [
+                r for r in scale_records() if r["dataset"] != TRACE_DATASET]
+        want = set(SCALE_CALIBRATION)
+        sca = [r for r in scale if r.get("ok") and "warpgroups" in r
+               and (r.get("dataset"), r["variant"], (r["M"], r["N"], r["K"])) in want]
     if sca:
         def res4(vals):
             out = []
             for r in sca:
                 ghz = trace_clock_ghz(r)
-                q = replace(p, scale_load_ns=vals["load"], tensor_ghz=ghz, throttled_ghz=ghz)
+                q = replace(p, scale_load_ns=vals["load"], scale_load_ns_per_rate=vals.get("per_rate", 0.0),
+                            tensor_ghz=ghz, throttled_ghz=ghz)
                 out.append(log_ratio(predict(record_form(_trace_record(r)), r["M"], r["N"], r["K"], sms=r["grid"],
                                              params=q).time_ms, r["median_ms"]))
             return np.array(out)
-        fit4 = least_squares(res4, [FitParam("load", 300.0, 1.0, 5000.0)])
-        p = replace(p, scale_load_ns=fit4.values["load"])
+        shapes = {(r["M"], r["N"], r["K"]) for r in sca}
+        free4 = [FitParam("load", 300.0, 1.0, 5000.0)]
+        if len(shapes) >= 2:                 # two loads: the latency's growth with the wave's DRAM read rate too
+            free4.append(FitParam("per_rate", 0.1, 1e-4, 5.0))
+        fit4 = least_squares(res4, free4)
+        p = replace(p, scale_load_ns=fit4.values["load"], scale_load_ns_per_rate=fit4.values.get("per_rate", 0.0))
         l2 = unloaded_l2_hit_ns()
         notes.append(f"FP8 lead-1 scale loads, issue to the copies' wait: {fit4.values['load']:.0f} ns "
+                     + (f"+ {fit4.values['per_rate']:.3f} ns per B/ns of the wave's DRAM reads "
+                        if "per_rate" in fit4.values else "")
                      + (f"(lesson 1's unloaded L2 hit: {l2:.0f} ns)" if l2 else "") + "; residual "
                      + ", ".join(f"{x:+.3f}" for x in fit4.residuals))
     src = ("tensor_ghz, direct_store_bytes_per_ns: robust least squares on "
@@ -1316,9 +1422,9 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
            + ("; cluster_fence_ns: "
               + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d})" for d, v, s in CLUSTER_CALIBRATION) if clu else "")
            + (f"; FP8 chain: the FP8 records of {TRACE_DATASET} at {'x'.join(map(str, TRACE_SHAPE))}" if trace else "")
-           + ("; scale_load_ns: "
-              + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d}, untraced, at the trace's clock)"
-                          for d, v, s in SCALE_CALIBRATION) if sca else "")
+           + ("; scale_load_ns" + (", scale_load_ns_per_rate" if len(sca) > 1 else "") + ": "
+              + "; ".join(f"{r['variant']} at {r['M']}x{r['N']}x{r['K']} ({r['dataset']}, untraced, at the trace's "
+                          "clock)" for r in sca) if sca else "")
            + "; wgmma: h100lab.tensorcore.timing.calibrated(); copies: h100lab.validation.timing.fit()")
     return replace(p, source=src, notes=tuple(notes))
 
@@ -1337,6 +1443,21 @@ def unloaded_l2_hit_ns() -> float | None:
         return None
     row = next((r for r in l01.ladder_rows(data.load("l01/latency_ladder").records) if r["level"] == "L2"), None)
     return None if row is None or row["latency (ns)"] is None else float(row["latency (ns)"])
+
+
+def scale_records(subset: Sequence = None) -> list[dict]:
+    """The committed trace records ``subset`` (default :data:`SCALE_CALIBRATION`) names, each with ``dataset`` added
+    (a dataset not committed: none of its records)."""
+    from .. import data
+
+    subset = SCALE_CALIBRATION if subset is None else subset
+    out = []
+    for name in dict.fromkeys(d for d, _, _ in subset):
+        if data.available(name):
+            want = {(v, s) for d, v, s in subset if d == name}
+            out += [dict(r, dataset=name) for r in data.load(name).records
+                    if (r.get("variant"), (r.get("M"), r.get("N"), r.get("K"))) in want]
+    return out
 
 
 def _memory_timing():

@@ -269,6 +269,7 @@ def scale_latency_by_shape(records: Sequence[dict] | None = None, params=None,
     from ..design import perf
 
     p = params if params is not None else perf.calibrated()
+    p = _replace(p, scale_load_ns_per_rate=0.0)          # one latency per record: what reproduces its time
     recs = list(records) if records is not None else perf.load_records(perf.timing_datasets())
     cases = [(r, None, r.get("grid"), r.get("launches")) for r in recs
              if r.get("variant") == variant and r.get("dataset") not in perf.EARLY_SCALE_COPY

@@ -244,7 +244,7 @@ SCALE_CALIBRATION = (("l08/gemm_trace_forms2", "fp8_cooperative_tmastore", (4096
 #: the calibration subsets tried for the loaded scale latency, each (name, subset) — the fit on each subset, then
 #: the other FP8 records of the three trace runs (every traced form, untraced time at its clock) counted within
 #: ±10 % (:func:`h100lab.validation.l08.scale_calibration_choice`): one latency at 8192³ (the earlier model) 40/45,
-#: the first trace's two shapes 37/44, forms2's 4096³ + 8192³ 34/44, 4096³ + 16384³ 43/44 (chosen), its four
+#: the first trace's two shapes 38/44, forms2's 4096³ + 8192³ 34/44, 4096³ + 16384³ 43/44 (chosen), its four
 #: shapes 38/42, every trace's 128 × 128 lead-1 record 33/38
 SCALE_CANDIDATES = (
     ("one latency: gemm_trace 8192³", ((TRACE_DATASET, "fp8_cooperative_tmastore", TRACE_SHAPE),)),
@@ -916,16 +916,19 @@ def fp8_promote_block(p: PerfParams, bn: int) -> float:
     return float(table[near]) * bn / near
 
 
-def issue_events(v, params: PerfParams | None = None, regime: str = "sustained", groups: int = 32) -> dict:
+def issue_events(v, params: PerfParams | None = None, regime: str = "sustained", groups: int = 32,
+                 load_ns: float | None = None) -> dict:
     """The model's steady k-block of each consumer as ``l08_gemm.cu -DTRACE=1`` times it, in SM cycles (medians over
     the second half of :func:`issue_timing`'s run): ``period`` (one ``full`` to the next), ``issue`` (full →
     issued), ``wgmma`` (issued → waited: the group's wgmmas behind the other consumer's in the tensor-core queue,
     their results, ``wait_group``), ``after`` (waited → end: release, FP8 scales and promotion, arrive, branch),
     ``wait_full`` (end → the next full: waiting for the tensor cores' queue in this model, every stage full);
-    and ``cycles`` (the period :func:`issue_timing` reports). For :func:`h100lab.validation.l08.trace_rows`."""
+    and ``cycles`` (the period :func:`issue_timing` reports). ``load_ns``: FP8's scale-load latency (default
+    ``params.scale_load_ns``; a wave's loaded one: :attr:`Wave.scale_load_ns`). For
+    :func:`h100lab.validation.l08.trace_rows`."""
     f = v if isinstance(v, Form) else form(v)
     p = params if params is not None else calibrated()
-    a = _loop_args(f, p, p.clock(regime))
+    a = _loop_args(f, p, p.clock(regime), load_ns)
     rec: list = []
     it = _issue_loop(f, p.wgmma, a["extra_cycles"], a["sync_cycles"], a["fence_cycles"], a["pre_cycles"],
                      a["post_cycles"], groups, a["load_cycles"], rec,

@@ -44,7 +44,7 @@ __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLE
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
            "check_calibration", "check_family", "check_clock", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
            "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace",
-           "scale_latency_by_shape"]
+           "scale_latency_by_shape", "scale_calibration_choice"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -69,16 +69,19 @@ FAMILIES = {
 #: 128-column cooperative form at 1280 × 3840 × 8192 11–15 % too slow and at 16384³ 12 % too fast, which no
 #: traffic explains (it does not bind there); FP8, with the chain the k-block trace measured, the first two FP8
 #: runs' early scale copy (perf.EARLY_SCALE_COPY), 256 × 128's blocks queued in issue order and the stagger's
-#: named-barrier pass: 122 of 130, the misses the 128 × 128 lead-1 TMA-store form at 4096³ 12–14 % too slow (its
-#: k-block shorter there than at every other shape in one run, data/l08/gemm_trace_forms2, while lead 2's is not:
-#: the loaded scale-load latency depends on the shape, one latency is modelled), the staggered 128 × 192 forms at
-#: 8192³ and 1280 × 3840 × 8192 11–12 % too fast, and the FP8 cluster pair at 16384³ 12–14 % too slow)
-ACHIEVED = {"capstone": (0.95, 0.16), "steps": (1.0, 0.10), "ablation": (0.93, 0.12), "fp8": (0.93, 0.14),
+#: named-barrier pass: 122 of 130 (worst 13.8 %); with the scale latency loaded by the wave's DRAM reads
+#: (perf.scale_load_latency, fitted on two trace records) still 122 of 130, worst 12.0 %, median 5.0 → 3.7 %: the
+#: 128 × 128 lead-1 TMA-store misses at 4096³, the staggered 128 × 192 ones and the cluster pair's at 16384³ gone;
+#: the misses now the first two runs' early-copy direct-store 128 × 128 forms (perf.EARLY_SCALE_COPY) at 4096³
+#: and 1280 × 3840 × 8192 10.5–12 % too fast and their staggered form there 10.5 % (the later waves' low latency
+#: reaches their early wait more than silicon says), 8192³ lead 1 +10.2 % in one run (the loaded latency as long
+#: there as at 16384³), the cluster pair at 16384³ +10.2 % in one run, 256 × 128 at 4096³ −10.1 %)
+ACHIEVED = {"capstone": (0.95, 0.16), "steps": (1.0, 0.10), "ablation": (0.93, 0.12), "fp8": (0.93, 0.125),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
-#: read (regression guard; the goal is ±10 %: the 128 × 192 form at 1500 MHz misses it, by less than before the
-#: trace)
-ACHIEVED_CLOCK_FP8 = 0.11
+#: read (regression guard, now the goal ±10 %: the 128 × 192 form at 1500 MHz, 11 % fast with one scale latency, is
+#: −8.8 % with the loaded one)
+ACHIEVED_CLOCK_FP8 = 0.10
 #: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
 ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
@@ -288,6 +291,40 @@ def scale_latency_by_shape(records: Sequence[dict] | None = None, params=None,
                              params=_replace(q, scale_load_ns=mid)).time_ms
             lo, hi = (mid, hi) if t < r["median_ms"] else (lo, mid)
         out.setdefault((r["M"], r["N"], r["K"]), []).append(round((lo + hi) / 2, 1))
+    return out
+
+
+def scale_calibration_choice(candidates: Sequence | None = None) -> list[dict]:
+    """How :data:`h100lab.design.perf.SCALE_CALIBRATION` was chosen, on trace data only: for each candidate subset
+    (default :data:`h100lab.design.perf.SCALE_CANDIDATES`) the loaded scale latency fitted on it
+    (:func:`h100lab.design.perf.calibrate` with the subset's records, every other constant as calibrated), then every
+    other FP8 record of the three trace runs before the choice (``l08/gemm_trace``, ``_forms``, ``_forms2``: each
+    traced form's untraced time at its clock, :func:`trace_rows`) against it. One dict per candidate: ``name``,
+    ``scale_load_ns``, ``per_rate``, ``within`` (of ``n`` within ±:data:`TOLERANCE`), ``worst``. The subset with the
+    most within (ties: the smaller worst) is the calibration; no throughput record enters."""
+    from .. import data
+    from ..design import perf
+
+    base = perf.calibrated()
+    recs = perf.load_records(perf.DATASETS + tuple(dict.fromkeys(d for d, _, _ in perf.CLUSTER_CALIBRATION)))
+    trace = data.load(perf.TRACE_DATASET).records
+    names = (perf.TRACE_DATASET, "l08/gemm_trace_forms", "l08/gemm_trace_forms2")
+    sets = {n: data.load(n) for n in names if data.available(n)}
+    out = []
+    for name, subset in (perf.SCALE_CANDIDATES if candidates is None else candidates):
+        old = perf.SCALE_CALIBRATION
+        try:
+            perf.SCALE_CALIBRATION = tuple(subset)
+            p = perf.calibrate(recs, wgmma=base.wgmma, timing=base.timing, trace=trace,
+                               scale=perf.scale_records(subset))
+        finally:
+            perf.SCALE_CALIBRATION = old
+        cal = set(subset)
+        errs = [r["error"] for n, ds in sets.items() for r in trace_rows(ds, p)
+                if r["variant"].startswith("fp8") and (n, r["variant"], (r["M"], r["N"], r["K"])) not in cal]
+        out.append({"name": name, "scale_load_ns": p.scale_load_ns, "per_rate": p.scale_load_ns_per_rate,
+                    "within": sum(abs(e) <= TOLERANCE for e in errs), "n": len(errs),
+                    "worst": max((abs(e) for e in errs), default=0.0)})
     return out
 
 
@@ -543,8 +580,8 @@ def _clock_check(rs: list, fp8_bound: float = TOLERANCE) -> CheckResult:
 
 @silicon_check(f"Capstone GEMM time model at the SM clock nvidia-smi read during seconds of back-to-back FP8 launches "
                f"(nothing fitted on this run; each form at the clock it kept): the bf16 run within "
-               f"±{TOLERANCE:.0%}, each FP8 form within ±{ACHIEVED_CLOCK_FP8:.0%} (goal ±{TOLERANCE:.0%} — not met: "
-               f"128 × 192, at the lower clock, too fast)", lesson=8, dataset="l08/clock_under_load_fp8")
+               f"±{TOLERANCE:.0%}, each FP8 form within ±{ACHIEVED_CLOCK_FP8:.0%} (the goal ±{TOLERANCE:.0%}; "
+               f"128 × 192 at the lower clock the closest)", lesson=8, dataset="l08/clock_under_load_fp8")
 def _clock_fp8(ds: Dataset) -> CheckResult:
     return check_clock(ds, ACHIEVED_CLOCK_FP8)
 
@@ -600,8 +637,8 @@ def trace_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
         ghz = mhz / 1000.0
         q = replace(p, tensor_ghz=ghz, throttled_ghz=ghz)
         v = perf.form(r["variant"])
-        ev = perf.issue_events(v, q)
         pr = perf.predict(v, r["M"], r["N"], r["K"], sms=r.get("grid") or 132, params=q)
+        ev = perf.issue_events(v, q, load_ns=pr.waves[0].scale_load_ns or None)   # the first wave's loaded latency
         row = {"variant": r["variant"], "M": r["M"], "N": r["N"], "K": r["K"], "sm_mhz": mhz,
                "measured_ms": r["median_ms"], "traced_ms": r["traced_median_ms"], "trace_cost": r["trace_cost"],
                "model_ms": pr.time_ms, "error": pr.time_ms / r["median_ms"] - 1,

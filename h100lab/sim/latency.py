@@ -105,11 +105,11 @@ class LatencyKernel:
 
     ``l03_tma_latency.cu``'s ``tma_issue`` (nvdisasm of the cubin for ``sm_90a``: NVRTC 13.5 and nvcc/ptxas 13.0, the
     release that compiled the measured runs, give the same SASS): ``for (j < count) bulk_load`` is unrolled by
-    four. From the clock read (``CS2R SR_CLOCKLO``) a round of 4, 8, 16 or 32 copies runs ~20 instructions of set-up
+    four. From the clock read (``CS2R SR_CLOCKLO``) a round of 4, 8, 16 or 32 copies runs ~24 instructions of set-up
     (``S2UR``, ``ULDC``, ``UIADD3``, ``ULEA``) to its first ``UBLKCP``, then ~8 between copies (``UIADD3`` and the
     ``ELECT``/``BRA.U.ANY`` loop around each ``UBLKCP``), and after every fourth copy the loop test ``UIADD3 →
     UIADD3 → ISETP → BRA``; after the last one that test, a second one (``count & 3``, taken to the clock read) and
-    then the stamp. A round of 1 or 2 copies branches to the remainder code: ~26 instructions, one more taken branch
+    then the stamp. A round of 1 or 2 copies branches to the remainder code: ~30 instructions, one more taken branch
     and a longer ``UIMAD`` chain to its first copy, ~18 between copies, and after the last only ``PLOP3; BRA`` to the
     stamp. ``l03_copy_latency.cu``'s loop is not unrolled (``#pragma unroll 1``): :data:`CLEAN_KERNEL`."""
 

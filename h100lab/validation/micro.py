@@ -19,7 +19,7 @@ Each is modelled with the structure its own data asks for and calibrated on a do
   the calibration rounds). The first model had one issue loop for every count: its issue windows were within 5 %,
   but its ×4 rounds woke ~30 ns late (held-out 16 B × 4 warm +16 %, calibration 256 B × 4 +10 %); with the
   two paths the H200 says the unrolled path reaches its first copy ~9 ns sooner (as its ~6 fewer instructions and
-  no taken branch suggest), steps ~22 ns a copy, and its stamp comes ~27 ns after its last copy left. Held out:
+  one taken branch fewer suggest), steps ~22 ns a copy, and its stamp comes ~27 ns after its last copy left. Held out:
   whole rounds 31 of 32 within ±10 % (30 before; the repeat run ``l03/tma_latency_repeat`` 31 of 32). The miss,
   16 B × 2 cold (+16 %; +20 % on the repeat), is the one round whose cold median falls below the single copy's
   (392 against 435 ns, 380 against 419 on the repeat), inside its own samples' p10–p90 (354–464 ns): not the

@@ -150,3 +150,23 @@ def test_row_major_with_b_in_l2_splits_into_two_states():
     fast = [x for x in t["samples_ms"] if x < 2.0]
     slow = [x for x in t["samples_ms"] if x > 2.15]
     assert len(fast) >= 3 and len(slow) >= 3 and len(fast) + len(slow) == len(t["samples_ms"])
+
+
+@pytest.mark.skipif(not data.available(traffic.BISTABLE_DATASET), reason="per-launch DRAM-counter run not committed")
+def test_slow_launches_are_the_ones_that_read_more():
+    import numpy as np
+
+    recs = {(r["variant"], r["M"], r["N"], r["group"], r["raster"]): r
+            for r in data.load(traffic.BISTABLE_DATASET).records if r["kind"] == "l2" and r["ok"]}
+    rm = recs[("pingpong", 32768, 2048, 1, 0)]
+    t = np.array([m["gpu__time_duration.sum"] for m in rm["launch_metrics"]]) * 1e-6
+    b = np.array([m["dram__bytes_read.sum"] for m in rm["launch_metrics"]]) * 1e-9
+    assert len(t) == 20 and np.corrcoef(t, b)[0, 1] > 0.8
+    fast, slow = b[t < 1.9], b[t > 2.05]
+    assert len(fast) >= 3 and len(slow) >= 3 and fast.max() < slow.min()
+    # the in-step estimate is the fast launches' bytes
+    est = traffic.model_dram_bytes("pingpong", "persistent", 32768, 2048, 8192, 132, 1, 0, None) * 1e-9
+    assert abs(est / fast.mean() - 1) < 0.1
+    g8 = np.array([m["dram__bytes_read.sum"] for m in recs[("pingpong", 8192, 8192, 8, 0)]["launch_metrics"]])
+    r1 = np.array([m["dram__bytes_read.sum"] for m in recs[("pingpong", 8192, 8192, 1, 0)]["launch_metrics"]])
+    assert g8.max() < 1.05 * g8.min() and r1.min() > 4 * g8.max()

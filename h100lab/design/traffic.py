@@ -53,7 +53,13 @@ fitted on it) — the window is a *time* model, not a faithful byte count:
   row-major and grouped by 16; both 1.5–1.7× at 16384³) without being DRAM-bound (≤ 3.5 TB/s);
 * the loss is a state a launch falls into, not a fixed property of the order: the 20 timed launches of
   32768 × 2048 × 8192 in row-major order (B-panel sharers 8 CTAs apart, B in L2) split into ~1.8 ms (as grouped)
-  and ~2.3 ms, while the same sharing pattern at 8192³ (grouped by 8 along N) is slow in every launch;
+  and ~2.3 ms, while the same sharing pattern at 8192³ (grouped by 8 along N) is slow in every launch; counted
+  launch by launch (``data/l08/gemm_l2_bistable``, 20 launches of each of 5 runs under ncu, bytes and duration from
+  the same pass) the slow launches are the ones that read more: 5 of 20 row-major 32768 × 2048 launches take
+  1.78 ms and read 1.6 GB (the in-step estimate's bytes), the other 15 take 2.1–2.3 ms and read 2.2–3.4 GB
+  (correlation of time and bytes 0.92); the 8192³ row-major launches all read 13–14 GB, the grouped ones all
+  2.6 GB. So the time lost is reuse lost, and whether a launch keeps its reuse is not decided by the order alone —
+  the window gives the typical time of an order whose launches mostly lose it;
 * a plain 132-CTA launch fills one GPC after another (the ``placement`` records with ``data/l02/gpc_map``: CTAs
   0–7 on four 2-SM GPCs, then 8, five × 16, 18 and 18 consecutive CTAs per GPC), so a window of 24 consecutive
   CTAs spans one or two GPCs; reuse domains of exactly one GPC fit the times worse (the small GPCs first).
@@ -64,7 +70,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-__all__ = ["ORDERS_DATASET", "L2_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
+__all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
            "l2_estimate", "drifts", "is_calibration", "fit_window", "calibrated_window", "window_for",
            "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes"]
 
@@ -72,6 +78,8 @@ __all__ = ["ORDERS_DATASET", "L2_DATASET", "CALIBRATION", "WINDOWS", "Traffic", 
 ORDERS_DATASET = "l08/gemm_orders"
 #: DRAM bytes per run measured by Nsight Compute (benchmarks/bench_gemm_orders.py --l2); nothing is fitted on it
 L2_DATASET = "l08/gemm_l2_traffic"
+#: DRAM bytes and duration of each of 20 launches of 5 runs (bench_gemm_orders.py --l2 --l2-set bistable)
+BISTABLE_DATASET = "l08/gemm_l2_bistable"
 #: the calibration subset of the order sweep: (variant, schedule, M, N, K, grid) — the ping-pong form, persistent on
 #: 132 CTAs, at 8192³, in every tile order it was run in (10)
 CALIBRATION = (("pingpong", "persistent", 8192, 8192, 8192, 132),)

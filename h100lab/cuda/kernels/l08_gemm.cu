@@ -120,7 +120,10 @@
 //    for the others, data/l08/gemm_trace: this wait is not free there), SCALE_LEAD 2-3: the ring's load for block
 //    kb + SCALE_LEAD issued; 7 unused (0). CLUSTER 2: the same events in CTAs 0 and gridDim.x / 2 (each one CTA
 //    of its pair); event 3 then follows both arrives, the remote one with its .release.cluster fence (SASS:
-//    MEMBAR.ALL.GPU), so released - waited holds the fence. BM_TILE 256: the
+//    MEMBAR.ALL.GPU), so released - waited holds the fence -- which also waits for the trace's own timestamp
+//    stores before it (the H200 trace of the FP8 pair, data/l08/gemm_trace_cluster: 1030-1360 cycles against 35
+//    without the pair, the trace costing the pair 20-41 %), so that interval bounds the untraced fence from above.
+//    BM_TILE 256: the
 //    second m64 block's times overwrite the first's. Unwritten slots stay as the host set them. Without TRACE the
 //    kernel is the same PTX (every TRACE line is inside `#if TRACE` or a TR_ macro that expands to nothing;
 //    tests/test_l08_trace.py compiles both). The timestamps are ordered against the code around them by the

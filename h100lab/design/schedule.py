@@ -48,6 +48,7 @@ and only at 8192³].
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -91,8 +92,14 @@ def tile_at(t: int, tiles_m: int, tiles_n: int, group: int = 1, raster: str = "m
 
 
 def static_order(tiles_m: int, tiles_n: int, group: int = 1, raster: str = "m") -> list[tuple[int, int]]:
-    """Every tile in the order of :func:`tile_at` (a permutation of the tile grid)."""
-    return [tile_at(t, tiles_m, tiles_n, group, raster) for t in range(tiles_m * tiles_n)]
+    """Every tile in the order of :func:`tile_at` (a permutation of the tile grid); a fresh list each call (the
+    order of one grid is computed once per process: the time model asks for the same few grids hundreds of times)."""
+    return list(_static_order(tiles_m, tiles_n, group, raster))
+
+
+@functools.lru_cache(maxsize=256)
+def _static_order(tiles_m: int, tiles_n: int, group: int, raster: str) -> tuple[tuple[int, int], ...]:
+    return tuple(tile_at(t, tiles_m, tiles_n, group, raster) for t in range(tiles_m * tiles_n))
 
 
 def cta_tiles(order: list, ctas: int) -> list[list]:

@@ -123,8 +123,8 @@ Assumptions (each a limit of the model, not of the kernel):
   that reproduces each record (:func:`h100lab.validation.l08.scale_latency_by_shape`) is ~280 ns at 4096³, 320–345
   at the two-wave shapes, 340–370 at 8192³ and 375–405 at 16384³; the model has 4096³ (mostly later waves that
   read nothing new) and 16384³, but the in-step reads per k-block are the same at 8192³ as at 16384³, so it is
-  ~15 % long at 8192³ [limit: what makes 16384³ more loaded — the DRAM counters read 1.5–1.7× the in-step bytes
-  there for bf16 — is not in the traffic estimate].
+  ~10 % long at 8192³ (~410 ns) [limit: what makes 16384³ more loaded — the DRAM counters read 1.5–1.7× the
+  in-step bytes there for bf16 — is not in the traffic estimate].
   Lead n ≥ 2 (``-DSCALE_LEAD``, a register ring): the ring's loads are issued on the chain after the promotion
   (``fp8_ring_issue_cycles``, measured) and their latency is hidden (first read n blocks later). So the ring moves
   the loads' cost rather than removing it: 128 × 128 (short promotion, load-bound at lead 1) gains, 128 × 192

@@ -1487,21 +1487,27 @@ class Runner:
         for c in latency2_cases(self.quick):
             if self.budget.over():
                 break
-            it, reps = c["iters"], c["warm"] + 1
+            it = c["iters"]
             base = -(-self.take((it + 1) * stride) // stride) * stride       # whole blocks: each a page of its own
-            offs = self.gpu.to_device(latency2_offsets(base, it, stride, c["align"]))
-            out = self.gpu.zeros(3 * reps * it, np.uint64)
-            self.gpu.launch(k, 1, 32, src, offs, np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it),
-                            np.int32(c["warm"]), np.int32(c["touch"]), np.int64(TIMEOUT_NS), out, err,
-                            shared_mem=c["bytes"] * c["count"] + 1024)
-            self.gpu.sync()
-            o = self.gpu.to_host(out).astype(np.float64).reshape(it, reps, 3)
-            recs.append(_latency2_record(c, o, ghz))
+            recs.append(_latency2_record(c, self._copy_latency_case(k, src, err, c, base, stride), ghz))
         e = int(self.gpu.to_host(err)[0])
         for r in recs:
             r["ok"] = e == 0
         self.say(f"latency2: {len(recs)} cases, error bits {e}")
         return recs
+
+    def _copy_latency_case(self, k, src, err, c: dict, base: int, stride: int) -> np.ndarray:
+        """One case of ``copy_latency`` (``l03_copy_latency.cu``): ``c["iters"]`` samples on blocks of ``stride``
+        bytes from ``base``, each ``c["warm"]`` warm repeats after the cold one; the stamps (cycles) as an array
+        (iters, warm + 1, 3)."""
+        it, reps = c["iters"], c["warm"] + 1
+        offs = self.gpu.to_device(latency2_offsets(base, it, stride, c["align"]))
+        out = self.gpu.zeros(3 * reps * it, np.uint64)
+        self.gpu.launch(k, 1, 32, src, offs, np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it),
+                        np.int32(c["warm"]), np.int32(c["touch"]), np.int64(TIMEOUT_NS), out, err,
+                        shared_mem=c["bytes"] * c["count"] + 1024)
+        self.gpu.sync()
+        return self.gpu.to_host(out).astype(np.float64).reshape(it, reps, 3)
 
     # step coldround ------------------------------------------------------------------------------
     def step_coldround(self) -> list[dict[str, Any]]:
@@ -1521,14 +1527,7 @@ class Runner:
         for n, c in enumerate(plan):
             if self.budget.over():
                 break
-            it, reps = c["iters"], c["warm"] + 1
-            offs = self.gpu.to_device(latency2_offsets(c["base"], it, stride, c["align"]))
-            out = self.gpu.zeros(3 * reps * it, np.uint64)
-            self.gpu.launch(k, 1, 32, src, offs, np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it),
-                            np.int32(c["warm"]), np.int32(c["touch"]), np.int64(TIMEOUT_NS), out, err,
-                            shared_mem=c["bytes"] * c["count"] + 1024)
-            self.gpu.sync()
-            o = self.gpu.to_host(out).astype(np.float64).reshape(it, reps, 3)
+            o = self._copy_latency_case(k, src, err, c, c["base"], stride)
             rec = _latency2_record({k_: v for k_, v in c.items() if k_ != "base"}, o, ghz)
             rec["block_bytes"] = stride
             rec["cold_total_samples"] = [int(x) for x in o[:, 0, 2]]      # cycles, in sample order

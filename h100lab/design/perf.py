@@ -499,7 +499,13 @@ class PerfParams:
     group), ``fp8_ring_issue_cycles`` (scale lead ≥ 2: the ring's loads issued after the promotion), ``fp8_promote``
     ((tile N, cycles of one m64 block's promotion) pairs), the lesson-7 wgmma constants
     ``wgmma`` (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), the lesson-3/5 copy table ``timing`` (memory
-    model 2) and ``source`` (what each was fitted on)."""
+    model 2) and ``source`` (what each was fitted on). ``smem_shared`` (default False: a hypothesis under test,
+    :func:`h100lab.validation.l08.partial_wave_diagnosis`): the shared-memory bound taken as a chip-wide budget the
+    active CTAs of a wave share — ``T_s · active / SMs`` — rather than a per-SM bank limit [assumption, from the
+    DRAM-counter run's cycle counts, :func:`h100lab.validation.l08.cycle_rows`: the forms it binds run the
+    tensor-core bound in SM cycles (``cooperative_n128`` at 8192³: 2.30 M cycles, fewer than ``cooperative``'s
+    2.34 M) and lose their time to a lower clock (1489 against 1561 MHz) — a power limit, which a partial wave
+    relieves]."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -515,6 +521,7 @@ class PerfParams:
     fp8_scale_issue_cycles: float = 0.0
     fp8_ring_issue_cycles: float = 0.0
     fp8_promote: tuple = ()
+    smem_shared: bool = False
     source: str = ""
     notes: tuple = ()
 
@@ -1039,7 +1046,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
             ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.tma_bytes / t.tma_bytes_per_ns + t.tma_latency_ns
                     + (1 - hit) * t.dram_latency_ns + t.wait_wake_ns + itw.hold / ghz - t.wait_hit_ns + arrive + remote)
             b = {"tensor": itw.cycles / ghz, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": producer,
-                 "smem": t_sm}
+                 "smem": t_sm * (active / sms if p.smem_shared else 1.0)}
             return b, soft_period(b.values(), t)
 
         itw, lat = it, 0.0
@@ -1326,7 +1333,8 @@ def trace_clock_ghz(r: dict) -> float:
 
 
 def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = False,
-              trace: Sequence[dict] | None = None, scale: Sequence[dict] | None = None) -> PerfParams:
+              trace: Sequence[dict] | None = None, scale: Sequence[dict] | None = None,
+              smem_shared: bool = False) -> PerfParams:
     """Fit the model's constants on the calibration subset of ``records`` (:func:`is_calibration`; records carry
     ``dataset`` and ``launches`` as :func:`load_records` gives them): ``tensor_ghz`` and
     ``direct_store_bytes_per_ns`` by robust least squares (:func:`h100lab.validation.fit.least_squares`, log
@@ -1341,8 +1349,9 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     each with its ``dataset``; default: ``trace``'s and the committed records of the subset's other datasets) —
     ``scale_load_ns`` from their untraced
     times at their traces' clocks, and with two shapes or more ``scale_load_ns_per_rate`` too; None leaves the FP8
-    chain at lesson 7's issue and one FFMA per clock with no scale load. Raises ValueError without sustained
-    calibration records."""
+    chain at lesson 7's issue and one FFMA per clock with no scale load. ``smem_shared``: every fit with the
+    shared-memory bound shared by a wave's active CTAs (:attr:`PerfParams.smem_shared`). Raises ValueError without
+    sustained calibration records."""
     import numpy as np
 
     from ..specs import H200_SXM
@@ -1355,7 +1364,7 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     thr = [r for r in records if calibration_part(r) == "throttled"]
     if not sus:
         raise ValueError("calibrating the capstone's time model needs the records of CALIBRATION (data/l08)")
-    base = PerfParams(1.5, 1.5, 50.0, math.inf, w, tt)
+    base = PerfParams(1.5, 1.5, 50.0, math.inf, w, tt, smem_shared=bool(smem_shared))
 
     def res(vals):
         p = replace(base, tensor_ghz=vals["tensor_ghz"], direct_store_bytes_per_ns=vals["direct"],
@@ -1494,9 +1503,18 @@ def _memory_timing():
     return _MEMO["timing"]
 
 
-def calibrated() -> PerfParams:
+def calibrated(smem_shared: bool = False) -> PerfParams:
     """:func:`calibrate` on the committed datasets that hold calibration records (:data:`DATASETS`, the cluster
-    pair's) and the k-block trace (:data:`TRACE_DATASET`, when committed), once per process. Raises ValueError when the sustained calibration records are missing."""
+    pair's) and the k-block trace (:data:`TRACE_DATASET`, when committed), once per process. Raises ValueError when the sustained calibration records are missing.
+    ``smem_shared``: the hypothesis of :attr:`PerfParams.smem_shared`, fitted the same way (not the model)."""
+    if smem_shared:
+        if "params_shared" not in _MEMO:
+            from .. import data
+
+            extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
+            trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
+            _MEMO["params_shared"] = calibrate(load_records(DATASETS + extra), trace=trace, smem_shared=True)
+        return _MEMO["params_shared"]
     if "params" not in _MEMO:
         from .. import data
 

@@ -44,7 +44,8 @@ __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLE
            "family", "Row", "PerfReport", "report", "rows", "throttle_evidence", "check_held_out", "check_worst",
            "check_calibration", "check_family", "check_clock", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
            "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace",
-           "scale_latency_by_shape", "scale_calibration_choice", "ACHIEVED_TRACE_CLUSTER"]
+           "scale_latency_by_shape", "scale_calibration_choice", "ACHIEVED_TRACE_CLUSTER", "L2_DATASET", "cycle_rows",
+           "partial_wave_diagnosis", "repeat_rows"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10

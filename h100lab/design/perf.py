@@ -1506,14 +1506,21 @@ def _memory_timing():
 def calibrated(smem_shared: bool = False) -> PerfParams:
     """:func:`calibrate` on the committed datasets that hold calibration records (:data:`DATASETS`, the cluster
     pair's) and the k-block trace (:data:`TRACE_DATASET`, when committed), once per process. Raises ValueError when the sustained calibration records are missing.
-    ``smem_shared``: the hypothesis of :attr:`PerfParams.smem_shared`, fitted the same way (not the model)."""
+    ``smem_shared``: the hypothesis of :attr:`PerfParams.smem_shared`, fitted the same way (not the model): in the
+    same state as the model's own fit — the ping-pong reuse window of :mod:`h100lab.design.traffic` off while it
+    fits (:func:`h100lab.design.traffic.window_for`), on afterwards (the model's window, fitted with the model)."""
     if smem_shared:
         if "params_shared" not in _MEMO:
             from .. import data
 
+            own = calibrated()
             extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
             trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
-            _MEMO["params_shared"] = calibrate(load_records(DATASETS + extra), trace=trace, smem_shared=True)
+            del _MEMO["params"]                   # the window off while fitting, as for the model's own fit
+            try:
+                _MEMO["params_shared"] = calibrate(load_records(DATASETS + extra), trace=trace, smem_shared=True)
+            finally:
+                _MEMO["params"] = own
         return _MEMO["params_shared"]
     if "params" not in _MEMO:
         from .. import data

@@ -67,4 +67,6 @@ def test_partial_wave_diagnosis():
     # ... and costs FP8 records whose partial wave the FP8 chain already times fast: why it is not the model
     assert d["after"]["fp8"][0] < d["before"]["fp8"][0]
     assert d["after"]["steps"] == d["before"]["steps"] and d["after"]["cluster"] == d["before"]["cluster"]
+    # fitted as the model is (the ping-pong window off while fitting): the ping-pong steps keep their window
+    assert d["after"]["ablation"][0] >= d["before"]["ablation"][0] - 1
     assert 1.6 < d["ghz"][1] < d["ghz"][0]

@@ -74,8 +74,9 @@ FAMILIES = {
 #: loss is the clock, a power limit, which a partial last wave (36 of 132 CTAs there; 1408 × 3072 × 8192 has whole
 #: waves and no miss) relieves; the hypothesis that says so (:func:`partial_wave_diagnosis`, perf's
 #: ``smem_shared``: the bound shared by the wave's active CTAs, refitted on the same subset) brings capstone 84 → 87
-#: of 88 (every 1280 × 3840 × 8192 record within ±10 %) but FP8 122 → 120 (256 × 128 and staggered 128 × 192 at
-#: 1280 × 3840 × 8192, whose chain the model already times 5–8 % fast), so it is not the model. The 16384³ record
+#: of 88 (every 1280 × 3840 × 8192 record within ±10 %) but FP8 122 → 119 (256 × 128 and staggered 128 × 192 at
+#: 1280 × 3840 × 8192, whose chain the model already times 5–8 % fast; the refitted clock 1 % lower) and the
+#: ablation 15 → 14 (row-major ping-pong at 8192³ +9.4 → +10.1 %, the clock), so it is not the model. The 16384³ record
 #: does not repeat (:func:`repeat_rows`): 17.3 ms (median; min 15.8) in ``gemm_bench``, 13.9 ms (min 12.7) in the
 #: DRAM-counter run's timed launches, 12.6 under ncu — 20–27 % apart, the same configuration at 8192³ 13–14 % apart
 #: (1.79 against 1.56 ms), at 1280 × 3840 × 8192 within 4 %; FP8, with the chain the k-block trace measured, the first two FP8
@@ -748,7 +749,8 @@ def partial_wave_diagnosis(tol: float = TOLERANCE) -> dict:
     calibration subset, nothing on held-out records): the shared-memory bound shared by a wave's active CTAs, so
     that it relaxes in a partial wave — the one thing that separates 1280 × 3840 × 8192 (a partial last wave: 18
     of 132 CTAs for 128 × 256 tiles, 36 for 128 × 128) from 1408 × 3072 × 8192 (whole waves), where every bf16 form
-    the model times is too slow at the first (+2–15 %) and not at the second. Returns ``before`` and ``after``
+    the model times is too slow at the first (+2–15 %) and not at the second. On the committed data: capstone
+    84 → 87 of 88, FP8 122 → 119, ablation 15 → 14, steps and clusters unchanged. Returns ``before`` and ``after``
     (family → (within, n)), ``changed`` (held-out records whose error moved by more than 2 points or crossed
     ±``tol``: label → (error before, error after)) and the two sustained clocks ``ghz`` (before, after)."""
     from ..design import perf

@@ -70,3 +70,15 @@ def test_partial_wave_diagnosis():
     # fitted as the model is (the ping-pong window off while fitting): the ping-pong steps keep their window
     assert d["after"]["ablation"][0] >= d["before"]["ablation"][0] - 1
     assert 1.6 < d["ghz"][1] < d["ghz"][0]
+
+
+@needs_l2
+@needs_bench
+def test_cycle_rows_row_major_pingpong_loses_cycles_not_clock():
+    rows = {(r["variant"], r["shape"], r["group"], r["raster"]): r for r in l08.cycle_rows()}
+    g1, g8 = rows[("pingpong", (4096,) * 3, 1, 0)], rows[("pingpong", (4096,) * 3, 8, 0)]
+    # 4096^3 row-major ping-pong: ~36 % more SM cycles than grouped at about the same clock
+    assert g1["cycles"] > 1.3 * g8["cycles"] and abs(g1["ncu_mhz"] / g8["ncu_mhz"] - 1) < 0.05
+    # the model has the ratio of the two, and both ~10-13 % high in cycles
+    assert 1.3 < g1["model_cycles"] / g8["model_cycles"] < 1.5
+    assert 1.05 < g8["ratio"] < g1["ratio"] < 1.2

@@ -80,7 +80,13 @@ Assumptions (each a limit of the model, not of the kernel):
   the HBM ceiling (lesson 5's read streams, above what tile reads reach) err in opposite directions at 8192³, and
   the row-major loss at 4096³ is not DRAM traffic (see the traffic module);
 * a wgmma reads each shared-memory operand byte once (:func:`h100lab.design.tiles.smem_bytes_per_clock`) and the
-  shared-memory bound and the tensor-core bound slow each other as the memory bounds do (the smooth maximum);
+  shared-memory bound and the tensor-core bound slow each other as the memory bounds do (the smooth maximum)
+  [limit: the DRAM-counter run's SM cycles (:func:`h100lab.validation.l08.cycle_rows`) say the forms it binds run
+  the tensor-core bound in cycles at a lower clock — 128 × 128 at 8192³: 2.30 M cycles at 1489 MHz against 128 ×
+  256's 2.34 M at 1561 — so the bound stands in for a power limit at one fitted clock; that limit relaxing in a
+  partial wave (:attr:`PerfParams.smem_shared`, :func:`h100lab.validation.l08.partial_wave_diagnosis`) is a
+  hypothesis, not the model: it brings every 1280 × 3840 × 8192 bf16 record within ±10 % and costs three FP8
+  records];
 * the tensor-core issue model is lesson 7's: one wgmma at a time per SM, in issue order; wgmma groups kept in
   flight on one accumulator overlap as that model lets them (lesson 7 reports where it misses on silicon);
 * a consumer's mbarrier wait that finds its phase complete costs lesson 3's ``wait_hit_ns`` on its own path (the

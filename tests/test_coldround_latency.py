@@ -228,6 +228,20 @@ def test_the_first_fresh_pass_is_slower_for_copies_of_4_kib_and_more():
         assert sum(x > 0.05 for x in small) <= 1 and abs(np.median(small)) < 0.01
 
 
+@pytest.mark.skipif(not data.available("l03/tma_latency_cold_passes"), reason="l03/tma_latency_cold_passes not committed")
+def test_the_first_pass_excess_follows_the_memset_not_the_place_nor_the_warm_up():
+    """l03/tma_latency_cold_passes: the step four times in one process. Runs 1 and 2 (the GPU busy just before) still
+    land the first pass's ≥ 4 KiB copies later; run 3 (first pass on the buffer's last third, third pass on its first
+    third) too, and its third pass is not slow: the excess follows the time since the step's memset."""
+    rows = {r["run"]: r for r in micro.pass_excess(data.load("l03/tma_latency_cold_passes").records)}
+    assert sorted(rows) == [0, 1, 2, 3] and [rows[k]["swapped"] for k in range(4)] == [False, False, False, True]
+    for r in rows.values():
+        assert r["n"] == 20 and r["median"][0] > 0.03 and r["over"][0] >= 8
+        assert r["median"][2] < 0 and r["median"][3] < 0 and r["over"][2] == r["over"][3] == 0
+    small = micro.pass_excess(data.load("l03/tma_latency_cold").records, min_bytes=16)
+    assert small[0]["median"][0] < rows[0]["median"][0]
+
+
 def test_the_old_kernels_cold_rounds_share_dram_requests_too():
     m = CopyLatency(dram_extra_ns=200.0)
     shared = micro.predict_latency(dict(kind="issue", bytes=16, count=8, cold=True), m,

@@ -68,6 +68,32 @@ def test_step_on_the_fake_gpu_keeps_every_sample(tmp_path, monkeypatch):
         assert len(rec["cold_total_samples"]) == c["iters"] == rec["cold_total_cycles"]["n"]
         assert rec["cold_total_ns"] > rec["warm_total_ns"] > 0 and rec["ok"] and rec["block_bytes"] == stride
         assert "base" not in rec
+        assert rec["l2_flush_bytes"] == ts.COLD_FLUSH_QUICK_BYTES      # the clean-out is on by default
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_step_cleans_the_l2_between_its_memset_and_pass_0(flush):
+    """Issue 13: step coldround reads (never writes) a separate buffer of >= 4x the 60 MiB L2 after zeroing its
+    own buffer and before pass 0's first copy (``flush``, default on); ``flush=False`` is the step as
+    l03/tma_latency_cold ran it."""
+    import test_timing_sweep as tts
+
+    if tts._compiler_reason() is not None:
+        pytest.skip(f"NVRTC: {tts._compiler_reason()}")
+    assert ts.COLD_FLUSH_BYTES >= 4 * (60 << 20)
+    gpu = tts.FakeGpu()
+    r = ts.Runner(gpu, quick=True, log=io.StringIO(), buf_bytes=8 << 20)
+    r.clock_ghz()
+    gpu.launches.clear()
+    recs = r.step_coldround(flush=flush)
+    names = [x[0] for x in gpu.launches]
+    if flush:
+        assert names[0] == "read_v4_plain_u8" and names.count("read_v4_plain_u8") == 1
+        assert set(names[1:]) == {"copy_latency"}
+        assert all(rec["l2_flush_bytes"] == ts.COLD_FLUSH_QUICK_BYTES for rec in recs)
+    else:
+        assert set(names) == {"copy_latency"} and all(rec["l2_flush_bytes"] == 0 for rec in recs)
+    assert len(recs) == len(ts.coldround_plan(True)[0]) and all(rec["ok"] for rec in recs)
 
 
 # ------------------------------------------------------------------------------------------------

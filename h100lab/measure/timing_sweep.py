@@ -39,7 +39,10 @@ runs these steps in this order (``--steps`` picks some) and writes one dataset p
                so its later "cold" rounds re-read lines a case of the first pass had read, 5–60 MiB of traffic
                earlier, within the 60 MiB L2), in :data:`COLD_PASSES` fresh passes to show how far a median of 64
                samples reproduces, every sample kept, and right after the first a re-read pass: every case once
-               more on its pages, which shows what re-reading does (:func:`coldround_plan`).
+               more on its pages, which shows what re-reading does (:func:`coldround_plan`). Between the step's
+               zeroing of its buffer and pass 0 it reads (never writes) 256 MiB of another buffer, so pass 0 does
+               not meet the zeroing's dirty L2 lines (:data:`COLD_FLUSH_BYTES`; ``step_coldround(flush=False)``:
+               the step as ``l03/tma_latency_cold`` ran it).
 ``copyrace`` → ``l05/copy_race``: the copy-kernel goal head to head, 3 rounds at 1 GiB, each round
                ``cuMemcpyDtoDAsync`` then every variant of :data:`RACE_VARIANTS` (the tuned bulk copy, the book's
                tensor copy with each L2 promotion and box, the warp-specialised copies of ``l05_copy_ws.cu``, the
@@ -80,7 +83,7 @@ __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT
            "summarize_stream", "latency_cases", "sync_cases", "read_configs", "copytune_cases", "copytune_fits",
            "latency2_cases", "latency2_offsets", "latency2_plan", "reuse_distances", "latency_sources",
            "coldround_cases", "coldround_plan",
-           "COLD_PASSES", "RACE_VARIANTS",
+           "COLD_PASSES", "COLD_FLUSH_BYTES", "RACE_VARIANTS",
            "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
 STEPS = ("cvt", "encode", "latency", "sync", "stream", "ceilings", "copytune", "latency2", "coldround", "copyrace",
@@ -596,6 +599,12 @@ def reuse_distances(plan: Sequence[dict[str, Any]], line: int = 128) -> list[lis
 #: step coldround: passes over the cold-round cases, each sample on a 2 MiB page never read before in the run
 COLD_PASSES = 3
 COLD_QUICK_STRIDE = 64 << 10          # --quick (and the fakes): small blocks instead of 2 MiB pages
+#: step coldround's L2 clean-out between its memset and pass 0 (issue 13): bytes of a separate buffer read (never
+#: written) by ``l05_read_stream.cu``'s ``read_v4_plain_u8``, >= 4x the H200's 60 MiB L2; 0 turns it off (the
+#: step as l03/tma_latency_cold ran it). Hypothesis under test: the memset leaves the L2 full of dirty lines, which
+#: pass 0's misses must write back as they evict them (l03/tma_latency_cold_passes: pass 0 slower for copies >= 4 KiB)
+COLD_FLUSH_BYTES = 256 << 20
+COLD_FLUSH_QUICK_BYTES = 1 << 20      # --quick (and the fakes)
 
 
 def coldround_cases(quick: bool = False) -> list[dict[str, Any]]:
@@ -1510,16 +1519,30 @@ class Runner:
         return self.gpu.to_host(out).astype(np.float64).reshape(it, reps, 3)
 
     # step coldround ------------------------------------------------------------------------------
-    def step_coldround(self) -> list[dict[str, Any]]:
+    def step_coldround(self, flush: bool = True) -> list[dict[str, Any]]:
         """The cold rounds of ``latency2`` on lines never read before in the run, in passes, every sample kept
         (:func:`coldround_plan`); a buffer of its own (zeroed, with 512 MiB past the plan that no sample reads:
-        the zeroing's last lines, still in L2, lie there)."""
+        the zeroing's last lines, still in L2, lie there). ``flush`` (default on; off is the step as
+        l03/tma_latency_cold ran it): between the zeroing and pass 0, read :data:`COLD_FLUSH_BYTES` of a separate
+        buffer (zeroed before the big one, so its own writes are long evicted) with ``read_v4_plain_u8`` — loads
+        only, nothing stored — so the L2 holds clean lines, not the memset's dirty ones, when pass 0 starts. Each
+        record carries ``l2_flush_bytes`` (0: no clean-out)."""
         ghz = self.clock_ghz()
         plan, stride, span = coldround_plan(self.quick)
         pad = stride * 16 if self.quick else 512 << 20
+        fb = (COLD_FLUSH_QUICK_BYTES if self.quick else COLD_FLUSH_BYTES) if flush else 0
+        fbuf = None
+        if fb:
+            fbuf = self.gpu.alloc(fb)
+            self.gpu.memset32(fbuf, 0)
         src = self.gpu.alloc(span + pad)
         self.gpu.memset32(src, 0)
         self.gpu.sync()
+        if fb:
+            sink = self.gpu.zeros(4, np.uint32)
+            rk = self.gpu.function("l05_read_stream", "read_v4_plain_u8")
+            self.gpu.launch(rk, self.num_sms * 2, 1024, fbuf, np.int64(fb // 16), sink)
+            self.gpu.sync()
         err = self.gpu.zeros(1, np.uint32)
         k = self.gpu.function("l03_copy_latency", "copy_latency")
         k.set_max_dynamic_shared_memory(200 * 1024)
@@ -1530,6 +1553,7 @@ class Runner:
             o = self._copy_latency_case(k, src, err, c, c["base"], stride)
             rec = _latency2_record({k_: v for k_, v in c.items() if k_ != "base"}, o, ghz)
             rec["block_bytes"] = stride
+            rec["l2_flush_bytes"] = fb
             rec["cold_total_samples"] = [int(x) for x in o[:, 0, 2]]      # cycles, in sample order
             rec["cold_issue_samples"] = [int(x) for x in o[:, 0, 1]]
             recs.append(rec)
@@ -1538,10 +1562,12 @@ class Runner:
         e = int(self.gpu.to_host(err)[0])
         for r in recs:
             r["ok"] = e == 0
-        free = getattr(src, "free", None)
-        if free is not None:
-            free()
-        self.say(f"coldround: {len(recs)} case-passes over {span >> 20} MiB, error bits {e}")
+        for buf in (src, fbuf):
+            free = getattr(buf, "free", None)
+            if free is not None:
+                free()
+        self.say(f"coldround: {len(recs)} case-passes over {span >> 20} MiB, L2 clean-out {fb >> 20} MiB, "
+                 f"error bits {e}")
         return recs
 
     # step copyrace -------------------------------------------------------------------------------

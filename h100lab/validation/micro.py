@@ -66,10 +66,21 @@ the GPU's clocks warming up — SM clock and warm times are those of later passe
 reads the buffer's last third and whose third pass its first third, shows it in its first pass (+5.2 %) and not in
 the third (−2.4 %): it follows the time since the memset, not the place. Candidate, not shown: the memset leaves
 the L2's 60 MiB full of dirty lines, and until the run's reads have evicted them each miss also writes one back
-to DRAM; it touches the many-line copies whose landing waits for their slowest line. No calibration record
-isolates that state, so it is not modelled; the misses it causes are reported (:data:`COLD_CHECKS`). The cold rounds are
-also reported against each record's own sample spread (:func:`cold_round_spread`) and checked at the level they reach
-(:data:`COLD_CHECKS`).
+to DRAM; it touches the many-line copies whose landing waits for their slowest line. Shown by
+``l03/tma_latency_cold2`` (device request coldflush: the step three times in one process): with the step's L2
+clean-out (``timing_sweep.COLD_FLUSH_BYTES``: 256 MiB of another buffer read, never written, between the memset and
+pass 0) the first pass's excess for copies ≥ 4 KiB is gone — median −0.1 % (1 of 20 cases > 5 %) in run 0 and
+−0.1 % (3 of 20) in run 2 (``l03/tma_latency_cold2_repeat``), against +6.2 % (15 of 20) in the unflushed control
+run between them (``l03/tma_latency_cold2_noflush``); no case of run 0 moves more than 10 % between passes (6 of 56
+in ``l03/tma_latency_cold``). A state of the measurement, not of a cold round: not modelled. The goal check runs on
+``l03/tma_latency_cold2``, of which nothing is fitted (the model still calibrates on ``l03/tma_latency_cold``'s
+fresh 256 B / 4 KiB copies and re-read pass — :data:`SPLITS` ``latency_cold`` unchanged — whose first pass carries
+the excess); ``l03/tma_latency_cold`` stays as a reported check with that explanation. What is left on the flushed
+run: 16 KiB × 4 rounds predicted 10–11 % slow (76 of 78 within ±10 %; the repeat 76, two 16 KiB rounds). Refitting
+on ``l03/tma_latency_cold2``'s calibration subset instead was tried and not adopted: the same 76/78 (16 KiB × 4
++11 %), and the held-out mixture rounds of ``l03/tma_latency_clean`` fall (16 → 13 of 26 within ±10 %). The cold
+rounds are also reported against each record's own sample spread (:func:`cold_round_spread`) and checked at the
+level they reach (:data:`COLD_CHECKS`).
 
 **Cluster barriers** (``l03/sync_cost``): a round trip is quadratic in the CTA's warps and grows with log2 of the
 cluster's CTAs up to 8 (timing assumptions g, g' of :mod:`h100lab.sim.timing`); ``.relaxed`` and ``.release``
@@ -694,7 +705,10 @@ def _cold_check(ds, key: str, how: str, floor: float) -> CheckResult:
     if fr is None or fr[0].latency is None or not fr[0].held_out.get(key):
         return CheckResult(0, 1, [], note="cannot fit the single-copy model on the committed datasets")
     tf = fr[0]
-    recs = [r for r in tf.held_out[key] if r.get("fresh", True)]
+    # a coldround dataset is split by the fit's own rule (SPLITS latency_cold); for the fitted one this is the fit's
+    # held-out part, for l03/tma_latency_cold2 every record is held out from the fit and its held-out sizes are checked
+    held = SPLITS["latency_cold"].apply(ds.records)[1] if key == "latency_cold" else tf.held_out[key]
+    recs = [r for r in held if r.get("fresh", True)]
     rows = cold_round_spread(recs, tf.latency.model, tf.latency.clean_kernel)
     ok = [r["inside"] if how == "band" else abs(r["error"]) <= 0.10 for r in rows]
     n, good = len(rows), sum(ok)
@@ -711,18 +725,25 @@ def _cold_check(ds, key: str, how: str, floor: float) -> CheckResult:
 
 #: the cold rounds against their medians and their own sample spread: (title, dataset, part of the fit, "band" or
 #: "median", floor) — the level the model reaches on the committed data, rounded down. Cold-round latency (the
-#: issue's goal: all within ±10 %) is checked where rounds are truly cold: l03/tma_latency_cold's fresh passes, lines
-#: never read before in the run. Most of l03/tma_latency_clean's held-out "cold" rounds re-read lines its run had read
+#: issue's goal: all within ±10 %) is checked where rounds are truly cold: l03/tma_latency_cold2's fresh passes, lines
+#: never read before in the run, after the step's L2 clean-out (l03/tma_latency_cold, without it, reported). Most of l03/tma_latency_clean's held-out "cold" rounds re-read lines its run had read
 #: 5–60 MiB earlier (timing_sweep.latency2_plan replayed; the L2 keeps some): their samples mix L2 hits and DRAM
 #: trips, which the model predicts with what l03/tma_latency_cold's re-read pass says the L2 keeps — those two checks
 #: are of that mixture, at their own floors, and say so
 COLD_CHECKS = [
     ("Timing model 2 goal check for cold-round latency, held out: rounds of l03_copy_latency.cu on lines never read "
-     "before (l03/tma_latency_cold: 16 B, 1 KiB and 16 KiB copies, every fresh pass), ≥ 94 % within ±10 % (goal: "
-     "all; not met — 16 KiB rounds' medians move 11–15 % between passes: the first after the step's memset is slower)",
-     "l03/tma_latency_cold", "latency_cold", "median", 0.94),
-    ("Timing model 2, held out: cold rounds on lines never read before (l03/tma_latency_cold) inside their 64 "
-     "samples' p10–p90 band, all", "l03/tma_latency_cold", "latency_cold", "band", 1.0),
+     "before, the L2 cleaned of the step's memset before the first pass (l03/tma_latency_cold2, nothing of it fitted: "
+     "16 B, 1 KiB and 16 KiB copies, every fresh pass), ≥ 97 % within ±10 % (goal: all; not met — 16 KiB × 4 rounds "
+     "predicted 10–11 % slow)",
+     "l03/tma_latency_cold2", "latency_cold", "median", 0.97),
+    ("Timing model 2, held out: cold rounds on lines never read before, the L2 cleaned of the step's memset "
+     "(l03/tma_latency_cold2) inside their 64 samples' p10–p90 band, all", "l03/tma_latency_cold2", "latency_cold",
+     "band", 1.0),
+    ("Timing model 2, reported: cold rounds of l03/tma_latency_cold (no L2 clean-out: its first pass met the step's "
+     "memset's dirty L2 lines and lands copies ≥ 4 KiB ~5 % later, l03/tma_latency_cold2 shows it), held-out sizes, "
+     "≥ 94 % within ±10 %", "l03/tma_latency_cold", "latency_cold", "median", 0.94),
+    ("Timing model 2, reported: cold rounds of l03/tma_latency_cold (no L2 clean-out) inside their 64 samples' "
+     "p10–p90 band, all", "l03/tma_latency_cold", "latency_cold", "band", 1.0),
     ("Timing model 2, held out: l03/tma_latency_clean's \"cold\" rounds, a mixture of L2 hits and DRAM trips (most "
      "re-read lines their run had read 5–60 MiB before; what the L2 keeps from l03/tma_latency_cold's re-read pass) — "
      "inside their 32 samples' p10–p90 band, ≥ 95 % (a check of the mixture, not of cold-round latency)",

@@ -746,6 +746,17 @@ class _Layout:
     waves: tuple                      # (active CTAs, DRAM bytes, L2 hit rate) per wave of the busiest CTA
 
 
+def _persistent_order(f: Form, tm: int, tn: int, group: int, order_dir: str) -> list:
+    """The tile order of a persistent launch of ``f`` on a ``tm × tn`` tile grid: the grouped order
+    (:func:`h100lab.design.schedule.static_order`), for a cluster pair the order of pairs of tile rows, each pair's
+    two tiles one after the other (CTA ranks 0 and 1 of the cluster)."""
+    from . import schedule
+
+    if f.cluster == 2:
+        return [(2 * q + r, n) for q, n in schedule.static_order(-(-tm // 2), tn, group, order_dir) for r in (0, 1)]
+    return schedule.static_order(tm, tn, group, order_dir)
+
+
 @lru_cache(maxsize=512)
 def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, window=None) -> _Layout:
     from . import capstone as cap
@@ -763,13 +774,10 @@ def _layout(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, 
     order_dir = "m" if raster == 0 else "n"
     eb = f.elem_bytes
     if f.schedule == "persistent":
+        order = _persistent_order(f, tm, tn, group, order_dir)
         if f.cluster == 2:
-            pm = -(-tm // 2)
-            pairs = schedule.static_order(pm, tn, group, order_dir)
-            order = [(2 * p + r, n) for p, n in pairs for r in (0, 1)]
-            grid = 2 * max(1, min(sms // 2, len(pairs)))
+            grid = 2 * max(1, min(sms // 2, len(order) // 2))
         else:
-            order = schedule.static_order(tm, tn, group, order_dir)
             grid = max(1, min(sms, tiles))
         per = -(-len(order) // grid)
         l2 = l2_estimate(order, grid, f.bm, f.bn, K, eb, window)      # reads per wave (traffic: window None = in step)
@@ -911,18 +919,12 @@ def scale_read_bytes(f: Form, M: int, N: int, K: int, sms: int, group: int = 8, 
     (``(M + N) · K`` elements ≤ :attr:`h100lab.specs.H200_SXM.l2_bytes`) only the panels no earlier wave read
     [assumption: what fits stays; the wave-by-wave estimate of :func:`_layout` has no capacity, so at 4096³ it
     reads every wave's panels again]. A launch of one tile per CTA: the waves of :func:`_layout` as they are."""
-    from . import schedule
     from ..specs import H200_SXM
 
     lay = _layout(f, M, N, K, sms, group, raster)
     if f.schedule != "persistent":
         return tuple(float(d) for _, d, _ in lay.waves)
-    tm, tn = -(-M // f.bm), -(-N // f.bn)
-    order_dir = "m" if raster == 0 else "n"
-    if f.cluster == 2:
-        order = [(2 * q + r, n) for q, n in schedule.static_order(-(-tm // 2), tn, group, order_dir) for r in (0, 1)]
-    else:
-        order = schedule.static_order(tm, tn, group, order_dir)
+    order = _persistent_order(f, -(-M // f.bm), -(-N // f.bn), group, "m" if raster == 0 else "n")
     fits = (M + N) * K * f.elem_bytes <= H200_SXM.l2_bytes
     seen_a: set = set()
     seen_b: set = set()

@@ -261,6 +261,12 @@ class OrdersRow:
     lockstep_error: float
 
 
+def _run_label(r: dict) -> str:
+    """A run of the order sweep or the DRAM-counter run as the tables name it."""
+    return (f"{r['M']}×{r['N']}×{r['K']} {r['variant']} ({r['schedule']}, {r['grid']} CTAs) group {r['group']} "
+            f"raster {'MN'[int(r['raster'])]}")
+
+
 def orders_report(records: Sequence[dict] | None = None, window="model") -> list[OrdersRow]:
     """Every ping-pong record of the order sweep (:func:`orders_records`) predicted with the calibrated window
     (``window``: another to try) and in step."""
@@ -271,9 +277,8 @@ def orders_report(records: Sequence[dict] | None = None, window="model") -> list
         p = _predict_ms(r, w)
         p0 = _predict_ms(r, None)
         m = float(r["median_ms"])
-        label = (f"{r['M']}×{r['N']}×{r['K']} {r['variant']} ({r['schedule']}, {r['grid']} CTAs) group "
-                 f"{r['group']} raster {'MN'[int(r['raster'])]}")
-        out.append(OrdersRow(label, "calibration" if is_calibration(r) else "held-out", m, p, p / m - 1, p0 / m - 1))
+        out.append(OrdersRow(_run_label(r), "calibration" if is_calibration(r) else "held-out", m, p, p / m - 1,
+                             p0 / m - 1))
     return out
 
 
@@ -329,9 +334,7 @@ def dram_rows(dataset: str = L2_DATASET) -> list[DramRow]:
         args = (r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"])
         w = window_for(form(r["variant"], schedule=r["schedule"]))
         dur = m.get("gpu__time_duration.sum", float("nan")) * 1e-6
-        label = (f"{r['M']}×{r['N']}×{r['K']} {r['variant']} ({r['schedule']}, {r['grid']} CTAs) group {r['group']} "
-                 f"raster {'MN'[int(r['raster'])]}")
-        out.append(DramRow(label, r["variant"], m["dram__bytes_read.sum"], dur,
+        out.append(DramRow(_run_label(r), r["variant"], m["dram__bytes_read.sum"], dur,
                            m["dram__bytes_read.sum"] / dur * 1e-9 if dur > 0 else float("nan"),
                            model_dram_bytes(*args, None), model_dram_bytes(*args, w),
                            m.get("lts__t_sectors_srcunit_ltcfabric.sum", float("nan")) * 32,

@@ -307,3 +307,54 @@ def test_the_retention_fitted_on_the_committed_reread_pass():
     vals, _ = micro.fit_l2_keep(cal)
     assert 10 * MIB < vals["l2_keep_bytes"] < 40 * MIB and vals["l2_keep_width_bytes"] < 10 * MIB
     assert 50 < vals["cold_spread_ns"] < 250
+
+
+# ------------------------------------------------------------------------------------------------
+# device request cold13: step latency2 with the L2 clean-out, step issuecold (l03_tma_latency.cu's 16-byte cold rounds)
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_latency2_cleans_the_l2_after_the_fill(flush):
+    """step latency2(flush=True) zeroes a clean-out buffer, fills the source (again, when an earlier step already
+    did), then reads the clean-out buffer before its first copy; off (the default) it is the step as
+    l03/tma_latency_clean ran it. Every record says how many bytes were read; flushed runs keep every cold sample."""
+    import test_timing_sweep as tts
+
+    if tts._compiler_reason() is not None:
+        pytest.skip(f"NVRTC: {tts._compiler_reason()}")
+    gpu = tts.FakeGpu()
+    r = ts.Runner(gpu, quick=True, log=io.StringIO(), buf_bytes=8 << 20)
+    r.clock_ghz()
+    r.buffers()                    # an earlier step filled the source: the clean-out fills it again
+    gpu.launches.clear()
+    recs = r.step_latency2(flush=flush)
+    names = [x[0] for x in gpu.launches]
+    if flush:
+        assert names[:2] == ["fill_index", "read_v4_plain_u8"] and set(names[2:]) == {"copy_latency"}
+        assert all(rec["l2_flush_bytes"] == ts.COLD_FLUSH_QUICK_BYTES for rec in recs)
+        assert all(len(rec["cold_total_samples"]) == rec["iters"] for rec in recs)
+    else:
+        assert set(names) == {"copy_latency"} and all(rec["l2_flush_bytes"] == 0 for rec in recs)
+    assert len(recs) == len(ts.latency2_cases(True)) and all(rec["ok"] for rec in recs)
+
+
+def test_issuecold_keeps_every_sample_at_its_offset():
+    """step issuecold: each shape cold then warm, in two passes (the second reversed), every sample kept; a cold
+    case's first source lies its shape's offset past a 128-byte line, the warm case reads it again."""
+    import test_timing_sweep as tts
+
+    if tts._compiler_reason() is not None:
+        pytest.skip(f"NVRTC: {tts._compiler_reason()}")
+    gpu = tts.FakeGpu()
+    r = ts.Runner(gpu, quick=True, log=io.StringIO(), buf_bytes=8 << 20)
+    recs = r.step_issuecold()
+    cases = ts.issuecold_cases(True)
+    assert len(recs) == len(cases) and all(rec["ok"] for rec in recs)
+    assert [(c["bytes"], c["count"], c["offset"]) for c in cases if c["pass"] == 1] == \
+        [(c["bytes"], c["count"], c["offset"]) for c in cases if c["pass"] == 0][::-1]
+    for rec in recs:
+        assert rec["first"] % 128 == rec["offset"] and rec["l2_flush_bytes"] == ts.COLD_FLUSH_QUICK_BYTES
+        assert len(rec["total_samples"]) == rec["iters"] - (0 if rec["cold"] else 1) == rec["total_cycles"]["n"]
+    for cold, warm in zip(recs[::2], recs[1::2]):
+        assert cold["cold"] and not warm["cold"] and cold["first"] == warm["first"]
+    assert len(ts.issuecold_cases()) == 4 * len(ts.ISSUECOLD_SHAPES)
+    assert sum(c["iters"] * ts.COLD_STRIDE for c in ts.issuecold_cases() if c["cold"]) < ts.BUF_BYTES

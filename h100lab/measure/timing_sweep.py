@@ -82,7 +82,7 @@ __all__ = ["STEPS", "STAGES", "TILE_KIB", "CTAS_PER_SM", "MODES", "NSTATS", "CVT
            "stream_smem", "stream_fits", "stream_cases", "plan_tiles", "stream_tile_ids", "expected_stream_sums",
            "summarize_stream", "latency_cases", "sync_cases", "read_configs", "copytune_cases", "copytune_fits",
            "latency2_cases", "latency2_offsets", "latency2_plan", "reuse_distances", "latency_sources",
-           "coldround_cases", "coldround_plan",
+           "coldround_cases", "coldround_plan", "issuecold_cases", "ISSUECOLD_SHAPES",
            "COLD_PASSES", "COLD_FLUSH_BYTES", "RACE_VARIANTS",
            "Budget", "CudaBackend", "Runner", "estimate_seconds", "DATASETS", "main"]
 
@@ -640,6 +640,29 @@ def coldround_plan(quick: bool = False, passes: int = COLD_PASSES) -> tuple[list
                 first.append(cursor)
             cursor += c["iters"] * stride
     return plan, stride, cursor
+
+
+#: step issuecold (issue 13, device request cold13): l03_tma_latency.cu's ``tma_issue`` cold rounds of 16-byte copies
+#: (counts 1, 2, 4) crossed with the source offsets past a 128-byte line that l03/tma_latency's cursor gave its 16-byte
+#: rounds (0, 16, 48), and 256-byte rounds (counts 1, 2; offsets 0, 112) as a control — every sample kept
+ISSUECOLD_SHAPES = tuple((16, n, o) for n in (1, 2, 4) for o in (0, 16, 48)) + tuple(
+    (256, n, o) for n in (1, 2) for o in (0, 112))
+
+
+def issuecold_cases(quick: bool = False) -> list[dict[str, Any]]:
+    """The cases of step ``issuecold``: each of :data:`ISSUECOLD_SHAPES` cold (``iters`` samples on sources
+    ``COLD_STRIDE`` apart, as step ``latency``'s cold rounds: every other sample on a 2 MiB page whose TLB entry is
+    cold) then warm (its first source again), in two passes — pass 0 in order, pass 1 in reverse order — so that a
+    shape's median can be told apart from its place in the run (--quick: two shapes, 4 samples)."""
+    shapes = ISSUECOLD_SHAPES[:2] if quick else ISSUECOLD_SHAPES
+    it = 4 if quick else 64
+    out = []
+    for p in (0, 1):
+        for b, n, o in (shapes if p == 0 else shapes[::-1]):
+            out.append(dict(kind="issue", bytes=b, count=n, offset=o, cold=True, iters=it, **{"pass": p}))
+            out.append(dict(kind="issue", bytes=b, count=n, offset=o, cold=False, iters=it // 2 + 1,
+                            **{"pass": p}))
+    return out
 
 
 def _latency2_record(c: dict[str, Any], o: np.ndarray, ghz: float) -> dict[str, Any]:
@@ -1484,9 +1507,47 @@ class Runner:
 
 
     # step latency2 -------------------------------------------------------------------------------
-    def step_latency2(self) -> list[dict[str, Any]]:
-        """Single copies and back-to-back rounds on ``l03_copy_latency.cu`` (:func:`latency2_cases`)."""
-        src, _ = self.buffers()
+    def _cleanout_buffer(self, nbytes: int):
+        """A separate buffer of ``nbytes`` for an L2 clean-out, zeroed now — before the writes it is to clean out
+        of the L2, which then evict its own dirty lines (:meth:`_cleanout_read`)."""
+        fbuf = self.gpu.alloc(nbytes)
+        self.gpu.memset32(fbuf, 0)
+        return fbuf
+
+    def _cleanout_read(self, fbuf, nbytes: int) -> None:
+        """Read (never write) the ``nbytes`` of ``fbuf`` with ``read_v4_plain_u8`` on every SM: the L2 then holds
+        clean lines of it, not the dirty lines of a zeroing or fill before (issue 13: they slowed the first ~70 MiB
+        of cold reads after a step's memset, l03/tma_latency_cold2)."""
+        sink = self.gpu.zeros(4, np.uint32)
+        rk = self.gpu.function("l05_read_stream", "read_v4_plain_u8")
+        self.gpu.launch(rk, self.num_sms * 2, 1024, fbuf, np.int64(nbytes // 16), sink)
+        self.gpu.sync()
+
+    def _cleaned_buffers(self, flush: bool) -> tuple[Any, Any, int]:
+        """``(src, dst, clean-out bytes)``: :meth:`buffers`, and with ``flush`` the L2 cleaned of the source's fill
+        (a clean-out buffer zeroed first, the source filled — again when it already was: the same words — then the
+        clean-out buffer read, :meth:`_cleanout_read`). The clean-out buffer is freed."""
+        fb = (COLD_FLUSH_QUICK_BYTES if self.quick else COLD_FLUSH_BYTES) if flush else 0
+        if not fb:
+            return (*self.buffers(), 0)
+        fbuf = self._cleanout_buffer(fb)
+        if "src" in self._bufs:
+            fill = self.gpu.function("l03_stream", "fill_index")
+            self.gpu.launch(fill, self.num_sms * 8, 256, self._bufs["src"], np.int64(self.buf_bytes // 4))
+            self.gpu.sync()
+        src, dst = self.buffers()
+        self._cleanout_read(fbuf, fb)
+        free = getattr(fbuf, "free", None)
+        if free is not None:
+            free()
+        return src, dst, fb
+
+    def step_latency2(self, flush: bool = False) -> list[dict[str, Any]]:
+        """Single copies and back-to-back rounds on ``l03_copy_latency.cu`` (:func:`latency2_cases`). ``flush`` (default
+        off: the step as ``l03/tma_latency_clean`` ran it, its first ~64 MiB of cold reads — every single copy —
+        right after the source's 2 GiB fill): clean the fill's dirty lines out of the L2 first
+        (:meth:`_cleaned_buffers`); each record carries ``l2_flush_bytes``."""
+        src, _, fb = self._cleaned_buffers(flush)
         ghz = self.clock_ghz()
         err = self.gpu.zeros(1, np.uint32)
         k = self.gpu.function("l03_copy_latency", "copy_latency")
@@ -1498,11 +1559,14 @@ class Runner:
                 break
             it = c["iters"]
             base = -(-self.take((it + 1) * stride) // stride) * stride       # whole blocks: each a page of its own
-            recs.append(_latency2_record(c, self._copy_latency_case(k, src, err, c, base, stride), ghz))
+            o = self._copy_latency_case(k, src, err, c, base, stride)
+            recs.append(dict(_latency2_record(c, o, ghz), l2_flush_bytes=fb))
+            if flush:       # the probe's runs keep every cold sample (cycles, in sample order)
+                recs[-1]["cold_total_samples"] = [int(x) for x in o[:, 0, 2]]
         e = int(self.gpu.to_host(err)[0])
         for r in recs:
             r["ok"] = e == 0
-        self.say(f"latency2: {len(recs)} cases, error bits {e}")
+        self.say(f"latency2: {len(recs)} cases, L2 clean-out {fb >> 20} MiB, error bits {e}")
         return recs
 
     def _copy_latency_case(self, k, src, err, c: dict, base: int, stride: int) -> np.ndarray:
@@ -1531,18 +1595,12 @@ class Runner:
         plan, stride, span = coldround_plan(self.quick)
         pad = stride * 16 if self.quick else 512 << 20
         fb = (COLD_FLUSH_QUICK_BYTES if self.quick else COLD_FLUSH_BYTES) if flush else 0
-        fbuf = None
-        if fb:
-            fbuf = self.gpu.alloc(fb)
-            self.gpu.memset32(fbuf, 0)
+        fbuf = self._cleanout_buffer(fb) if fb else None
         src = self.gpu.alloc(span + pad)
         self.gpu.memset32(src, 0)
         self.gpu.sync()
         if fb:
-            sink = self.gpu.zeros(4, np.uint32)
-            rk = self.gpu.function("l05_read_stream", "read_v4_plain_u8")
-            self.gpu.launch(rk, self.num_sms * 2, 1024, fbuf, np.int64(fb // 16), sink)
-            self.gpu.sync()
+            self._cleanout_read(fbuf, fb)
         err = self.gpu.zeros(1, np.uint32)
         k = self.gpu.function("l03_copy_latency", "copy_latency")
         k.set_max_dynamic_shared_memory(200 * 1024)
@@ -1568,6 +1626,47 @@ class Runner:
                 free()
         self.say(f"coldround: {len(recs)} case-passes over {span >> 20} MiB, L2 clean-out {fb >> 20} MiB, "
                  f"error bits {e}")
+        return recs
+
+    # step issuecold (not in the default run) -------------------------------------------------------
+    def step_issuecold(self, flush: bool = True) -> list[dict[str, Any]]:
+        """``l03_tma_latency.cu``'s ``tma_issue`` on :func:`issuecold_cases`, every sample kept (issue 13: the
+        16 B × 2 cold round of ``l03/tma_latency`` lands 43 ns before the 16 B × 1 one, median below the single
+        copy's; its copies were 16 bytes past a line, the single's on it). Cold sources walk the cursor
+        ``COLD_STRIDE`` apart like step ``latency``'s; a warm case reads its cold case's first source again
+        (stride 0; its first sample, the cold one, is dropped). ``flush`` (default on): the L2 cleaned of the
+        source's fill first (:meth:`_cleaned_buffers`). Records: the case, ``issue_cycles`` / ``total_cycles`` stats,
+        ``total_ns`` (median), ``total_samples`` and ``issue_samples`` (cycles, sample order), ``first`` (the
+        buffer offset of its first source), ``l2_flush_bytes``."""
+        src, _, fb = self._cleaned_buffers(flush)
+        ghz = self.clock_ghz()
+        err = self.gpu.zeros(1, np.uint32)
+        ki = self.gpu.function("l03_tma_latency", "tma_issue")
+        ki.set_max_dynamic_shared_memory(200 * 1024)
+        recs, first = [], 0
+        for c in issuecold_cases(self.quick):
+            if self.budget.over():
+                break
+            it = c["iters"]
+            if c["cold"]:
+                first = self.take(it * COLD_STRIDE + 128)
+                first = first - first % 128 + c["offset"]        # the shape's offset past a 128-byte line
+            stride = COLD_STRIDE if c["cold"] else 0
+            out = self.gpu.zeros(2 * it, np.uint64)
+            self.gpu.launch(ki, 1, 32, src, np.int64(self.buf_bytes), np.int64(first), np.int64(stride),
+                            np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it), np.int64(TIMEOUT_NS), out, err,
+                            shared_mem=c["bytes"] * c["count"] + 1024)
+            self.gpu.sync()
+            o = self.gpu.to_host(out).astype(np.float64).reshape(it, 2)
+            body = o if c["cold"] else o[1:]
+            recs.append(dict(c, first=int(first), issue_cycles=_stats(body[:, 0]), total_cycles=_stats(body[:, 1]),
+                             issue_ns_per_copy=_med(body[:, 0]) / ghz / c["count"], total_ns=_med(body[:, 1]) / ghz,
+                             total_samples=[int(x) for x in body[:, 1]], issue_samples=[int(x) for x in body[:, 0]],
+                             clock_ghz=ghz, l2_flush_bytes=fb))
+        e = int(self.gpu.to_host(err)[0])
+        for r in recs:
+            r["ok"] = e == 0
+        self.say(f"issuecold: {len(recs)} cases, L2 clean-out {fb >> 20} MiB, error bits {e}")
         return recs
 
     # step copyrace -------------------------------------------------------------------------------

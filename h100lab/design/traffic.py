@@ -72,7 +72,8 @@ from typing import Callable, Iterable, Sequence
 
 __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
            "l2_estimate", "drifts", "is_calibration", "fit_window", "calibrated_window", "window_for",
-           "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes"]
+           "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes",
+           "DeliveryRow", "l2_delivery_rows"]
 
 #: the order sweep (benchmarks/bench_gemm_orders.py)
 ORDERS_DATASET = "l08/gemm_orders"
@@ -339,4 +340,68 @@ def dram_rows(dataset: str = L2_DATASET) -> list[DramRow]:
                            model_dram_bytes(*args, None), model_dram_bytes(*args, w),
                            m.get("lts__t_sectors_srcunit_ltcfabric.sum", float("nan")) * 32,
                            float(t.get("median_ms", float("nan")))))
+    return out
+
+
+@dataclass(frozen=True)
+class DeliveryRow:
+    """One profiled run of :data:`L2_DATASET`: what L2 delivered to the SMs — ``tex_bytes`` (Nsight Compute's
+    ``lts__t_sectors_srcunit_tex_op_read.sum`` × 32 B: sectors the SMs' TMA requests read at the L2 slices),
+    ``requested_bytes`` (every tile's A and B panels: tiles × (bm + bn) × K × element bytes, what the kernel's TMA
+    copies ask for), their ratio ``tex_per_request``, the rate ``tex_tb_s`` over ``duration_ms`` and the SM clock
+    (``sm__cycles_elapsed.avg.per_second``, ``ncu --clock-control none``)."""
+
+    label: str
+    variant: str
+    shape: tuple
+    group: int
+    raster: int
+    tex_bytes: float
+    requested_bytes: float
+    tex_per_request: float
+    duration_ms: float
+    tex_tb_s: float
+    sm_mhz: float
+
+
+def l2_delivery_rows(dataset: str = L2_DATASET) -> list[DeliveryRow]:
+    """L2 → SM delivery per profiled run of ``dataset`` (a diagnosis; nothing fitted, nothing of it in the time
+    model). What it shows on the committed run (H200):
+
+    * the SMs' L2 read sectors top out at ~8.6–8.9 TB/s (the highest ``tex_tb_s`` of the 52 runs), and the runs at
+      that rate are the ones the time model misses or over-charges: the 4096³ ping-pong form in row-major order
+      (group 1 along M, and group 16 along N — the same order at 16 tile columns) reads 2.63 GB at the L2 slices,
+      0.98 of every tile read, where the grouped order (group 8 along M) and group 1 along N read 0.47 — the same
+      DRAM bytes (0.29 / 0.26 / 0.30 GB, :func:`dram_rows`), the same L2-fabric bytes within 15 % — and its
+      duration is those bytes at that ceiling (2.63 GB / 8.6 TB/s = 0.306 ms, ncu 0.306): the row-major loss at
+      4096³ is L2 → SM delivery of requests no sharer merged, not DRAM traffic (the time model charges it to its
+      HBM bound with the reuse window's DRAM bytes, ~5× the measured ones — +11 % on the ablation's record);
+    * the 128-column cooperative form runs at 8.1–8.6 TB/s at full waves (8192³ in three orders, 16384³) and at
+      5.4 TB/s at 1280 × 3840 × 8192, whose last wave holds 36 of 132 CTAs — a delivery ceiling that a partial
+      wave relieves, where the time model's shared-memory bound (a per-SM limit) binds in every wave and is
+      11–15 % slow at that shape.
+
+    What merges the sharers' requests before they reach L2 in the grouped orders (``tex_per_request`` 0.47–0.8) is
+    not measured, so the time model cannot count the delivered bytes yet; the L2 share it already has
+    (:func:`h100lab.design.perf.calibrate` ``fit_l2``) counts every tile read and, fitted with the shared-memory
+    bound off, does not bind (14.8 TB/s; held out 265/286). ``[]`` without the dataset."""
+    from .. import data
+    from .perf import form
+
+    if not data.available(dataset):
+        return []
+    out = []
+    for r in data.load(dataset).records:
+        m = r.get("metrics") or {}
+        if (r.get("kind") != "l2" or not r.get("ok", True) or "lts__t_sectors_srcunit_tex_op_read.sum" not in m
+                or "gpu__time_duration.sum" not in m):
+            continue
+        f = form(r["variant"], schedule=r["schedule"])
+        tiles = -(-r["M"] // f.bm) * -(-r["N"] // f.bn)
+        req = float(tiles * (f.bm + f.bn) * r["K"] * f.elem_bytes)
+        tex = m["lts__t_sectors_srcunit_tex_op_read.sum"] * 32.0
+        ms = m["gpu__time_duration.sum"] * 1e-6
+        out.append(DeliveryRow(_run_label(r), r["variant"], (r["M"], r["N"], r["K"]), int(r["group"]),
+                               int(r["raster"]), tex, req, tex / req, ms, tex / (ms * 1e-3) * 1e-12,
+                               m.get("sm__cycles_elapsed.avg.per_second", float("nan")) * 1e-6))
     return out

@@ -18,6 +18,14 @@ belong to the code around the copy — so each has its own structure, and this o
   The DRAM part grows with the copy up to ``dram_ramp_bytes`` by ``dram_ramp_ns`` (linearly; the H200: ~200 ns
   more than L2 for a 16-byte copy, ~260 ns from 4 KiB on — a copy's first lines come from DRAM more slowly than
   the unit asks for them, until its requests overlap).
+* **A dirty L2.** Right after a step fills or zeroes its buffer the L2 holds that write's dirty lines, and a miss
+  that evicts one writes it back first: a cold round moving at least ``dirty_min_bytes`` (4 KiB) lands
+  ``dirty_extra_ns`` later until ~72 MiB of new lines have been read (``l03/tma_latency_cold2_noflush``'s first pass
+  against the flushed runs around it, ``l03/tma_latency_cold2`` and its repeat: +15 to +134 ns, median ~55, for
+  copies ≥ 4 KiB; nothing measurable below). On a clean L2 the DRAM part stops growing at ~4 KiB (~245 ns over
+  warm on the flushed runs, 4 KiB and 16 KiB alike); a ramp fitted with dirty records runs on to ~285 ns at 8 KiB
+  and more and predicted the flushed 16 KiB × 4 rounds 10 % slow. Which records were measured so is the
+  measurement's history (:func:`h100lab.validation.micro.dirty_l2`).
 * **Lines read before.** A "cold" source whose lines the same run already read is still in L2 with a probability
   that falls with what the run read since (:func:`l2_kept`: ``1 / (1 + exp((d − l2_keep_bytes) / l2_keep_width_bytes))``
   of ``d`` bytes of lines read for the first time in between). Assumption, from ``l03/tma_latency_clean``'s
@@ -70,6 +78,8 @@ class CopyLatency:
     tensor_extra_ns: float = 10.0
     dram_ramp_ns: float = 40.0
     dram_ramp_bytes: float = 4096.0
+    dirty_extra_ns: float = 0.0
+    dirty_min_bytes: float = 4096.0
     l2_keep_bytes: float = 0.0
     l2_keep_width_bytes: float = float(8 << 20)
     cold_spread_ns: float = 100.0
@@ -152,15 +162,16 @@ def issue_schedule(m: CopyLatency, count: int, kernel: LatencyKernel | None = No
 
 def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = False, tlb: bool = True,
                aligned: bool = True, tensor: bool = False, kernel: LatencyKernel | None = None,
-               fresh: int | None = None) -> dict[str, float]:
+               fresh: int | None = None, dirty: bool = False) -> dict[str, float]:
     """``{"first", "issue", "total"}`` (ns from before the ``expect_tx``): the end of the first issue, the kernel's
     clock read after the last issue, and the waiting thread's wake-up, for ``count`` back-to-back copies of ``nbytes``
     completing one mbarrier phase (module docstring). ``cold``: the bytes come from DRAM; ``tlb``: the page's TLB
     entry is warm; ``aligned``: each source starts on a 128-byte line; ``kernel``: the measurement kernel's issue
     loop (its set-up, entry, trips and unrolled path, :func:`issue_schedule`); ``fresh``: on a cold round, the last
     copy that asks DRAM for bytes of its own — later ones read what an earlier copy's request brings
-    (:func:`h100lab.validation.micro.fresh_copy`) and land like warm ones (default: every copy). Raises ValueError
-    for no bytes or no copy."""
+    (:func:`h100lab.validation.micro.fresh_copy`) and land like warm ones (default: every copy); ``dirty``: the L2 still
+    holds a fill's or memset's dirty lines (a cold round of ≥ ``dirty_min_bytes`` lands ``dirty_extra_ns`` later,
+    module docstring). Raises ValueError for no bytes or no copy."""
     if nbytes <= 0 or count < 1:
         raise ValueError("a copy moves at least one byte, and a round has at least one copy")
     fill = nbytes / (m.fill_bytes_per_ns if aligned else m.fill_misaligned_bytes_per_ns)
@@ -180,6 +191,8 @@ def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = Fals
     if cold:
         ramp = m.dram_ramp_ns * min(1.0, nbytes / m.dram_ramp_bytes) if m.dram_ramp_bytes > 0 else 0.0
         extra = m.dram_extra_ns + ramp + (0.0 if tlb else m.tlb_miss_ns)
+        if dirty and nbytes * count >= m.dirty_min_bytes:     # misses that must write dirty victims back first
+            extra += m.dirty_extra_ns
         k = count - 1 if fresh is None else min(max(int(fresh), 0), count - 1)
         land = max(land, filled[k] + m.first_byte_ns + (m.tensor_extra_ns if tensor else 0.0) + extra)
     stamp = issued[-1] + lag

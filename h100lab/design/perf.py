@@ -232,7 +232,8 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "CLUSTER_CALIBRATION", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
-           "scale_load_latency", "scale_read_bytes"]
+           "scale_load_latency", "scale_read_bytes", "wave_clock_ratio",
+           "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
 #: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)
@@ -511,7 +512,10 @@ class PerfParams:
     DRAM-counter run's cycle counts, :func:`h100lab.validation.l08.cycle_rows`: the forms it binds run the
     tensor-core bound in SM cycles (``cooperative_n128`` at 8192³: 2.30 M cycles, fewer than ``cooperative``'s
     2.34 M) and lose their time to a lower clock (1489 against 1561 MHz) — a power limit, which a partial wave
-    relieves]."""
+    relieves]. ``wave_clock`` (default (): off; a hypothesis, :func:`h100lab.validation.l08.wave_clock_diagnosis`):
+    (``budget``, ``cap_ghz``) — each wave at the clock the power limit gives its active CTAs
+    (:func:`wave_clock_ratio`; the two constants from the k-block traces' clocks, :func:`wave_clock_constants`) ×
+    the fitted clock."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -528,6 +532,7 @@ class PerfParams:
     fp8_ring_issue_cycles: float = 0.0
     fp8_promote: tuple = ()
     smem_shared: bool = False
+    wave_clock: tuple = ()
     source: str = ""
     notes: tuple = ()
 
@@ -901,6 +906,25 @@ def _loop_args(f: Form, p: PerfParams, ghz: float, load_ns: float | None = None)
     return out
 
 
+def wave_clock_ratio(p: PerfParams, activity: float, active: int, sms: int) -> float:
+    """The clock of a wave with ``active`` CTAs over the clock of a whole wave, under the power limit
+    (:attr:`PerfParams.wave_clock` = (``budget``, ``cap_ghz``); a hypothesis, default off). [model] An SM's dynamic
+    power is proportional to its clock × its activity — ``activity``: the shared-memory bytes its k-block moves per
+    SM clock at the model's period (the SS wgmma operand reads and the TMA's stage writes, :attr:`Form.smem_bytes`:
+    a proxy for the tensor cores' and shared memory's switching) — and the chip holds its power limit by its clock:
+    ``f = min(cap, budget · SMs / (activity · active))``. A whole wave of a form with ``budget / activity`` below
+    ``cap`` is power-limited (the bf16 forms: the k-block traces read 1.48–1.60 GHz), a partial wave runs up to
+    ``cap`` (the traces' last waves: 1.73–1.81 GHz); a form whose whole wave is already at ``cap`` (FP8: its tensor
+    cores idle ~40–50 % of the k-block, so fewer bytes per clock) gains nothing — as its traces read (1.70–1.72
+    GHz in the whole and the partial wave). Returns ``f(active) / f(sms)`` (≥ 1)."""
+    if not p.wave_clock or activity <= 0:
+        return 1.0
+    budget, cap = p.wave_clock
+    full = min(cap, budget / activity)
+    part = min(cap, budget * sms / (activity * max(1, active)))
+    return max(1.0, part / full)
+
+
 def scale_load_latency(p: PerfParams, rate: float) -> float:
     """The FP8 lead-1 scale loads' latency (ns, issue to the copies' wait) at a DRAM read rate ``rate`` (B/ns) of
     the wave (:func:`scale_read_bytes` over its mainloop): ``p.scale_load_ns + p.scale_load_ns_per_rate · rate``
@@ -1047,25 +1071,40 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
         t_x = f.tma_bytes / share
         t_h = dram / lay.k_blocks / hbm
 
-        def _bounds(itw):
+        def _bounds(itw, g=ghz):
             # a stage's round trip: the producer re-arms and issues, the bytes move and land, the consumers blocked
             # on it wake (lesson 3's wake, in place of the try_wait that finds a completed phase), hold it, give it
             # back
             ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.tma_bytes / t.tma_bytes_per_ns + t.tma_latency_ns
-                    + (1 - hit) * t.dram_latency_ns + t.wait_wake_ns + itw.hold / ghz - t.wait_hit_ns + arrive + remote)
-            b = {"tensor": itw.cycles / ghz, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": producer,
-                 "smem": t_sm * (active / sms if p.smem_shared else 1.0)}
+                    + (1 - hit) * t.dram_latency_ns + t.wait_wake_ns + itw.hold / g - t.wait_hit_ns + arrive + remote)
+            prod = producer if g == ghz else producer - getattr(w, "loop", 0.0) / ghz + getattr(w, "loop", 0.0) / g
+            b = {"tensor": itw.cycles / g, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": prod,
+                 "smem": t_sm * ghz / g * (active / sms if p.smem_shared else 1.0)}
             return b, soft_period(b.values(), t)
 
         itw, lat = it, 0.0
         bounds, period = _bounds(itw)
-        if loaded is not None:
+
+        def _loaded(itw, bounds, period, g):
+            if loaded is None:
+                return itw, bounds, period, 0.0
             # the latency at the wave's read rate, which depends on the wave's period: a fixed point (4 rounds;
             # the latency moves the rate little)
             for _ in range(4):
                 lat = scale_load_latency(p, loaded[wi] / (lay.k_blocks * period))
-                itw = issue_timing(f, w, **_loop_args(f, p, ghz, lat))
-                bounds, period = _bounds(itw)
+                itw = issue_timing(f, w, **_loop_args(f, p, g, lat))
+                bounds, period = _bounds(itw, g)
+            return itw, bounds, period, lat
+
+        itw, bounds, period, lat = _loaded(itw, bounds, period, ghz)
+        if p.wave_clock:
+            # the wave's clock under the power limit (wave_clock_ratio, the activity at the whole-wave clock's
+            # period): the wave runs at ghz · r
+            gw = ghz * wave_clock_ratio(p, sm_bytes / (period * ghz), active, H200_SXM.sm_count)
+            if gw > ghz:
+                itw = issue_timing(f, w, **_loop_args(f, p, gw))
+                bounds, period = _bounds(itw, gw)
+                itw, bounds, period, lat = _loaded(itw, bounds, period, gw)
         first_it = itw if first_it is None else first_it
         main = lay.k_blocks * period
         n_here = 2 if f.schedule == "pairs" else 1
@@ -1342,7 +1381,7 @@ def trace_clock_ghz(r: dict) -> float:
 
 def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = False,
               trace: Sequence[dict] | None = None, scale: Sequence[dict] | None = None,
-              smem_shared: bool = False) -> PerfParams:
+              smem_shared: bool = False, wave_clock: tuple = ()) -> PerfParams:
     """Fit the model's constants on the calibration subset of ``records`` (:func:`is_calibration`; records carry
     ``dataset`` and ``launches`` as :func:`load_records` gives them): ``tensor_ghz`` and
     ``direct_store_bytes_per_ns`` by robust least squares (:func:`h100lab.validation.fit.least_squares`, log
@@ -1358,7 +1397,8 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     ``scale_load_ns`` from their untraced
     times at their traces' clocks, and with two shapes or more ``scale_load_ns_per_rate`` too; None leaves the FP8
     chain at lesson 7's issue and one FFMA per clock with no scale load. ``smem_shared``: every fit with the
-    shared-memory bound shared by a wave's active CTAs (:attr:`PerfParams.smem_shared`). Raises ValueError without
+    shared-memory bound shared by a wave's active CTAs (:attr:`PerfParams.smem_shared`); ``wave_clock``: every fit
+    with the per-wave clock (:attr:`PerfParams.wave_clock`, :func:`wave_clock_constants`). Raises ValueError without
     sustained calibration records."""
     import numpy as np
 
@@ -1372,7 +1412,7 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     thr = [r for r in records if calibration_part(r) == "throttled"]
     if not sus:
         raise ValueError("calibrating the capstone's time model needs the records of CALIBRATION (data/l08)")
-    base = PerfParams(1.5, 1.5, 50.0, math.inf, w, tt, smem_shared=bool(smem_shared))
+    base = PerfParams(1.5, 1.5, 50.0, math.inf, w, tt, smem_shared=bool(smem_shared), wave_clock=tuple(wave_clock))
 
     def res(vals):
         p = replace(base, tensor_ghz=vals["tensor_ghz"], direct_store_bytes_per_ns=vals["direct"],
@@ -1511,12 +1551,81 @@ def _memory_timing():
     return _MEMO["timing"]
 
 
-def calibrated(smem_shared: bool = False) -> PerfParams:
+#: the k-block trace records the per-wave clock (:attr:`PerfParams.wave_clock`) is calibrated on: (dataset, variant,
+#: (M, N, K)) — the two bf16 forms traced at 1280 × 3840 × 8192, whose traced CTAs 0 and 66 run 2 + 1 and 1 + 1
+#: (128 × 256: 132 + 18 CTAs) or 3 and 2 tiles (128 × 128: 2 × 132 + 36): CTA 66's clock (cycles over globaltimer
+#: of its whole run) is the whole waves' clock, the difference of the two CTAs' runs the partial wave's. No timing
+#: record (every one stays held out); the FP8 traces are the test of what it says of FP8
+WAVE_CLOCK_CALIBRATION = (("l08/gemm_trace", "cooperative_inflight_tmastore", (1280, 3840, 8192)),
+                          ("l08/gemm_trace_forms", "cooperative_n128_inflight_tmastore", (1280, 3840, 8192)))
+
+
+def wave_clock_rows(subset: Sequence | None = None, params: PerfParams | None = None) -> list[dict]:
+    """Per trace record of ``subset`` (default :data:`WAVE_CLOCK_CALIBRATION`; a missing dataset: none of its rows)
+    whose two traced CTAs differ in tiles: ``full_ghz`` (the CTA with fewer tiles: whole waves only), ``last_ghz``
+    (the difference of the two CTAs' cycles over the difference of their times: the partial wave), ``activity``
+    (the model's shared-memory bytes per clock of the form's first wave, :func:`wave_clock_ratio`) and ``budget``
+    = ``full_ghz`` × ``activity``."""
+    from .. import data
+
+    p = params if params is not None else calibrated()
+    out = []
+    for name, v, shape in (WAVE_CLOCK_CALIBRATION if subset is None else subset):
+        if not data.available(name):
+            continue
+        for r in data.load(name).records:
+            if r.get("variant") != v or (r.get("M"), r.get("N"), r.get("K")) != tuple(shape) or not r.get("warpgroups"):
+                continue
+            pro = sorted((w for w in r["warpgroups"] if w["role"] == "producer"), key=lambda w: w["tiles"])
+            lo, hi = pro[0], pro[-1]
+            if lo["tiles"] == hi["tiles"]:
+                continue
+            f = record_form(dict(r, dataset=name))
+            q = replace(p, wave_clock=())
+            pr = predict(f, *shape, sms=r["grid"], params=q)
+            act = f.smem_bytes / (pr.waves[0].period_ns * pr.clock_ghz)
+            full = lo["run_cycles"] / lo["run_ns"]
+            out.append({"dataset": name, "variant": v, "shape": tuple(shape), "full_ghz": full,
+                        "last_ghz": (hi["run_cycles"] - lo["run_cycles"]) / (hi["run_ns"] - lo["run_ns"]),
+                        "last_ctas": r["tiles"] % r["grid"], "activity": act, "budget": full * act})
+    return out
+
+
+def wave_clock_constants(params: PerfParams | None = None) -> tuple:
+    """(``budget``, ``cap_ghz``) of :attr:`PerfParams.wave_clock` from :func:`wave_clock_rows` of
+    :data:`WAVE_CLOCK_CALIBRATION`: the mean budget and the mean partial-wave clock. () without those records."""
+    rows = wave_clock_rows(params=params)
+    if not rows:
+        return ()
+    return (sum(r["budget"] for r in rows) / len(rows), sum(r["last_ghz"] for r in rows) / len(rows))
+
+
+def calibrated(smem_shared: bool = False, wave_clock: bool = False) -> PerfParams:
     """:func:`calibrate` on the committed datasets that hold calibration records (:data:`DATASETS`, the cluster
     pair's) and the k-block trace (:data:`TRACE_DATASET`, when committed), once per process. Raises ValueError when the sustained calibration records are missing.
     ``smem_shared``: the hypothesis of :attr:`PerfParams.smem_shared`, fitted the same way (not the model): in the
     same state as the model's own fit — the ping-pong reuse window of :mod:`h100lab.design.traffic` off while it
     fits (:func:`h100lab.design.traffic.window_for`), on afterwards (the model's window, fitted with the model)."""
+    if wave_clock:
+        # the hypothesis of PerfParams.wave_clock (not the model): its two constants from the traces at the model's
+        # own activity, every other constant fitted on the same subset with it on (the window off while fitting, as
+        # below), the constants read again at the refitted clock
+        if "params_wave" not in _MEMO:
+            from .. import data
+
+            own = calibrated()
+            extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
+            trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
+            wc = wave_clock_constants(own)
+            del _MEMO["params"]
+            try:
+                q = calibrate(load_records(DATASETS + extra), trace=trace, wave_clock=wc)
+                wc = wave_clock_constants(q)
+                q = calibrate(load_records(DATASETS + extra), trace=trace, wave_clock=wc)
+            finally:
+                _MEMO["params"] = own
+            _MEMO["params_wave"] = q
+        return _MEMO["params_wave"]
     if smem_shared:
         if "params_shared" not in _MEMO:
             from .. import data

@@ -45,7 +45,7 @@ __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLE
            "check_calibration", "check_family", "check_clock", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
            "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace",
            "scale_latency_by_shape", "scale_calibration_choice", "ACHIEVED_TRACE_CLUSTER", "L2_DATASET", "cycle_rows",
-           "partial_wave_diagnosis", "repeat_rows"]
+           "partial_wave_diagnosis", "repeat_rows", "wave_clock_diagnosis"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -768,6 +768,34 @@ def partial_wave_diagnosis(tol: float = TOLERANCE) -> dict:
         if abs(e2 - r.error) > 0.02 or (abs(e2) <= tol) != (abs(r.error) <= tol):
             changed[f"{r.label} ({r.dataset.split('/')[-1]})"] = (r.error, e2)
     return {"before": count(a), "after": count(b), "changed": changed, "ghz": (a.params.tensor_ghz, p.tensor_ghz)}
+
+
+def wave_clock_diagnosis(tol: float = TOLERANCE) -> dict:
+    """A hypothesis test (:attr:`h100lab.design.perf.PerfParams.wave_clock`, nothing fitted on a held-out record):
+    each wave at the clock the power limit gives its active CTAs — ``min(cap, budget · SMs / (activity · active))``
+    over the whole wave's, the activity the model's shared-memory bytes per clock (:func:`h100lab.design.perf.
+    wave_clock_ratio`), ``budget`` and ``cap`` from the two bf16 k-block traces at 1280 × 3840 × 8192
+    (:data:`h100lab.design.perf.WAVE_CLOCK_CALIBRATION`: whole waves 1.59 / 1.53 GHz, partial waves 1.73 / 1.81),
+    every other constant re-fitted on the same subset with it on. What it says of FP8: its whole waves are at the
+    cap (fewer bytes per clock: the tensor cores idle ~40–50 % of its k-block), so it does not rise in a partial
+    wave, as its traces read. ``before`` / ``after`` (family → (within, n)), ``changed`` (as
+    :func:`partial_wave_diagnosis`), ``ghz`` (the sustained clocks), ``wave_clock`` (its constants)."""
+    from ..design import perf
+
+    a = report(tol=tol)
+    p = perf.calibrated(wave_clock=True)
+    b = report(params=p, tol=tol)
+    count = lambda rep: {f: (ag.within, ag.n) for f, ag in rep.by_family.items()}            # noqa: E731
+    eb = {(r.label, r.dataset, r.measured_ms): r.error for r in b.rows if r.part == "held-out"}
+    changed = {}
+    for r in a.rows:
+        e2 = eb.get((r.label, r.dataset, r.measured_ms))
+        if r.part != "held-out" or e2 is None:
+            continue
+        if abs(e2 - r.error) > 0.02 or (abs(e2) <= tol) != (abs(r.error) <= tol):
+            changed[f"{r.label} ({r.dataset.split('/')[-1]})"] = (r.error, e2)
+    return {"before": count(a), "after": count(b), "changed": changed, "ghz": (a.params.tensor_ghz, p.tensor_ghz),
+            "wave_clock": p.wave_clock}
 
 
 def repeat_rows(variant: str = "cooperative_n128", shape: tuple = (16384, 16384, 16384), group: int = 8,

@@ -1,0 +1,53 @@
+"""perf.wave_clock_ratio / wave_clock_rows and l08.wave_clock_diagnosis: the per-wave clock under the power limit, a
+hypothesis (default off) calibrated on the bf16 k-block traces' clocks at 1280 x 3840 x 8192."""
+from dataclasses import replace
+
+import pytest
+
+from h100lab import data
+from h100lab.design import perf
+
+
+def test_ratio_rules():
+    p = replace(perf.calibrated(), wave_clock=(180.0, 1.77))
+    assert perf.wave_clock_ratio(replace(p, wave_clock=()), 120.0, 36, 132) == 1.0     # off
+    assert perf.wave_clock_ratio(p, 120.0, 132, 132) == 1.0                           # a whole wave
+    assert perf.wave_clock_ratio(p, 120.0, 36, 132) == pytest.approx(1.77 / 1.5)       # up to the cap
+    assert perf.wave_clock_ratio(p, 120.0, 125, 132) == pytest.approx(132 / 125)       # power, below the cap
+    assert perf.wave_clock_ratio(p, 80.0, 36, 132) == 1.0                             # at the cap already (FP8)
+
+
+def test_off_by_default_and_partial_wave_faster():
+    p = perf.calibrated()
+    assert p.wave_clock == ()
+    q = replace(p, wave_clock=(180.0, 1.77))
+    a = perf.predict("cooperative_n128", 1280, 3840, 8192, params=p)
+    b = perf.predict("cooperative_n128", 1280, 3840, 8192, params=q)
+    assert b.waves[0].period_ns == pytest.approx(a.waves[0].period_ns)          # the whole waves unchanged
+    assert b.waves[-1].active == 36 and b.waves[-1].period_ns < 0.9 * a.waves[-1].period_ns
+    f8a = perf.predict("fp8_cooperative_tmastore", 1280, 3840, 8192, params=p)
+    f8b = perf.predict("fp8_cooperative_tmastore", 1280, 3840, 8192, params=q)
+    assert f8b.time_ns == pytest.approx(f8a.time_ns, rel=0.01)                   # FP8 near the cap: < 1 %
+
+
+@pytest.mark.skipif(not data.available("l08/gemm_trace_forms"), reason="needs the k-block traces")
+def test_trace_constants():
+    rows = perf.wave_clock_rows()
+    assert [r["last_ctas"] for r in rows] == [18, 36]
+    assert all(r["last_ghz"] > r["full_ghz"] + 0.1 for r in rows)
+    budget, cap = perf.wave_clock_constants()
+    assert 170 < budget < 190 and 1.7 < cap < 1.85
+
+
+@pytest.mark.skipif(not data.available("l08/gemm_trace_forms"), reason="needs the k-block traces")
+def test_diagnosis_counts():
+    from h100lab.validation import l08
+
+    d = l08.wave_clock_diagnosis()
+    assert d["after"]["capstone"][0] > d["before"]["capstone"][0]                 # the partial-wave misses
+    assert d["after"]["fp8"][0] >= d["before"]["fp8"][0]
+    assert d["after"]["steps"] == d["before"]["steps"] and d["after"]["cluster"] == d["before"]["cluster"]
+    # not the model: the refitted clock (lower: the calibration shapes' partial last waves run faster) costs the
+    # ablation its row-major ping-pong at 8192^3
+    assert d["after"]["ablation"][0] == d["before"]["ablation"][0] - 1
+    assert d["ghz"][1] < d["ghz"][0]

@@ -51,3 +51,32 @@ def test_diagnosis_counts():
     # ablation its row-major ping-pong at 8192^3
     assert d["after"]["ablation"][0] == d["before"]["ablation"][0] - 1
     assert d["ghz"][1] < d["ghz"][0]
+
+
+def test_repeat_median_rows_on_copies(tmp_path):
+    """benchmarks/merge_gemm_repeats.py on three copies of l08/gemm_bench: every configuration's median is the
+    original's, spread 0, and the check counts them (the repeated table's code path, before its data)."""
+    import importlib.util
+    import json
+    import shutil
+
+    from h100lab.validation import l08
+
+    for r in range(3):
+        (tmp_path / f"r{r}" / "l08").mkdir(parents=True)
+        shutil.copy(data._path("l08/gemm_bench"), tmp_path / f"r{r}" / "l08" / "gemm_bench.json")
+    spec = importlib.util.spec_from_file_location("merge", "benchmarks/merge_gemm_repeats.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    recs, meta = m.merge(tmp_path)
+    assert {r["repeat"] for r in recs} == {0, 1, 2} and all(r["kind"].startswith("repeat_") for r in recs)
+    assert not any(r["kind"] in perf.TIME_KINDS for r in recs)           # never in the model's own report
+    rows = l08.repeat_median_rows(data.Dataset("l08/gemm_bench_repeats", meta, recs))
+    orig = {(r["variant"], r["M"], r["N"], r["K"], r.get("group", 8), r.get("raster", 0)): r["median_ms"]
+            for r in data.load("l08/gemm_bench").records if r.get("kind") == "time" and r.get("ok")
+            and not r["variant"].startswith("cublas")}
+    assert len(rows) == len(orig)
+    for r in rows:
+        assert r["n"] == 3 and r["spread"] == 0.0
+        assert r["median_ms"] == orig[(r["variant"], *r["shape"], r["group"], r["raster"])]
+    json.dumps(meta)

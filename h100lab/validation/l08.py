@@ -45,7 +45,8 @@ __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLE
            "check_calibration", "check_family", "check_clock", "serial_diagnosis", "clock_rows", "CLOCK_DATASETS",
            "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace",
            "scale_latency_by_shape", "scale_calibration_choice", "ACHIEVED_TRACE_CLUSTER", "L2_DATASET", "cycle_rows",
-           "partial_wave_diagnosis", "repeat_rows", "wave_clock_diagnosis"]
+           "partial_wave_diagnosis", "repeat_rows", "wave_clock_diagnosis", "REPEATS_DATASET", "ACHIEVED_REPEATS",
+           "repeat_median_rows"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -831,3 +832,66 @@ def repeat_rows(variant: str = "cooperative_n128", shape: tuple = (16384, 16384,
     for row in out:
         row["vs_first"] = row["median_ms"] / out[0]["median_ms"] - 1.0
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# the repeated table (device request n128b): the model on each configuration's median over five processes
+
+REPEATS_DATASET = "l08/gemm_bench_repeats"
+#: the repeated table's level (fraction within ±10 % of the per-configuration medians; regression guard, set from
+#: the committed run)
+ACHIEVED_REPEATS = 0.0
+
+
+def repeat_median_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
+    """The model against the repeated gemm_bench table (:data:`REPEATS_DATASET`: the bf16 table of
+    ``l08/gemm_bench`` measured again in five processes, variant order rotated; held out, nothing fitted on it):
+    per configuration (variant, shape, group, raster) the ``median_ms`` over the repeats of each repeat's median,
+    ``spread`` (largest / smallest repeat median − 1), ``n`` repeats, ``model_ms`` and ``error`` (model / median
+    − 1); [] without the dataset."""
+    from statistics import median
+
+    from .. import data
+    from ..design import perf
+
+    if ds is None:
+        if not data.available(REPEATS_DATASET):
+            return []
+        ds = data.load(REPEATS_DATASET)
+    elif isinstance(ds, str):
+        ds = data.load(ds)
+    p = params if params is not None else perf.calibrated()
+    groups: dict = {}
+    for r in ds.records:
+        if r.get("kind") != "repeat_time" or not r.get("ok") or "median_ms" not in r:
+            continue
+        if str(r.get("variant", "")).startswith("cublas"):
+            continue
+        key = (r["variant"], r["M"], r["N"], r["K"], r.get("group", 8), r.get("raster", 0))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (v, M, N, K, g, ra), rs in groups.items():
+        meds = [float(r["median_ms"]) for r in rs]
+        rec = dict(rs[0], kind="time", median_ms=median(meds), dataset=REPEATS_DATASET,
+                   launches=int(rs[0].get("warmup", 0)) + int(rs[0].get("repeats", 1)))
+        pr = perf.predict_record(rec, p)
+        out.append({"variant": v, "shape": (M, N, K), "group": g, "raster": ra, "n": len(meds),
+                    "median_ms": rec["median_ms"], "spread": max(meds) / min(meds) - 1.0, "model_ms": pr.time_ms,
+                    "error": pr.time_ms / rec["median_ms"] - 1.0})
+    return out
+
+
+@silicon_check(f"Capstone GEMM time model, held out, on the repeated bf16 table (five processes, the median of each "
+               f"configuration's repeat medians): at least {ACHIEVED_REPEATS:.0%} within ±{TOLERANCE:.0%} (goal: "
+               "every configuration)", lesson=8, dataset=REPEATS_DATASET)
+def _repeats(ds: Dataset) -> CheckResult:
+    rs = repeat_median_rows(ds)
+    within = sum(abs(r["error"]) <= TOLERANCE for r in rs)
+    bad = max(0, (len(rs) - within) - (len(rs) - math.ceil(ACHIEVED_REPEATS * len(rs))))
+    worst = sorted(rs, key=lambda r: -abs(r["error"]))[:5]
+    return CheckResult(len(rs), bad, [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']} g{r['group']} "
+                                               f"r{r['raster']}", "model_ms": round(r["model_ms"], 4),
+                                       "median_ms": round(r["median_ms"], 4), "error": f"{100 * r['error']:+.1f} %",
+                                       "spread": f"{100 * r['spread']:.1f} %"}
+                                      for r in worst if abs(r["error"]) > TOLERANCE],
+                       f"{within}/{len(rs)} within ±{TOLERANCE:.0%} (floor {ACHIEVED_REPEATS:.0%})")

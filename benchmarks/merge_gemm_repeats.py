@@ -76,8 +76,11 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
+    ap.add_argument("--ran", default=None, help="how the request ran (the lead's .done line), kept in meta.ran")
     args = ap.parse_args(argv)
     recs, meta = merge(Path(args.outdir))
+    if args.ran:
+        meta["ran"] = args.ran
     print(data.write("l08/gemm_bench_repeats", recs, meta))
 
 

@@ -80,3 +80,25 @@ def test_repeat_median_rows_on_copies(tmp_path):
         assert r["n"] == 3 and r["spread"] == 0.0
         assert r["median_ms"] == orig[(r["variant"], *r["shape"], r["group"], r["raster"])]
     json.dumps(meta)
+
+
+@pytest.mark.skipif(not data.available("l08/gemm_bench_repeats"), reason="needs the repeated table")
+def test_repeated_table():
+    from h100lab.validation import l08
+
+    ds = data.load("l08/gemm_bench_repeats")
+    assert len(ds.meta["repeats"]) == 5 and all(r["complete"] for r in ds.meta["repeats"])
+    assert len({tuple(r["variants"]) for r in ds.meta["repeats"]}) == 5            # five variant orders
+    rows = l08.repeat_median_rows(ds)
+    assert len(rows) == 37 and all(r["n"] == 5 for r in rows)
+    assert sorted(r["spread"] for r in rows)[len(rows) // 2] < 0.02                 # the repeats agree
+    res = l08._repeats(ds)
+    assert res.mismatches == 0 and res.cases == 37
+    # the original table's ping-pong_inflight calibration records ran ~6 % slower than they repeat
+    orig = {(r["variant"], r["M"]): r["median_ms"] for r in data.load("l08/gemm_bench").records
+            if r.get("kind") == "time" and r.get("group", 8) == 8 and r.get("raster", 0) == 0}
+    for r in rows:
+        if r["variant"] == "pingpong_inflight" and r["shape"][0] in (4096, 8192):
+            assert r["median_ms"] < 0.95 * orig[("pingpong_inflight", r["shape"][0])]
+    reps = [r for r in l08.repeat_rows() if "repeats" in r["source"]]
+    assert len(reps) == 5 and all(r["vs_first"] < -0.1 for r in reps)              # 16384^3 n128: as the L2 run

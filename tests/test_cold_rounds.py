@@ -129,3 +129,49 @@ def test_the_flushed_cold_rounds_meet_the_goal_with_the_dirty_l2_term():
         held = micro.SPLITS["latency_cold"].apply(data.load(name).records)[1]
         rows = micro.cold_round_spread([r for r in held if r.get("fresh", True)], m, tf.latency.clean_kernel)
         assert len(rows) == 78 and all(abs(r["error"]) <= 0.10 for r in rows), name
+
+
+def test_only_the_16_byte_x2_cold_round_starts_on_its_warm_neighbours_request():
+    """Step latency's cursor replayed: the 16 B × 2 cold round's first sample reads only the 64-byte request the
+    16 B × 1 warm round had just read (an L2 hit); no other cold round of the step does."""
+    rows = micro.first_sample_rereads()
+    hits = [(r["bytes"], r["count"]) for r in rows if r["hit"]]
+    assert hits == [(16, 2)] and all(r["covered"] <= r["atoms"] for r in rows)
+
+
+def test_cold_modes_reads_two_modes_and_pairs():
+    g = 2.0
+    fast, slow = [700] * 2, [900] * 2
+    r = dict(bytes=16, count=1, offset=0, cold=True, clock_ghz=g, total_samples=fast + slow + fast + slow)
+    w = dict(bytes=16, count=1, offset=0, cold=False, total_ns=200.0)
+    (x,) = micro.cold_modes([r, w])
+    assert x["fast"] == 0.5 and x["pair_agree"] == 1.0 and x["fast_ns"] == 350 and x["slow_ns"] == 450
+    assert x["median_ns"] == 400 and x["one_hit_ns"] == 350      # one more fast sample: the median leaves the gap
+
+
+def test_dirty_trio_and_issue_cold_rows_on_synthetic_records():
+    rec = lambda ns, b=16384: dict(bytes=b, count=1, align=0, touch=0, iters=64, cold_total_ns=ns)
+    rows = micro.dirty_trio([rec(500.0), rec(300.0, 1024)], [rec(530.0), rec(300.0, 1024)],
+                            [rec(510.0), rec(302.0, 1024)], M.with_values(dirty_extra_ns=26.0))
+    assert [(r["bytes"], r["excess"], r["noise"], r["term"]) for r in rows] == [(16384, 25.0, 10.0, 26.0),
+                                                                                 (1024, -1.0, 2.0, 0.0)]
+    ic = dict(bytes=16, count=2, offset=16, cold=True, iters=64, l2_flush_bytes=1 << 28, issue_ns_per_copy=70.0,
+              total_ns=420.0, **{"pass": 0})
+    out = micro.issue_cold_rows([ic], M)
+    assert {r["metric"] for r in out} == {"issue_ns_per_copy", "total_ns"}
+    p = micro.predict_issue_cold(ic, M)
+    assert p == micro.predict_latency(dict(ic, kind="issue"), M, micro.OLD_KERNEL, {("issue", 16, 2, True): 16})
+
+
+@pytest.mark.skipif(not data.available("l03/tma_issue_cold"), reason="l03/tma_issue_cold is not committed")
+def test_issue_cold_and_trio_checks_are_registered_and_pass():
+    from h100lab import validation
+
+    titles = {t for t, *_ in micro.ISSUE_COLD_CHECKS} | {t for t, *_ in micro.TRIO_CHECKS}
+    checks = [c for c in validation.all_checks() if c.title in titles]
+    assert len(checks) == len(titles) == 5
+    for c in checks:
+        r = c.run(data.load(c.dataset))
+        assert r.ok, (c.title, r.note)
+    x2 = [x for x in micro.cold_modes(data.load("l03/tma_issue_cold").records) if x["case"] == "16 B × 2 +16"]
+    assert len(x2) == 2 and all(0.25 < x["fast"] < 0.5 and x["slow_ns"] - x["fast_ns"] > 60 for x in x2)

@@ -596,8 +596,10 @@ ACHIEVED_CHECKS = [
     ("Timing model 2, held out: streaming time per tile and bandwidth, ≥ 97 % within ±20 %", 3,
      "l03/stream_sweep", "held_out", ("stream",), 0.20, 0.97),
     ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu (its issue loop unrolled by four, "
-     "read off the SASS), ≥ 96 % within ±10 % (goal: all; not met — the 16-byte ×2 cold round, whose median lies "
-     "inside its samples' p10–p90)", 3, "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.10, 0.96),
+     "read off the SASS), ≥ 96 % within ±10 % (goal: all; not met — the 16-byte ×2 cold round: its first copy re-read "
+     "the 64-byte request the warm ×1 round before it had fetched (an L2 hit), and cold 16-byte copies fall in two "
+     "groups ~95 ns apart by page, so a round's median moves with its page draw; l03/tma_issue_cold, "
+     "micro.issue_cold_rows)", 3, "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.10, 0.96),
     ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu, all within ±25 %", 3,
      "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.25, 1.0),
     ("Timing model 2, held out: l03/tma_latency_clean's \"cold\" rounds — most re-read lines their run had read "

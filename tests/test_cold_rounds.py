@@ -94,16 +94,35 @@ def test_cold_round_checks_are_registered_for_lesson_3():
     assert old and all("mix L2 hits and DRAM trips" in t and "goal" not in t for t in old)
 
 
-def test_a_dirty_l2_delays_cold_rounds_of_4_kib_and_more():
-    """sim.latency: with the L2 holding a fill's dirty lines (``dirty``) a cold round moving >= dirty_min_bytes lands
-    dirty_extra_ns later; a smaller one, a warm one, and a clean L2 do not (issue 13, l03/tma_latency_cold2_noflush)."""
-    from h100lab.sim.latency import round_trip
+def test_a_dirty_l2_delays_cold_rounds_by_the_lines_they_bring_in_up_to_a_cap():
+    """sim.latency.dirty_extra: with the L2 holding a fill's dirty lines (``dirty``) a cold round lands
+    dirty_ns_per_kib per KiB of the 128-byte lines its sources span later, at most dirty_cap_ns (issue 13: the
+    write-backs of the victims it evicts; l03/tma_latency_clean_noflush against its flushed runs); a warm round and a
+    clean L2 do not; cap 0 turns it off."""
+    from h100lab.sim.latency import dirty_extra, round_trip
 
-    m = M.with_values(dirty_extra_ns=30.0, dirty_min_bytes=4096.0)
-    for nbytes, count, late in ((4096, 1, True), (1024, 4, True), (1024, 2, False), (16, 1, False)):
-        d = round_trip(m, nbytes, count, cold=True, dirty=True)["total"] - round_trip(m, nbytes, count, cold=True)["total"]
-        assert d == pytest.approx(30.0 if late else 0.0)
+    m = M.with_values(dirty_ns_per_kib=2.0, dirty_cap_ns=30.0)
+    for nbytes, count, aligned, want in ((4096, 1, True, 8.0), (1024, 4, True, 8.0), (1024, 2, True, 4.0),
+                                         (16, 1, True, 0.25), (16, 1, False, 0.5), (1008, 1, True, 2.0),
+                                         (65536, 1, True, 30.0), (4096, 32, False, 30.0)):
+        assert dirty_extra(m, nbytes, count, aligned) == pytest.approx(want)
+        d = (round_trip(m, nbytes, count, cold=True, dirty=True, aligned=aligned)["total"]
+             - round_trip(m, nbytes, count, cold=True, aligned=aligned)["total"])
+        assert d == pytest.approx(want)
         assert round_trip(m, nbytes, count, dirty=True) == round_trip(m, nbytes, count)
+    assert dirty_extra(M, 1 << 20) == 0.0 and dirty_extra(m.with_values(dirty_cap_ns=0.0), 1 << 20) == 0.0
+    with pytest.raises(ValueError, match="at least one byte"):
+        dirty_extra(m, 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=st.integers(1, 1 << 18), b=st.integers(1, 1 << 18), count=st.integers(1, 32), aligned=st.booleans())
+def test_dirty_extra_grows_with_the_round_and_stays_under_its_cap(a, b, count, aligned):
+    from h100lab.sim.latency import dirty_extra
+
+    m = M.with_values(dirty_ns_per_kib=3.3, dirty_cap_ns=41.0)
+    lo, hi = sorted((a, b))
+    assert 0.0 <= dirty_extra(m, lo, count, aligned) <= dirty_extra(m, hi, count, aligned) <= 41.0
 
 
 def test_dirty_l2_is_the_records_history():
@@ -119,12 +138,13 @@ def test_dirty_l2_is_the_records_history():
 def test_the_flushed_cold_rounds_meet_the_goal_with_the_dirty_l2_term():
     """Issue 13: fitted with the dirty-L2 term (the calibration's cold records of >= 4 KiB were measured right after a
     fill), every held-out cold round of l03/tma_latency_cold2 (nothing of it fitted) is within ±10 % of its median —
-    76/78 before, the 16 KiB × 4 rounds 10 % slow — and the unflushed l03/tma_latency_cold too (74/78 before)."""
+    76/78 before, the 16 KiB × 4 rounds 10 % slow — and the unflushed l03/tma_latency_cold too (74/78 before); the
+    write-back term grows with the round up to its cap (fitted ~3.3 ns per KiB up to ~41 ns)."""
     from h100lab.validation import timing as vt
 
     tf, _ = vt._fitted(vt.DATASETS["stream"])
     m = tf.latency.model
-    assert 5.0 < m.dirty_extra_ns < 150.0
+    assert 0.5 < m.dirty_ns_per_kib < 20.0 and 10.0 < m.dirty_cap_ns < 150.0
     for name in ("l03/tma_latency_cold2", "l03/tma_latency_cold"):
         held = micro.SPLITS["latency_cold"].apply(data.load(name).records)[1]
         rows = micro.cold_round_spread([r for r in held if r.get("fresh", True)], m, tf.latency.clean_kernel)
@@ -152,9 +172,9 @@ def test_cold_modes_reads_two_modes_and_pairs():
 def test_dirty_trio_and_issue_cold_rows_on_synthetic_records():
     rec = lambda ns, b=16384: dict(bytes=b, count=1, align=0, touch=0, iters=64, cold_total_ns=ns)
     rows = micro.dirty_trio([rec(500.0), rec(300.0, 1024)], [rec(530.0), rec(300.0, 1024)],
-                            [rec(510.0), rec(302.0, 1024)], M.with_values(dirty_extra_ns=26.0))
-    assert [(r["bytes"], r["excess"], r["noise"], r["term"]) for r in rows] == [(16384, 25.0, 10.0, 26.0),
-                                                                                 (1024, -1.0, 2.0, 0.0)]
+                            [rec(510.0), rec(302.0, 1024)], M.with_values(dirty_ns_per_kib=1.0, dirty_cap_ns=12.0))
+    assert [(r["bytes"], r["excess"], r["noise"], r["term"]) for r in rows] == [(16384, 25.0, 10.0, 12.0),
+                                                                                 (1024, -1.0, 2.0, 1.0)]
     ic = dict(bytes=16, count=2, offset=16, cold=True, iters=64, l2_flush_bytes=1 << 28, issue_ns_per_copy=70.0,
               total_ns=420.0, **{"pass": 0})
     out = micro.issue_cold_rows([ic], M)

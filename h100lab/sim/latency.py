@@ -19,13 +19,24 @@ belong to the code around the copy — so each has its own structure, and this o
   more than L2 for a 16-byte copy, ~260 ns from 4 KiB on — a copy's first lines come from DRAM more slowly than
   the unit asks for them, until its requests overlap).
 * **A dirty L2.** Right after a step fills or zeroes its buffer the L2 holds that write's dirty lines, and a miss
-  that evicts one writes it back first: a cold round moving at least ``dirty_min_bytes`` (4 KiB) lands
-  ``dirty_extra_ns`` later until ~72 MiB of new lines have been read (``l03/tma_latency_cold2_noflush``'s first pass
-  against the flushed runs around it, ``l03/tma_latency_cold2`` and its repeat: +15 to +134 ns, median ~55, for
-  copies ≥ 4 KiB; nothing measurable below). On a clean L2 the DRAM part stops growing at ~4 KiB (~245 ns over
-  warm on the flushed runs, 4 KiB and 16 KiB alike); a ramp fitted with dirty records runs on to ~285 ns at 8 KiB
-  and more and predicted the flushed 16 KiB × 4 rounds 10 % slow. Which records were measured so is the
-  measurement's history (:func:`h100lab.validation.micro.dirty_l2`).
+  that allocates a line evicts one, whose write-back goes to DRAM with the copy's own reads. Structure (an
+  assumption, not read off any document): a cold round's last read waits behind the write-backs queued before it —
+  ``dirty_ns_per_kib`` per KiB of the lines the round brings in — up to ``dirty_cap_ns``, where the write-back queue
+  is full and drains as fast as new victims arrive (:func:`dirty_extra`; the round's bytes, not a step at a size).
+  Calibrated with everything else on the single-copy calibration records, each in the state it was measured in
+  (:func:`h100lab.validation.micro.dirty_l2`); the H200: ~3.3 ns per KiB up to ~41 ns (reached at ~12 KiB). What
+  it stands for: ``l03/tma_latency_cold2_noflush``'s first pass against the flushed runs around it
+  (``l03/tma_latency_cold2`` and its repeat) lands rounds of ≥ 4 KiB +15 to +134 ns later (median ~55), nothing
+  measurable below; step latency2 run without and with a clean-out (``l03/tma_latency_clean_noflush`` against
+  ``_flushed``/``_flushed_repeat``, held out) lands single copies ~2 ns later at 4–16 KiB, 0–50 ns at 32 KiB and
+  45–104 ns at 64–128 KiB (misaligned ones about twice aligned ones): the excess grows with the copy and levels off.
+  The form fitted to those differences alone would be ~1 ns per KiB up to ~74 ns
+  (:func:`h100lab.validation.micro.dirty_trio`): later and higher than the calibration's — the two dirty states
+  (a 2 GiB fill, a 21.5 GiB memset) differ, and the model keeps the calibration's. On a clean L2 the DRAM part
+  stops growing at ~4 KiB (~245 ns over warm on the flushed runs, 4 KiB and 16 KiB alike); a ramp fitted to dirty
+  records without this term ran on to ~285 ns at 8 KiB and predicted the flushed 16 KiB × 4 rounds 10 % slow.
+  ``dirty_cap_ns`` 0 turns this off. History: a flat ~26 ns for rounds of ≥ 4 KiB came first (same calibration);
+  the trio showed the step it assumed at 4 KiB is not there.
 * **Lines read before.** A "cold" source whose lines the same run already read is still in L2 with a probability
   that falls with what the run read since (:func:`l2_kept`: ``1 / (1 + exp((d − l2_keep_bytes) / l2_keep_width_bytes))``
   of ``d`` bytes of lines read for the first time in between). Assumption, from ``l03/tma_latency_clean``'s
@@ -57,7 +68,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Sequence
 
 __all__ = ["CopyLatency", "H200_LATENCY", "LatencyKernel", "OLD_KERNEL", "CLEAN_KERNEL", "round_trip",
-           "issue_schedule", "LINE", "l2_kept", "kept_median"]
+           "issue_schedule", "LINE", "l2_kept", "kept_median", "dirty_extra"]
 
 #: bytes of an L2 line: a source offset that is not a multiple of it is "misaligned"
 LINE = 128
@@ -78,8 +89,8 @@ class CopyLatency:
     tensor_extra_ns: float = 10.0
     dram_ramp_ns: float = 40.0
     dram_ramp_bytes: float = 4096.0
-    dirty_extra_ns: float = 0.0
-    dirty_min_bytes: float = 4096.0
+    dirty_ns_per_kib: float = 0.0
+    dirty_cap_ns: float = 0.0
     l2_keep_bytes: float = 0.0
     l2_keep_width_bytes: float = float(8 << 20)
     cold_spread_ns: float = 100.0
@@ -170,8 +181,8 @@ def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = Fals
     loop (its set-up, entry, trips and unrolled path, :func:`issue_schedule`); ``fresh``: on a cold round, the last
     copy that asks DRAM for bytes of its own — later ones read what an earlier copy's request brings
     (:func:`h100lab.validation.micro.fresh_copy`) and land like warm ones (default: every copy); ``dirty``: the L2 still
-    holds a fill's or memset's dirty lines (a cold round of ≥ ``dirty_min_bytes`` lands ``dirty_extra_ns`` later,
-    module docstring). Raises ValueError for no bytes or no copy."""
+    holds a fill's or memset's dirty lines (a cold round lands :func:`dirty_extra` later: the write-backs of the
+    victims its lines evict, module docstring). Raises ValueError for no bytes or no copy."""
     if nbytes <= 0 or count < 1:
         raise ValueError("a copy moves at least one byte, and a round has at least one copy")
     fill = nbytes / (m.fill_bytes_per_ns if aligned else m.fill_misaligned_bytes_per_ns)
@@ -191,12 +202,24 @@ def round_trip(m: CopyLatency, nbytes: int, count: int = 1, *, cold: bool = Fals
     if cold:
         ramp = m.dram_ramp_ns * min(1.0, nbytes / m.dram_ramp_bytes) if m.dram_ramp_bytes > 0 else 0.0
         extra = m.dram_extra_ns + ramp + (0.0 if tlb else m.tlb_miss_ns)
-        if dirty and nbytes * count >= m.dirty_min_bytes:     # misses that must write dirty victims back first
-            extra += m.dirty_extra_ns
+        if dirty:
+            extra += dirty_extra(m, nbytes, count, aligned)
         k = count - 1 if fresh is None else min(max(int(fresh), 0), count - 1)
         land = max(land, filled[k] + m.first_byte_ns + (m.tensor_extra_ns if tensor else 0.0) + extra)
     stamp = issued[-1] + lag
     return {"first": issued[0], "issue": stamp, "total": max(land, stamp)}
+
+
+def dirty_extra(m: CopyLatency, nbytes: int, count: int = 1, aligned: bool = True) -> float:
+    """What a dirty L2 adds to a cold round of ``count`` copies of ``nbytes`` from consecutive source bytes (ns; module
+    docstring, "A dirty L2"): ``dirty_ns_per_kib`` per KiB of the 128-byte lines the round brings in (its sources
+    span ``ceil(bytes / 128)`` lines, one more when they do not start on a line), at most ``dirty_cap_ns`` — each
+    such line evicts a dirty victim whose write-back queues at DRAM before the round's last read, and a write-back
+    queue of bounded depth stops that wait growing. Raises ValueError for no bytes or no copy."""
+    if nbytes <= 0 or count < 1:
+        raise ValueError("a copy moves at least one byte, and a round has at least one copy")
+    lines = -(-nbytes * count // LINE) + (0 if aligned else 1)
+    return max(0.0, min(m.dirty_cap_ns, m.dirty_ns_per_kib * lines * LINE / 1024.0))
 
 
 def l2_kept(m: CopyLatency, distance: float) -> float:

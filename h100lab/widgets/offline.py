@@ -18,6 +18,15 @@ otherwise one control at a time from the displayed state; plus every state the n
 later (a chapter's ``ex.controls["stride"].value = 32`` adds that state, so the chapter's own
 examples can be replayed on the page). A combination that was not computed is never guessed: the
 page picks the computed state closest to the reader's choice and moves the other controls to it.
+
+Rendering the states is most of a book build's time (matplotlib's constrained layout, its tight bounding
+box and the Agg drawing take ~0.3 s a state; the model's compute and the PNG's palette encoding little),
+so where the operating system can fork (Linux), the states of an explorer with at least
+:data:`MIN_PARALLEL` of them are rendered by :func:`workers` forked processes (``$H100LAB_EXPLORER_WORKERS``,
+default: 2, or 1 on a one-core machine; ``1`` renders in the kernel's process). A forked worker inherits
+the explorer as it is (nothing is pickled but the control values and the finished :class:`State`), writes
+its PNGs under the content-hash names the kernel's process would write, and hands back what it printed;
+the states keep the plan's order, so the page is the same byte for byte as with one process.
 """
 from __future__ import annotations
 
@@ -26,12 +35,14 @@ import html
 import itertools
 import json
 import math
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["ENV", "MAX_VALUES", "MAX_PRODUCT", "STATE_SCALE", "VALUES", "register", "control_values",
-           "OfflineView"]
+__all__ = ["ENV", "MAX_VALUES", "MAX_PRODUCT", "STATE_SCALE", "VALUES", "WORKERS_ENV", "MIN_PARALLEL", "register",
+           "control_values", "workers", "OfflineView"]
 
 #: the environment variable naming the folder where a book build keeps the explorers' state figures
 ENV = "H100LAB_EXPLORER_STATES"
@@ -41,6 +52,10 @@ MAX_VALUES = 9
 MAX_PRODUCT = 24
 #: the precomputed figures are drawn at this multiple of savefig.dpi (the displayed one at style.HIDPI)
 STATE_SCALE = 1.5
+#: the environment variable giving how many forked processes render an explorer's states (1: in this process)
+WORKERS_ENV = "H100LAB_EXPLORER_WORKERS"
+#: an explorer with fewer states than this renders them in the kernel's process (a fork costs more than it saves)
+MIN_PARALLEL = 4
 
 # ---------------------------------------------------------------------------------------------
 # The registry: control class name -> (kind on the page, values worth precomputing)
@@ -169,6 +184,44 @@ def _same(a, b) -> bool:
     return _key(a) == _key(b)
 
 
+def workers(n_states: int) -> int:
+    """How many processes render ``n_states`` states: ``$H100LAB_EXPLORER_WORKERS`` if set, else 2 (1 on a
+    machine with one core for this process); 1 where there is no ``fork`` (not Linux: macOS' fork is unsafe
+    with its system frameworks) or fewer than :data:`MIN_PARALLEL` states; never more than the states."""
+    env = os.environ.get(WORKERS_ENV, "").strip()
+    if env:
+        n = int(env)
+        if n < 1:
+            raise ValueError(f"${WORKERS_ENV} must be a whole number >= 1, not {env!r}")
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        n = min(2, cores)
+    if n <= 1 or n_states < MIN_PARALLEL or not sys.platform.startswith("linux"):
+        return 1
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return min(n, n_states)
+
+
+#: the view whose states a forked worker renders (set in the parent just before the fork; the worker
+#: inherits it, so neither the explorer nor its compute and draw functions need to be picklable)
+_FORKED: "OfflineView | None" = None
+
+
+def _render_forked(values: dict) -> tuple["State", str, str]:
+    """In a forked worker: one state of :data:`_FORKED`, and what rendering it wrote to stdout and to stderr
+    (warnings included): the kernel's streams belong to the parent, which writes it out."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        state = _FORKED._render(values)
+    return state, out.getvalue(), err.getvalue()
+
+
 # ---------------------------------------------------------------------------------------------
 # One explorer on the page
 
@@ -203,8 +256,7 @@ class OfflineView:
         if explorer.figure is not None:
             data, width = style.png(explorer.figure, pin=True)   # static() shows these very bytes
             self.initial = (data, width)
-        for combo in self._plan():
-            self._add(combo)
+        self._add_all(self._plan())
 
     # which states
     def _plan(self) -> list[tuple]:
@@ -220,10 +272,36 @@ class OfflineView:
         return out
 
     def _add(self, combo: tuple) -> None:
-        key = tuple(_key(v) for v in combo)
-        if key in self.states:
+        self._add_all([combo])
+
+    def _add_all(self, combos: list[tuple]) -> None:
+        """Render the states of ``combos`` not rendered yet, in :func:`workers` processes; ``self.states``
+        gets them in the order of ``combos`` whichever process rendered them."""
+        todo: dict[tuple[str, ...], dict[str, Any]] = {}
+        for combo in combos:
+            key = tuple(_key(v) for v in combo)
+            if key not in self.states and key not in todo:
+                todo[key] = dict(zip(self.names, combo))
+        n = workers(len(todo))
+        if n <= 1:
+            for key, values in todo.items():
+                self.states[key] = self._render(values)
             return
-        self.states[key] = self._render(dict(zip(self.names, combo)))
+        global _FORKED
+        import multiprocessing
+
+        _FORKED = self
+        try:
+            with multiprocessing.get_context("fork").Pool(n) as pool:
+                done = pool.map(_render_forked, list(todo.values()), chunksize=1)
+        finally:
+            _FORKED = None
+        for key, (state, out, err) in zip(todo, done):
+            if out:
+                sys.stdout.write(out)
+            if err:
+                sys.stderr.write(err)
+            self.states[key] = state
 
     def _render(self, values: dict[str, Any]) -> State:
         from ..viz import style
@@ -243,8 +321,10 @@ class OfflineView:
         data = _compact(data)
         name = hashlib.sha256(data).hexdigest()[:24] + ".png"
         path = self.folder / name
-        if not path.exists():
-            path.write_bytes(data)
+        if not path.exists():   # written whole, then renamed: another worker may write the same figure
+            tmp = path.with_name(f"{name}.{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
         return State(name, width, text, style.describe_figure(fig))
 
     def capture(self) -> None:

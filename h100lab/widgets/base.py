@@ -9,6 +9,10 @@ the book displays so that the published page is complete without a kernel.
 In a book build (``$H100LAB_EXPLORER_STATES`` set) an explorer is displayed as a static page's
 explorer instead of an ipywidget: the state at the cell that displays it, plus precomputed states
 the page swaps in when a control moves (:mod:`h100lab.widgets.offline`).
+
+The ipywidget's figure area (an ``Output``) is filled only once the ipywidget is used (``.widget`` read,
+e.g. to display it): showing a figure there renders it as a high-DPI PNG (~0.3-0.5 s), which an explorer
+of a book build, shown as HTML, never needs — neither when it is made nor when a later cell moves a control.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ class Explorer:
         self._describe = describe
         self.title = title
         self._offline = None   # the static page's copy, in a book build (see _ipython_display_)
+        self._shown = False    # whether the ipywidget was used: only then its figure area is kept filled
         self.output = W.Output()
         self.text = W.HTML()
         self.result: Any = None
@@ -38,9 +43,21 @@ class Explorer:
         for w in controls.values():
             w.observe(self._on_change, names="value")
         header = [W.HTML(f"<b>{title}</b>")] if title else []
-        self.widget = W.VBox(header + [W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")),
-                                       self.text, self.output])
+        self._widget = W.VBox(header + [W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")),
+                                        self.text, self.output])
         self.update()
+
+    @property
+    def widget(self):
+        """The ipywidget (controls, text, figure); from the first use on, its figure follows every change."""
+        if not self._shown:
+            self._shown = True
+            self._show_figure()
+        return self._widget
+
+    @widget.setter
+    def widget(self, value) -> None:
+        self._widget = value
 
     @property
     def values(self) -> dict[str, Any]:
@@ -56,6 +73,10 @@ class Explorer:
         self.text.value = (f"<span style='color:#D55E00'>{self.error}</span>" if self.error
                            else (self._describe(self.result) if self._describe else ""))
         self.figure = None if self.error else self._draw(self.result)
+        if self._shown:
+            self._show_figure()
+
+    def _show_figure(self) -> None:
         self.output.clear_output(wait=True)
         if self.figure is not None:
             with self.output:

@@ -174,14 +174,24 @@ def test_shared_memory_bound(params):
 
 
 def test_l2_share_not_needed(params, records, trace):
-    """With the shared-memory bound, fitting the L2 share (calibrate(fit_l2=True)) changes no bf16 family's held-out
-    count within ±10 % and FP8's by at most two records of ~130: the default leaves it out."""
+    """With the shared-memory bound, fitting the L2 share (calibrate(fit_l2=True), in the state the model is fitted
+    in: its per-wave clock on, the ping-pong reuse window off) gains no family a held-out record within ±10 %: the
+    only bf16 verdict it changes is a record on the line (the row-major ping-pong step at 4096³, +10.00 % ->
+    +10.03 %), FP8 moves by at most two records of ~130 — the default leaves it out."""
     assert params.l2_bytes_per_ns == 0
-    with_l2 = perf.calibrate(records, wgmma=params.wgmma, timing=params.timing, fit_l2=True, trace=trace)
+    own = perf._MEMO.pop("params")                        # the window off while fitting, as calibrated() does
+    try:
+        with_l2 = perf.calibrate(records, wgmma=params.wgmma, timing=params.timing, fit_l2=True, trace=trace,
+                                 wave_clock=params.wave_clock)
+    finally:
+        perf._MEMO["params"] = own
     a, b = l08.report(records, params), l08.report(records, with_l2)
-    assert {k: v.within for k, v in a.by_family.items() if k != "fp8"} == \
-        {k: v.within for k, v in b.by_family.items() if k != "fp8"}
+    assert all(b.by_family[k].within <= v.within for k, v in a.by_family.items())
     assert abs(a.by_family["fp8"].within - b.by_family["fp8"].within) <= 2
+    eb = {(r.label, r.dataset, r.measured_ms): r for r in b.rows}
+    flips = [(r, eb[(r.label, r.dataset, r.measured_ms)]) for r in a.rows if r.family != "fp8"
+             and r.within != eb[(r.label, r.dataset, r.measured_ms)].within]
+    assert all(abs(abs(x.error) - l08.TOLERANCE) < 1e-3 and abs(abs(y.error) - l08.TOLERANCE) < 1e-3 for x, y in flips)
 
 
 def test_ring_kernel_issue_order(params):
@@ -602,20 +612,20 @@ def test_fp8_chain_comes_from_the_trace_only(params, records, trace):
     chain falls back to lesson 7's issue and one FFMA per clock (no scale load)."""
     if trace is None:
         pytest.skip("data/l08/gemm_trace not committed")
-    w, t = params.wgmma, params.timing
+    w, t, wc = params.wgmma, params.timing, params.wave_clock         # the model's fit: its per-wave clock on
     key = lambda p: (p.fp8_issue_cycles, p.fp8_scale_issue_cycles, p.fp8_ring_issue_cycles, p.fp8_promote,
                      p.scale_load_ns, p.scale_load_ns_per_rate)
-    a = perf.calibrate(records, wgmma=w, timing=t, trace=trace)
+    a = perf.calibrate(records, wgmma=w, timing=t, trace=trace, wave_clock=wc)
     assert key(a) == key(params)
     fp8_changed = [dict(r, median_ms=2 * r["median_ms"]) if r.get("kind") == "fp8_time" else r for r in records]
-    assert key(perf.calibrate(fp8_changed, wgmma=w, timing=t, trace=trace)) == key(a)
+    assert key(perf.calibrate(fp8_changed, wgmma=w, timing=t, trace=trace, wave_clock=wc)) == key(a)
     sca = perf.scale_records()
     slow = lambda r: dict(r, median_ms=1.1 * r["median_ms"],                          # noqa: E731
                           traced_median_ms=r["traced_median_ms"] + 0.1 * r["median_ms"])   # the trace's cost kept
-    b = perf.calibrate(records, wgmma=w, timing=t, trace=trace, scale=[slow(r) for r in sca])
+    b = perf.calibrate(records, wgmma=w, timing=t, trace=trace, scale=[slow(r) for r in sca], wave_clock=wc)
     assert perf.scale_load_latency(b, 600.0) > perf.scale_load_latency(a, 600.0) and key(b)[:4] == key(a)[:4]
     d = perf.calibrate(records, wgmma=w, timing=t, trace=trace,
-                       scale=[slow(r) if r["M"] == 16384 else r for r in sca])
+                       scale=[slow(r) if r["M"] == 16384 else r for r in sca], wave_clock=wc)
     assert d.scale_load_ns_per_rate > a.scale_load_ns_per_rate
     c = perf.calibrate(records, wgmma=w, timing=t)
     assert key(c) == (0.0, 0.0, 0.0, (), 0.0, 0.0)

@@ -45,8 +45,8 @@ def test_repeat_rows_16384_cooperative_n128_does_not_repeat():
 
 @needs_bench
 def test_smem_shared_scales_only_partial_waves():
-    p = perf.calibrated()
-    assert p.smem_shared is False
+    p = perf.calibrated(wave_clock=False)             # the mechanism alone (the model's per-wave clock off)
+    assert p.smem_shared is False and p.wave_clock == ()
     q = replace(p, smem_shared=True)
     a = perf.predict("cooperative_n128", 1280, 3840, 8192, params=p)
     b = perf.predict("cooperative_n128", 1280, 3840, 8192, params=q)
@@ -63,6 +63,8 @@ def test_smem_shared_scales_only_partial_waves():
 @needs_bench
 def test_partial_wave_diagnosis():
     d = l08.partial_wave_diagnosis()
+    # against the model without its per-wave clock (the other explanation of the same misses)
+    assert d["before"] == l08.wave_clock_diagnosis()["off"]
     # the hypothesis brings the 1280 x 3840 x 8192 capstone misses within ±10 % ...
     assert d["after"]["capstone"][0] >= d["before"]["capstone"][0] + 3
     key = next(k for k in d["changed"] if k.startswith("1280×3840×8192 cooperative_n128 [gemm_bench]"))

@@ -1,5 +1,5 @@
-"""perf.wave_clock_ratio / wave_clock_rows and l08.wave_clock_diagnosis: the per-wave clock under the power limit, a
-hypothesis (default off) calibrated on the bf16 k-block traces' clocks at 1280 x 3840 x 8192."""
+"""perf.wave_clock_ratio / wave_clock_rows and l08.wave_clock_diagnosis: the per-wave clock under the power limit,
+the model's default (wave_clock=False: off) calibrated on the bf16 k-block traces' clocks at 1280 x 3840 x 8192."""
 from dataclasses import replace
 
 import pytest
@@ -17,8 +17,8 @@ def test_ratio_rules():
     assert perf.wave_clock_ratio(p, 80.0, 36, 132) == 1.0                             # at the cap already (FP8)
 
 
-def test_off_by_default_and_partial_wave_faster():
-    p = perf.calibrated()
+def test_on_by_default_and_partial_wave_faster():
+    p = perf.calibrated(wave_clock=False)
     assert p.wave_clock == ()
     q = replace(p, wave_clock=(180.0, 1.77))
     a = perf.predict("cooperative_n128", 1280, 3840, 8192, params=p)
@@ -28,6 +28,21 @@ def test_off_by_default_and_partial_wave_faster():
     f8a = perf.predict("fp8_cooperative_tmastore", 1280, 3840, 8192, params=p)
     f8b = perf.predict("fp8_cooperative_tmastore", 1280, 3840, 8192, params=q)
     assert f8b.time_ns == pytest.approx(f8a.time_ns, rel=0.01)                   # FP8 near the cap: < 1 %
+
+
+@pytest.mark.skipif(not data.available("l08/gemm_trace_forms"), reason="needs the k-block traces")
+def test_the_model_has_the_wave_clock():
+    """perf.calibrated() (the model, what l08.report() uses) carries the wave clock's constants read off the traces
+    at its own refitted clock; wave_clock=False is the same fit without it, kept reachable."""
+    from h100lab.validation import l08
+
+    p, off = perf.calibrated(), perf.calibrated(wave_clock=False)
+    assert p.wave_clock and off.wave_clock == ()
+    assert p.wave_clock == pytest.approx(perf.wave_clock_constants(p), rel=1e-3)
+    assert "wave_clock" in p.source and "wave_clock" not in off.source
+    assert l08.report().params is p
+    assert perf.predict("cooperative_n128", 1280, 3840, 8192).time_ms == \
+        perf.predict("cooperative_n128", 1280, 3840, 8192, params=p).time_ms
 
 
 @pytest.mark.skipif(not data.available("l08/gemm_trace_forms"), reason="needs the k-block traces")
@@ -44,13 +59,18 @@ def test_diagnosis_counts():
     from h100lab.validation import l08
 
     d = l08.wave_clock_diagnosis()
-    assert d["after"]["capstone"][0] > d["before"]["capstone"][0]                 # the partial-wave misses
-    assert d["after"]["fp8"][0] >= d["before"]["fp8"][0]
-    assert d["after"]["steps"] == d["before"]["steps"] and d["after"]["cluster"] == d["before"]["cluster"]
-    # not the model: the refitted clock (lower: the calibration shapes' partial last waves run faster) costs the
-    # ablation its row-major ping-pong at 8192^3
-    assert d["after"]["ablation"][0] == d["before"]["ablation"][0] - 1
-    assert d["ghz"][1] < d["ghz"][0]
+    # switched off, the partial-wave records go back out ...
+    assert d["off"]["capstone"][0] < d["model"]["capstone"][0]
+    assert d["off"]["fp8"][0] <= d["model"]["fp8"][0]
+    assert d["off"]["steps"] == d["model"]["steps"] and d["off"]["cluster"] == d["model"]["cluster"]
+    # ... and the ablation gets back its persistent ping-pong at 8192^3 (grouped order, group 8): the clock refitted
+    # without the wave clock is higher (with it, the calibration shapes' partial last waves run faster) — the record
+    # the model pays
+    assert d["off"]["ablation"][0] == d["model"]["ablation"][0] + 1
+    assert d["ghz"][0] < d["ghz"][1]
+    key = next(k for k in d["changed"] if k.startswith("8192×8192×8192 pingpong (persistent) [gemm_steps_ablation]"))
+    assert d["changed"][key][0] > 0.10 >= d["changed"][key][1]
+    assert sum(a for a, _ in d["model"].values()) == sum(a for a, _ in d["off"].values()) + 4
 
 
 def test_repeat_median_rows_on_copies(tmp_path):

@@ -33,7 +33,10 @@ constants of its own:
   units together, shared by the CTAs of a wave; for runs long enough to reach the power limit,
   ``throttled_ghz``; and, for cluster pairs whose consumers give a stage back to the peer CTA with
   ``mbarrier.arrive.release.cluster``, ``cluster_fence_ns`` — that fence's cost in the k-block loop (fitted on one
-  record of the cluster run; lesson 3 measured it unloaded);
+  record of the cluster run; lesson 3 measured it unloaded); and the **per-wave clock**'s two constants
+  (:attr:`PerfParams.wave_clock`: a power budget and the clock cap of a partial wave) from the clocks the k-block
+  traces read in the whole and the partial waves of two bf16 forms at 1280 × 3840 × 8192
+  (:data:`WAVE_CLOCK_CALIBRATION`; trace records only, no timing record), every constant above fitted with it on;
 * for the FP8 form, the **k-block trace** (``data/l08/gemm_trace``: ``l08_gemm.cu -DTRACE=1``'s %clock64 at each
   event of each k-block, ``benchmarks/trace_gemm.py``): the consumer chain's CUDA-core parts read off it
   (:func:`trace_constants`, in SM cycles) and the scale loads' latency from their issue to the end-of-block copies
@@ -83,10 +86,11 @@ Assumptions (each a limit of the model, not of the kernel):
   shared-memory bound and the tensor-core bound slow each other as the memory bounds do (the smooth maximum)
   [limit: the DRAM-counter run's SM cycles (:func:`h100lab.validation.l08.cycle_rows`) say the forms it binds run
   the tensor-core bound in cycles at a lower clock — 128 × 128 at 8192³: 2.30 M cycles at 1489 MHz against 128 ×
-  256's 2.34 M at 1561 — so the bound stands in for a power limit at one fitted clock; that limit relaxing in a
-  partial wave (:attr:`PerfParams.smem_shared`, :func:`h100lab.validation.l08.partial_wave_diagnosis`) is a
-  hypothesis, not the model: it brings every 1280 × 3840 × 8192 bf16 record within ±10 % and costs three FP8
-  records];
+  256's 2.34 M at 1561 — so at whole waves the bound stands in for a power limit at one fitted clock; that limit
+  relaxing in a partial wave is the per-wave clock below; the other way to say it, the bound shared by a wave's
+  active CTAs (:attr:`PerfParams.smem_shared`, :func:`h100lab.validation.l08.partial_wave_diagnosis`), is a
+  hypothesis, not the model: against the model without the per-wave clock it brings every 1280 × 3840 × 8192 bf16
+  record within ±10 % and costs three FP8 records];
 * the tensor-core issue model is lesson 7's: one wgmma at a time per SM, in issue order; wgmma groups kept in
   flight on one accumulator overlap as that model lets them (lesson 7 reports where it misses on silicon);
 * a consumer's mbarrier wait that finds its phase complete costs lesson 3's ``wait_hit_ns`` on its own path (the
@@ -99,6 +103,24 @@ Assumptions (each a limit of the model, not of the kernel):
   ``long_run_ms``, ``throttled_ghz`` beyond (the H200 lowers its clock to hold its power limit; the measured
   16384³ runs drift from the 8192³ clock within one record). ``long_run_ms`` is the geometric mean of the
   longest sustained calibration run and the throttled calibration run;
+* **the per-wave clock** (:attr:`PerfParams.wave_clock`, :func:`wave_clock_ratio`) [model]: the chip holds its
+  power limit by its clock, and an SM's power is its clock × its activity — taken as the shared-memory bytes its
+  k-block moves per SM clock at the model's period (SS wgmma operand reads and the TMA's stage writes: a proxy
+  for the tensor cores' and shared memory's switching). A wave of ``active`` CTAs runs at ``min(cap, budget · SMs
+  / (activity · active))`` relative to the whole wave's clock (never below it), × the regime's fitted clock. Its
+  two constants come from the k-block traces' own clocks (cycles over globaltimer of the traced CTAs,
+  :func:`wave_clock_rows`) of the two bf16 forms traced at 1280 × 3840 × 8192 — whole waves 1.59 / 1.53 GHz at the
+  model's 111 / 120 B/clk (``budget`` ≈ 180 B/ns), partial waves of 18 / 36 CTAs 1.73 / 1.81 GHz (``cap`` their
+  mean, ≈ 1.77 GHz) — the subset :data:`WAVE_CLOCK_CALIBRATION`, no timing record; every other constant is then
+  fitted with it on (the fitted sustained clock falls 1.712 → 1.694 GHz: the calibration records' own partial last
+  waves run faster). FP8 sits at the cap: its tensor cores idle ~40–50 % of its k-block, so its whole waves move
+  77–94 B/clk, ``budget / activity`` is above ``cap`` already and a partial wave does not rise — as its traces
+  read (1.70–1.72 GHz in the whole and the partial wave). Assumed: the budget is one number per chip (not per
+  regime: the throttled 16384³ clock is its own fit), the activity proxy ranks forms as their power does, and
+  the clock follows the active CTAs at once (no ramp between waves). Switching it off
+  (:func:`h100lab.validation.l08.wave_clock_diagnosis`): held out 277 → 273 of 286 (capstone 86 → 84, FP8 125 →
+  122, ablation 14 → 15 — the persistent ping-pong at 8192³ in the grouped order, +10.4 % with it, +9.4 % without:
+  the lower refitted clock);
 * FP8 (e4m3) with per-block scales: **what the k-block trace shows** (``data/l08/gemm_trace``, H200, both traced
   CTAs and both consumers alike): the producer runs 4,000–5,600 cycles ahead (every stage full; it waits on the
   empty barrier most of each k-block), a consumer's ``wait_group`` lasts about its own group's execution (the two
@@ -216,8 +238,12 @@ direct-store form at the small shapes now 10–12 % fast), the fourth trace 34 o
 row-major order was then
 20–53 % too fast; the DRAM traffic of the tile order (a reuse window for ping-pong forms, one constant fitted on the
 order sweep's ping-pong records at 8192³, :mod:`h100lab.design.traffic`) brought the steps to 28/28 and the
-ablation to 15/16 held out (capstone and clusters unchanged). No constant was
-ever fitted on a held-out record.
+ablation to 15/16 held out (capstone and clusters unchanged). The k-block traces then measured the partial
+wave's clock (the 128 × 128 form's last 36 CTAs 1.81 GHz against 1.53 in its whole waves; FP8 1.70–1.72 in both):
+the per-wave clock (two constants from those traces, every other constant refitted with it) became the model —
+held out 273 → 277 of 286 (capstone 84 → 86: the two-wave shape's 128 × 128 misses but one gone; FP8 122 → 125),
+at the cost of one ablation record (15 → 14: the persistent ping-pong at 8192³ in the grouped order, +9.4 →
++10.4 %, the lower refitted clock). No constant was ever fitted on a held-out record.
 """
 from __future__ import annotations
 
@@ -512,10 +538,10 @@ class PerfParams:
     DRAM-counter run's cycle counts, :func:`h100lab.validation.l08.cycle_rows`: the forms it binds run the
     tensor-core bound in SM cycles (``cooperative_n128`` at 8192³: 2.30 M cycles, fewer than ``cooperative``'s
     2.34 M) and lose their time to a lower clock (1489 against 1561 MHz) — a power limit, which a partial wave
-    relieves]. ``wave_clock`` (default (): off; a hypothesis, :func:`h100lab.validation.l08.wave_clock_diagnosis`):
-    (``budget``, ``cap_ghz``) — each wave at the clock the power limit gives its active CTAs
-    (:func:`wave_clock_ratio`; the two constants from the k-block traces' clocks, :func:`wave_clock_constants`) ×
-    the fitted clock."""
+    relieves]. ``wave_clock`` (``budget``, ``cap_ghz``; the model's, :func:`calibrated`, has it; the dataclass's
+    default () is off — every wave at the fitted clock, :func:`h100lab.validation.l08.wave_clock_diagnosis`): each
+    wave at the clock the power limit gives its active CTAs (:func:`wave_clock_ratio`; the two constants from the
+    k-block traces' clocks, :func:`wave_clock_constants`) × the fitted clock."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -819,7 +845,8 @@ class Wave:
     """One wave of the busiest CTA: ``active`` CTAs; the per-k-block ``bounds`` (ns: tensor, tma, hbm, ring) and
     their smooth maximum ``period_ns``; ``tiles`` of this CTA in the wave (2 for a two-tile CTA of ``pairs``);
     ``mainloop_ns`` and ``exposed_ns`` (epilogue and drain the tensor cores wait for) per tile; ``hit_rate``; FP8
-    with a loaded scale latency (``scale_load_ns_per_rate``): ``scale_load_ns`` of the wave (0: the one latency).
+    with a loaded scale latency (``scale_load_ns_per_rate``): ``scale_load_ns`` of the wave (0: the one latency);
+    ``clock_ghz``: the wave's own clock (:attr:`PerfParams.wave_clock`; 0: the prediction's clock).
     ``bounds["tensor"]`` is the wave's own consumer chain (it differs from wave to wave with that latency)."""
 
     active: int
@@ -830,6 +857,7 @@ class Wave:
     exposed_ns: float
     hit_rate: float
     scale_load_ns: float = 0.0
+    clock_ghz: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -908,7 +936,7 @@ def _loop_args(f: Form, p: PerfParams, ghz: float, load_ns: float | None = None)
 
 def wave_clock_ratio(p: PerfParams, activity: float, active: int, sms: int) -> float:
     """The clock of a wave with ``active`` CTAs over the clock of a whole wave, under the power limit
-    (:attr:`PerfParams.wave_clock` = (``budget``, ``cap_ghz``); a hypothesis, default off). [model] An SM's dynamic
+    (:attr:`PerfParams.wave_clock` = (``budget``, ``cap_ghz``); the model's, :func:`calibrated`; () off). [model] An SM's dynamic
     power is proportional to its clock × its activity — ``activity``: the shared-memory bytes its k-block moves per
     SM clock at the model's period (the SS wgmma operand reads and the TMA's stage writes, :attr:`Form.smem_bytes`:
     a proxy for the tensor cores' and shared memory's switching) — and the chip holds its power limit by its clock:
@@ -1097,6 +1125,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
             return itw, bounds, period, lat
 
         itw, bounds, period, lat = _loaded(itw, bounds, period, ghz)
+        gw = ghz
         if p.wave_clock:
             # the wave's clock under the power limit (wave_clock_ratio, the activity at the whole-wave clock's
             # period): the wave runs at ghz · r
@@ -1114,7 +1143,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
             exposed = max(0.0, epi - main) + (0.0 if f.inflight else drain)
         else:
             exposed = drain + epi
-        waves.append(Wave(active, bounds, period, n_here, main, exposed, hit, lat))
+        waves.append(Wave(active, bounds, period, n_here, main, exposed, hit, lat, gw))
     first_active = lay.waves[0][0]
     b1 = min(t.tma_bytes_per_ns, hbm / max(first_active, 1))
     fill = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.stage_bytes / b1 + t.tma_latency_ns + t.dram_latency_ns
@@ -1140,7 +1169,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
 #: the parts of :func:`gap_to_peak`, in plotting order, with their meaning
 GAP_PARTS = {
     "clock": "the sustained tensor clock vs the datasheet's tensor clock",
-    "waves": "SMs idle in a partial last wave, and tile padding past M, N, K",
+    "waves": "SMs idle in a partial last wave (less what its higher clock gives back), and tile padding past M, N, K",
     "issue": "wgmma issue: per-instruction overhead, a lone warpgroup's waits, FP8 promotion",
     "tma": "the SM's TMA unit (L2 → shared memory) near the tensor-core bound",
     "smem": "shared-memory bandwidth (the TMA's writes and the wgmmas' operand reads) near the tensor-core bound",
@@ -1169,7 +1198,8 @@ def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int
                 params: PerfParams | None = None, regime: str = "sustained", spec=None) -> Gap:
     """The predicted time of :func:`predict` as the datasheet peak time plus named parts (µs), which sum to it
     exactly: ``clock`` = 2MNK / (SMs · peak MACs/clock · 2 · f) − peak time; ``waves`` = the busiest CTA's tiles ·
-    k-blocks · ideal k-block time − 2MNK at the sustained rate; ``issue`` = its tensor-core period − ideal;
+    k-blocks · ideal k-block time (at each wave's own clock, :attr:`Wave.clock_ghz`: a partial wave's higher clock
+    gives back part of its idle SMs) − 2MNK at the sustained rate; ``issue`` = its tensor-core period − ideal;
     ``tma``/``hbm``/``ring`` = the period's excess over the tensor-core bound, shared in proportion to each memory
     bound's k-th power (k = ``period_sharpness``); ``epilogue`` (exposed epilogue and drains) and ``fill``.
     ``spec``: the device (default :data:`h100lab.specs.H200_SXM`); its dense peak of the kernel's type."""
@@ -1185,9 +1215,7 @@ def gap_to_peak(v, M: int, N: int, K: int, *, sms: int | None = None, group: int
     flops = 2.0 * M * N * K
     peak_ns = flops / (spec.dense_tflops[dtype] * 1e3)
     sustained_ns = flops / (pr.sms * 2 * RATE[f.atype] * pr.clock_ghz)
-    ideal_kb = pr.issue.ideal / pr.clock_ghz
-    tiles_run = sum(wv.tiles for wv in pr.waves)
-    work_ns = tiles_run * pr.k_blocks * ideal_kb
+    work_ns = sum(wv.tiles * pr.k_blocks * pr.issue.ideal / (wv.clock_ghz or pr.clock_ghz) for wv in pr.waves)
     tc_ns = sum(wv.tiles * pr.k_blocks * wv.bounds["tensor"] for wv in pr.waves)   # = tiles · k · tc_kb (one chain)
     mem = {"tma": 0.0, "smem": 0.0, "hbm": 0.0, "ring": 0.0}
     for wv in pr.waves:
@@ -1507,6 +1535,10 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
            + ("; scale_load_ns" + (", scale_load_ns_per_rate" if len(sca) > 1 else "") + ": "
               + "; ".join(f"{r['variant']} at {r['M']}x{r['N']}x{r['K']} ({r['dataset']}, untraced, at the trace's "
                           "clock)" for r in sca) if sca else "")
+           + (f"; wave_clock (budget {wave_clock[0]:.0f} B/ns of shared-memory traffic, cap {wave_clock[1]:.2f} GHz): "
+              "the whole- and partial-wave clocks of the k-block traces of "
+              + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d})" for d, v, s in WAVE_CLOCK_CALIBRATION) if wave_clock
+              else "")
            + "; wgmma: h100lab.tensorcore.timing.calibrated(); copies: h100lab.validation.timing.fit()")
     return replace(p, source=src, notes=tuple(notes))
 
@@ -1600,32 +1632,62 @@ def wave_clock_constants(params: PerfParams | None = None) -> tuple:
     return (sum(r["budget"] for r in rows) / len(rows), sum(r["last_ghz"] for r in rows) / len(rows))
 
 
-def calibrated(smem_shared: bool = False, wave_clock: bool = False) -> PerfParams:
-    """:func:`calibrate` on the committed datasets that hold calibration records (:data:`DATASETS`, the cluster
-    pair's) and the k-block trace (:data:`TRACE_DATASET`, when committed), once per process. Raises ValueError when the sustained calibration records are missing.
-    ``smem_shared``: the hypothesis of :attr:`PerfParams.smem_shared`, fitted the same way (not the model): in the
-    same state as the model's own fit — the ping-pong reuse window of :mod:`h100lab.design.traffic` off while it
-    fits (:func:`h100lab.design.traffic.window_for`), on afterwards (the model's window, fitted with the model)."""
-    if wave_clock:
-        # the hypothesis of PerfParams.wave_clock (not the model): its two constants from the traces at the model's
-        # own activity, every other constant fitted on the same subset with it on (the window off while fitting, as
-        # below), the constants read again at the refitted clock
-        if "params_wave" not in _MEMO:
-            from .. import data
+def _fit_inputs(w, tt) -> list:
+    """What the model's fit reads besides the package's code (the key of its :mod:`h100lab.fitcache` entry): the
+    bytes of every committed dataset :func:`calibrated` loads (:data:`DATASETS`, :data:`CLUSTER_CALIBRATION`'s,
+    :data:`TRACE_DATASET`, :data:`SCALE_CALIBRATION`'s, :data:`WAVE_CLOCK_CALIBRATION`'s, lesson 1's latency
+    ladder; an absent one as None) and the lesson-7 and memory-model constants it starts from."""
+    import hashlib
 
-            own = calibrated()
-            extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
-            trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
-            wc = wave_clock_constants(own)
-            del _MEMO["params"]
-            try:
-                q = calibrate(load_records(DATASETS + extra), trace=trace, wave_clock=wc)
-                wc = wave_clock_constants(q)
-                q = calibrate(load_records(DATASETS + extra), trace=trace, wave_clock=wc)
-            finally:
-                _MEMO["params"] = own
-            _MEMO["params_wave"] = q
-        return _MEMO["params_wave"]
+    from .. import data
+
+    names = (DATASETS + tuple(d for d, _, _ in CLUSTER_CALIBRATION) + (TRACE_DATASET,)
+             + tuple(d for d, _, _ in SCALE_CALIBRATION) + tuple(d for d, _, _ in WAVE_CLOCK_CALIBRATION)
+             + ("l01/latency_ladder",))
+    files = {n: (hashlib.sha256(data._path(n).read_bytes()).hexdigest() if data.available(n) else None)
+             for n in dict.fromkeys(names)}
+    return [files, repr(w), repr(tt)]
+
+
+def _fit_model() -> tuple:
+    """(the model's constants, the same fit without the per-wave clock): :func:`calibrate` on the committed
+    calibration records without :attr:`PerfParams.wave_clock`; the wave clock's two constants from the k-block
+    traces at that fit's activity (:func:`wave_clock_constants`); every constant refitted with it on the same
+    subset; the wave clock's constants read again at the refitted clock and everything refitted once more. Run with
+    the ping-pong reuse window off (:func:`h100lab.design.traffic.window_for`: ``_MEMO["params"]`` not set yet)."""
+    from .. import data
+    from ..tensorcore import timing as wt
+
+    extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
+    trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
+    w, tt = wt.calibrated(), _memory_timing()
+
+    def fit():
+        recs = load_records(DATASETS + extra)
+        plain = calibrate(recs, wgmma=w, timing=tt, trace=trace)
+        wc = wave_clock_constants(plain)
+        if not wc:
+            return plain, plain
+        q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wc)
+        q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wave_clock_constants(q))
+        return q, plain
+
+    from .. import fitcache
+    return fitcache.memo("l08_perf_params", _fit_inputs(w, tt), fit)
+
+
+def calibrated(smem_shared: bool = False, wave_clock: bool = True) -> PerfParams:
+    """The model's constants: :func:`calibrate` on the committed datasets that hold calibration records
+    (:data:`DATASETS`, the cluster pair's), the k-block trace (:data:`TRACE_DATASET`, when committed) and the
+    per-wave clock (:attr:`PerfParams.wave_clock`, its two constants from the traces of
+    :data:`WAVE_CLOCK_CALIBRATION`, every other constant fitted with it on: :func:`_fit_model`), once per process
+    and kept by :mod:`h100lab.fitcache` across processes. Raises ValueError when the sustained calibration records
+    are missing. ``wave_clock=False``: the model without the per-wave clock (every wave at the fitted clock), fitted
+    on the same subset (what :func:`h100lab.validation.l08.wave_clock_diagnosis` compares with).
+    ``smem_shared``: the hypothesis of :attr:`PerfParams.smem_shared` (not the model; another explanation of the
+    same partial-wave misses, so fitted without the wave clock), fitted the same way: in the same state as the
+    model's own fit — the ping-pong reuse window of :mod:`h100lab.design.traffic` off while it fits
+    (:func:`h100lab.design.traffic.window_for`), on afterwards (the model's window, fitted with the model)."""
     if smem_shared:
         if "params_shared" not in _MEMO:
             from .. import data
@@ -1640,9 +1702,7 @@ def calibrated(smem_shared: bool = False, wave_clock: bool = False) -> PerfParam
                 _MEMO["params"] = own
         return _MEMO["params_shared"]
     if "params" not in _MEMO:
-        from .. import data
-
-        extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
-        trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
-        _MEMO["params"] = calibrate(load_records(DATASETS + extra), trace=trace)
-    return _MEMO["params"]
+        q, plain = _fit_model()
+        _MEMO["params_plain"] = plain
+        _MEMO["params"] = q
+    return _MEMO["params"] if wave_clock else _MEMO["params_plain"]

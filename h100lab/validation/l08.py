@@ -9,7 +9,11 @@ at); a fifth, the cost of a cluster pair's ``release.cluster`` arrive in the k-b
 later cluster run (``cooperative_inflight_cluster2`` at 8192³, a documented split: a mechanism the first runs did
 not have); and the FP8 consumer chain on the k-block trace run (``l08/gemm_trace``: the chain's CUDA-core parts
 read off its 8192³ FP8 records, the lead-1 scale loads' latency fitted on one of its untraced times — a run of its
-own, none of whose records is a throughput record). Every other record is held out: the other variants at every shape, the wave-quantized shapes
+own, none of whose records is a throughput record); and the per-wave clock's two constants (the power budget and the
+clock cap of a partial wave, :attr:`h100lab.design.perf.PerfParams.wave_clock`) on the clocks the k-block traces read
+in the whole and the partial waves of two bf16 forms at 1280 × 3840 × 8192
+(:data:`h100lab.design.perf.WAVE_CLOCK_CALIBRATION`: trace records, none of them a throughput record; every
+constant above is fitted with it on). Every other record is held out: the other variants at every shape, the wave-quantized shapes
 1280 × 3840 × 8192 and 1408 × 3072 × 8192, the other tile orders, the second run's records of the calibration
 shapes, and every record of any later ``data/l08`` timing dataset (step-by-step kernels, the ablation between
 them, the rest of FP8, clusters: :func:`h100lab.design.perf.timing_datasets`), which never enters the fit.
@@ -77,7 +81,8 @@ FAMILIES = {
 #: ``smem_shared``: the bound shared by the wave's active CTAs, refitted on the same subset) brings capstone 84 → 87
 #: of 88 (every 1280 × 3840 × 8192 record within ±10 %) but FP8 122 → 119 (256 × 128 and staggered 128 × 192 at
 #: 1280 × 3840 × 8192, whose chain the model already times 5–8 % fast; the refitted clock 1 % lower) and the
-#: ablation 15 → 14 (row-major ping-pong at 8192³ +9.4 → +10.1 %, the clock), so it is not the model. The 16384³ record
+#: ablation 15 → 14 (the persistent ping-pong at 8192³ in the grouped order +9.4 → +10.1 %, the clock), so it is not
+#: the model. The 16384³ record
 #: does not repeat (:func:`repeat_rows`): 17.3 ms (median; min 15.8) in ``gemm_bench``, 13.9 ms (min 12.7) in the
 #: DRAM-counter run's timed launches, 12.6 under ncu — 20–27 % apart, the same configuration at 8192³ 13–14 % apart
 #: (1.79 against 1.56 ms), at 1280 × 3840 × 8192 within 4 %; FP8, with the chain the k-block trace measured, the first two FP8
@@ -89,7 +94,17 @@ FAMILIES = {
 #: and 1280 × 3840 × 8192 10.5–12 % too fast and their staggered form there 10.5 % (the later waves' low latency
 #: reaches their early wait more than silicon says), 8192³ lead 1 +10.2 % in one run (the loaded latency as long
 #: there as at 16384³), the cluster pair at 16384³ +10.2 % in one run, 256 × 128 at 4096³ −10.1 %)
-ACHIEVED = {"capstone": (0.95, 0.16), "steps": (1.0, 0.10), "ablation": (0.93, 0.12), "fp8": (0.93, 0.125),
+#: The per-wave clock under the power limit (perf's ``wave_clock``, the model's default since issue 17's decision: a
+#: physical mechanism, its two constants calibrated on the two bf16 k-block traces at 1280 × 3840 × 8192 only,
+#: :data:`h100lab.design.perf.WAVE_CLOCK_CALIBRATION`; every other constant refitted with it on the same subset) then
+#: brought held out 273 → 277 of 286: capstone 84 → 86 of 88 (worst 15.0 → 11.8 %: the 1280 × 3840 × 8192 128 × 128
+#: misses gone but the direct-store one, +15.0 → +11.3 %), FP8 122 → 125 of 130 (worst 12.0 → 10.8 %), steps 28 and
+#: clusters 24 unchanged (the steps' worst 9.65 → 10.0 %, row-major ping-pong step at 4096³, inside), and the
+#: ablation 15 → 14 of 16: the persistent ping-pong at 8192³ in the grouped order (group 8; not the row-major one,
+#: +2.9 %) +9.4 → +10.4 %, because the clock refitted with the
+#: wave clock is lower (1.712 → 1.694 GHz: the calibration shapes' own partial last waves now run faster) — the one
+#: floor that falls (0.93 → 0.87), titled so; :func:`wave_clock_diagnosis` is the model with it off (273 of 286).
+ACHIEVED = {"capstone": (0.97, 0.12), "steps": (1.0, 0.10), "ablation": (0.87, 0.12), "fp8": (0.96, 0.11),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
 #: read (regression guard, now the goal ±10 %: the 128 × 192 form at 1500 MHz, 11 % fast with one scale latency, is
@@ -162,7 +177,9 @@ class PerfReport:
               "L2 share not fitted (the shared-memory bound)")
         lines = [f"constants: tensor clock {p.tensor_ghz:.3f} GHz sustained, {p.throttled_ghz:.3f} GHz throttled "
                  f"(runs of ≥ {p.long_run_ms:.0f} ms), direct-store epilogue {p.direct_store_bytes_per_ns:.1f} B/ns "
-                 f"per SM, {l2}", str(self.calibration), str(self.held_out)]
+                 f"per SM, {l2}"
+                 + (f"; per-wave clock: budget {p.wave_clock[0]:.0f} B/ns, cap {p.wave_clock[1]:.3f} GHz"
+                    if p.wave_clock else "; no per-wave clock"), str(self.calibration), str(self.held_out)]
         lines += [f"  {k}: {a.within}/{a.n} within ±{a.tol:.0%}, median {a.median_error:.1%}, worst "
                   f"{a.worst_error:.1%}" for k, a in self.by_family.items()]
         lines += [f"  capstone at {k}: {a.within}/{a.n} within ±{a.tol:.0%}, median {a.median_error:.1%}"
@@ -486,7 +503,8 @@ def _steps(ds: Dataset) -> CheckResult:
 @silicon_check(f"GEMM time model, held out, capstone forms between the steps (schedule and tile order one at a "
                f"time): at least {ACHIEVED['ablation'][0]:.0%} within ±{TOLERANCE:.0%}, every one within "
                f"±{ACHIEVED['ablation'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: ping-pong "
-               f"in row-major tile order)", lesson=8, dataset="l08/gemm_steps_ablation")
+               f"in row-major tile order at 4096³; the floor fell from 93 % with the per-wave clock, whose lower "
+               f"refitted clock puts the grouped persistent ping-pong at 8192³ at +10.4 %)", lesson=8, dataset="l08/gemm_steps_ablation")
 def _ablation(ds: Dataset) -> CheckResult:
     return _floor_and_worst("ablation")
 
@@ -494,8 +512,8 @@ def _ablation(ds: Dataset) -> CheckResult:
 @silicon_check(f"GEMM time model, held out, FP8 forms (the consumer chain read off the k-block trace, every "
                f"throughput record held out): at least {ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one "
                f"within ±{ACHIEVED['fp8'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: the "
-               f"staggered 128 × 192 and direct-store 128 × 128 forms too fast, 256 × 128 with the scale ring and the "
-               f"cluster pairs too slow)", lesson=8, dataset="l08/gemm_bench_fp8")
+               f"direct-store 128 × 128 forms too fast at 4096³ and 1280 × 3840 × 8192, 256 × 128 at 4096³ too fast "
+               f"and a 128 × 128 TMA-store record at 8192³ too slow)", lesson=8, dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
     return _floor_and_worst("fp8")
 
@@ -753,10 +771,12 @@ def partial_wave_diagnosis(tol: float = TOLERANCE) -> dict:
     the model times is too slow at the first (+2–15 %) and not at the second. On the committed data: capstone
     84 → 87 of 88, FP8 122 → 119, ablation 15 → 14, steps and clusters unchanged. Returns ``before`` and ``after``
     (family → (within, n)), ``changed`` (held-out records whose error moved by more than 2 points or crossed
-    ±``tol``: label → (error before, error after)) and the two sustained clocks ``ghz`` (before, after)."""
+    ±``tol``: label → (error before, error after)) and the two sustained clocks ``ghz`` (before, after). ``before``
+    is the model without its per-wave clock (``perf.calibrated(wave_clock=False)``): the shared bound is the other
+    explanation of the same partial-wave misses, tested against what it would replace."""
     from ..design import perf
 
-    a = report(tol=tol)
+    a = report(params=perf.calibrated(wave_clock=False), tol=tol)
     p = perf.calibrated(smem_shared=True)
     b = report(params=p, tol=tol)
     count = lambda rep: {f: (ag.within, ag.n) for f, ag in rep.by_family.items()}            # noqa: E731
@@ -772,19 +792,24 @@ def partial_wave_diagnosis(tol: float = TOLERANCE) -> dict:
 
 
 def wave_clock_diagnosis(tol: float = TOLERANCE) -> dict:
-    """A hypothesis test (:attr:`h100lab.design.perf.PerfParams.wave_clock`, nothing fitted on a held-out record):
-    each wave at the clock the power limit gives its active CTAs — ``min(cap, budget · SMs / (activity · active))``
-    over the whole wave's, the activity the model's shared-memory bytes per clock (:func:`h100lab.design.perf.
-    wave_clock_ratio`), ``budget`` and ``cap`` from the two bf16 k-block traces at 1280 × 3840 × 8192
-    (:data:`h100lab.design.perf.WAVE_CLOCK_CALIBRATION`: whole waves 1.59 / 1.53 GHz, partial waves 1.73 / 1.81),
-    every other constant re-fitted on the same subset with it on. What it says of FP8: its whole waves are at the
-    cap (fewer bytes per clock: the tensor cores idle ~40–50 % of its k-block), so it does not rise in a partial
-    wave, as its traces read. ``before`` / ``after`` (family → (within, n)), ``changed`` (as
-    :func:`partial_wave_diagnosis`), ``ghz`` (the sustained clocks), ``wave_clock`` (its constants)."""
+    """What the model's per-wave clock (:attr:`h100lab.design.perf.PerfParams.wave_clock`, on by default; nothing
+    fitted on a held-out record) is worth: the model against the same model with it off, every constant refitted on
+    the same calibration subset (``perf.calibrated(wave_clock=False)``). The wave clock: each wave at the clock the
+    power limit gives its active CTAs — ``min(cap, budget · SMs / (activity · active))`` over the whole wave's, the
+    activity the model's shared-memory bytes per clock (:func:`h100lab.design.perf.wave_clock_ratio`), ``budget``
+    and ``cap`` from the two bf16 k-block traces at 1280 × 3840 × 8192
+    (:data:`h100lab.design.perf.WAVE_CLOCK_CALIBRATION`: whole waves 1.59 / 1.53 GHz, partial waves 1.73 / 1.81).
+    What it says of FP8: its whole waves are at the cap (fewer bytes per clock: the tensor cores idle ~40–50 % of its
+    k-block), so it does not rise in a partial wave, as its traces read. On the committed data, switching it off
+    gives held out 277 → 273 of 286: capstone 86 → 84, FP8 125 → 122, ablation 14 → 15 (the persistent ping-pong at
+    8192³ in the grouped order +10.4 → +9.4 %: the clock refitted without it is higher, 1.694 → 1.712 GHz), steps
+    and clusters unchanged. ``model`` / ``off`` (family → (within, n)), ``changed`` (held-out records whose error moved by more
+    than 2 points or crossed ±``tol``: label → (error with, error without)), ``ghz`` (the sustained clocks: model,
+    off), ``wave_clock`` (its constants)."""
     from ..design import perf
 
     a = report(tol=tol)
-    p = perf.calibrated(wave_clock=True)
+    p = perf.calibrated(wave_clock=False)
     b = report(params=p, tol=tol)
     count = lambda rep: {f: (ag.within, ag.n) for f, ag in rep.by_family.items()}            # noqa: E731
     eb = {(r.label, r.dataset, r.measured_ms): r.error for r in b.rows if r.part == "held-out"}
@@ -795,8 +820,8 @@ def wave_clock_diagnosis(tol: float = TOLERANCE) -> dict:
             continue
         if abs(e2 - r.error) > 0.02 or (abs(e2) <= tol) != (abs(r.error) <= tol):
             changed[f"{r.label} ({r.dataset.split('/')[-1]})"] = (r.error, e2)
-    return {"before": count(a), "after": count(b), "changed": changed, "ghz": (a.params.tensor_ghz, p.tensor_ghz),
-            "wave_clock": p.wave_clock}
+    return {"model": count(a), "off": count(b), "changed": changed, "ghz": (a.params.tensor_ghz, p.tensor_ghz),
+            "wave_clock": a.params.wave_clock}
 
 
 def repeat_rows(variant: str = "cooperative_n128", shape: tuple = (16384, 16384, 16384), group: int = 8,

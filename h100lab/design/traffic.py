@@ -83,6 +83,22 @@ rest) 273 → 268 (FP8 122 → 117: the two 8192³ +10 % misses gone, the 1280 �
 forms 10–12 % fast, the 16384³ pair still +10.2 %). So the time model keeps its estimate: a better byte count at
 the two-wave shapes makes their loaded latency too short — the latency is not linear in the measured read rate
 there either.
+
+**L2 → SM delivery** (:func:`lrc_bytes`, issue 17; a byte estimate, not in the time model): the SMs' L2 read sectors
+(``lts__t_sectors_srcunit_tex_op_read``) are 0.43–1.17 of every tile's requested bytes, so requests of sharers are
+merged before L2 (Nsight Compute's L2 Request Coalescer, ``lrc``). Rule: a sharer's request merges with probability
+``p`` when another sharer of the panel in its wave runs on the same GPC (CTA → SM from the run's ``placement``
+record, SM → GPC from ``l02/gpc_map``), never across GPCs; plus ``β`` sectors per in-step DRAM byte. Fitted on the 23
+runs at 8192³ (:data:`LRC_CALIBRATION`): p = 0.70 (ping-pong), 0.52 (cooperative), β = 0.80; byte check
+(:func:`lrc_rows`) within 10 % / 25 %: calibration 15/23 / 22/23, held out 18/29 / 27/29 (the 4096³ row-major
+ping-pong 0.954 vs 0.980 measured; 1280 × 3840 × 8192 read 0.6–0.8× the estimate). Merging within a TPC, within
+windows of 2–16 consecutive CTAs, or one p for both forms fit worse (held out 14–17/29 within 10 %). Delivery
+ceiling: the highest rate of the calibration runs, 8.62 TB/s (:func:`lrc_ceiling_tb_s`). Tried as a bound of the time
+model (the launch's estimate / the ceiling, with the other bounds): beside the reuse window's DRAM bound it binds on
+no held-out record (277/286 unchanged); with the DRAM bound on the in-step bytes instead (honest at 4096³, 0.93–0.97
+of ncu's bytes) the 4096³ row-major ablation record goes +11.4 → −3.9 %, but the in-step bytes are 3× short of ncu's
+where the ping-pong form loses reuse at 8192³ (12.9 vs 4.3 GB): 277 → 272 (steps 28 → 24, ablation 14 → 13) — not
+kept. The grouped ping-pong at 8192³ (ablation +10.4 %) is not delivery-bound (6.1 TB/s at L2, 0.51 of its requests).
 """
 from __future__ import annotations
 
@@ -94,7 +110,8 @@ __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "W
            "l2_estimate", "drifts", "is_calibration", "fit_window", "calibrated_window", "window_for",
            "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes",
            "DeliveryRow", "l2_delivery_rows", "DRIFT_CALIBRATION", "DRIFTS", "capacity_reads", "is_drift_calibration",
-           "fit_drift", "calibrated_drift", "CapacityRow", "capacity_rows"]
+           "fit_drift", "calibrated_drift", "CapacityRow", "capacity_rows", "LRC_CALIBRATION", "lrc_parts", "lrc_bytes",
+           "fit_lrc", "calibrated_lrc", "is_lrc_calibration", "lrc_ceiling_tb_s", "LrcRow", "lrc_rows"]
 
 #: the order sweep (benchmarks/bench_gemm_orders.py)
 ORDERS_DATASET = "l08/gemm_orders"
@@ -579,4 +596,164 @@ def capacity_rows(datasets: Iterable[str] = (L2_DATASET, "l08/gemm_l2_traffic_fp
                                    "calibration" if name == DRIFT_CALIBRATION["dataset"] and is_drift_calibration(r)
                                    else "held-out", r["metrics"]["dram__bytes_read.sum"],
                                    model_dram_bytes(*args, None), _capacity_bytes(r, d)))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# L2 -> SM delivery: requests merged per GPC before L2 (issue 17; a byte estimate, not in the time model)
+
+#: the DRAM-counter runs the merge rule is fitted on (:func:`fit_lrc`): every run of :data:`L2_DATASET` at
+#: 8192 × 8192 × 8192 (23: ping-pong in 8 orders, the pairs schedule, 66 CTAs, in flight; cooperative and 128-column
+#: cooperative in 4–5 orders). Held out for the byte check (:func:`lrc_rows`): the other 29 runs (4096³ in six
+#: orders, K = 16384, 1280 × 3840 × 8192, 16384³, the tall shapes)
+LRC_CALIBRATION = {"dataset": L2_DATASET, "shape": (8192, 8192, 8192)}
+
+
+def _lrc_placement(dataset: str = L2_DATASET) -> tuple | None:
+    """(SM of CTA ``c`` of a 132-CTA launch, GPC of each SM): the ``placement`` record of ``dataset`` (``%smid`` per
+    CTA) and lesson 2's ``l02/gpc_map``; None without them."""
+    from .. import data
+    if "placement" not in _MEMO:
+        out = None
+        if data.available(dataset) and data.available("l02/gpc_map"):
+            pl = [r for r in data.load(dataset).records if r.get("kind") == "placement" and r.get("ok")]
+            gm = {int(s): int(g["gpc"]) for g in data.load("l02/gpc_map").records for s in g.get("sms", ())}
+            if pl and gm:
+                out = (tuple(int(s) for s in pl[0]["smid"]), gm)
+        _MEMO["placement"] = out
+    return _MEMO["placement"]
+
+
+def lrc_parts(f, M: int, N: int, K: int, sms: int, group: int = 8, raster: int = 0,
+              schedule: str | None = None) -> list[tuple[float, float]]:
+    """Per wave of ``f`` (tile ``c`` of a wave on CTA ``c``; the ``pairs`` schedule: each 132-CTA set's first tiles,
+    then its second): (bytes every tile's A and B panels request, bytes if the requests of the sharers of a panel on
+    one GPC merged into one) — the GPC of CTA ``c`` from the committed placement (``%smid``) and lesson 2's GPC map."""
+    from . import perf, schedule as sch
+    pl = _lrc_placement()
+    if pl is None:
+        raise ValueError("no CTA placement: data/l08/gemm_l2_traffic (placement) or data/l02/gpc_map is not committed")
+    smid, gpc = pl
+    tm, tn = -(-int(M) // f.bm), -(-int(N) // f.bn)
+    order = perf._persistent_order(f, tm, tn, int(group), "m" if raster == 0 else "n")
+    pa, pb = f.bm * K * f.elem_bytes, f.bn * K * f.elem_bytes
+    G = int(sms)
+    sched = schedule or f.schedule
+    if sched == "pairs":
+        half = len(order) // 2
+        waves = [[order[2 * b + j] for b in range(b0, min(b0 + G, half))] for b0 in range(0, half, G) for j in (0, 1)]
+    else:
+        waves = [order[w:w + G] for w in range(0, len(order), G)]
+    out = []
+    for wave in waves:
+        ua: dict = {}
+        ub: dict = {}
+        for c, (m, n) in enumerate(wave):
+            g = gpc.get(smid[c % len(smid)], -1)
+            ua.setdefault(m, set()).add(g)
+            ub.setdefault(n, set()).add(g)
+        out.append((float(len(wave) * (pa + pb)), float(sum(map(len, ua.values())) * pa + sum(map(len, ub.values())) * pb)))
+    return out
+
+
+def lrc_bytes(f, M: int, N: int, K: int, sms: int, group: int = 8, raster: int = 0, schedule: str | None = None,
+              constants: tuple | None = None) -> float:
+    """The L2 → SM read bytes (``lts__t_sectors_srcunit_tex_op_read`` × 32 B) of a launch [model; three constants
+    fitted on DRAM-counter runs, :func:`fit_lrc`]: ``requested − p · (requested − merged per GPC) + β · D`` —
+    a sharer's request is merged (the L2 Request Coalescer, Nsight Compute's ``lrc`` unit: "tries to coalesce read
+    requests before forwarding them to the L2 cache") with probability ``p`` when another sharer of the panel in the
+    wave runs on the same GPC (``p`` one for the ping-pong forms, one for the cooperative ones), never across GPCs;
+    ``β · D``: sectors counted again per DRAM byte (``D`` the in-step DRAM estimate, :func:`model_dram_bytes`; the
+    miss's fill). ``constants`` (p ping-pong, p cooperative, β) None: :func:`calibrated_lrc`."""
+    p_pp, p_co, beta = calibrated_lrc() if constants is None else constants
+    sched = schedule or f.schedule
+    parts = lrc_parts(f, M, N, K, sms, group, raster, sched)
+    pm = p_pp if f.pingpong else p_co
+    from . import perf
+    lay = perf._layout(f, int(M), int(N), int(K), int(sms), int(group), int(raster), None)
+    d = sum(w[1] for w in lay.waves) * (2 if sched == "pairs" else 1)
+    return sum(full - pm * (full - gm) for full, gm in parts) + beta * d
+
+
+def _lrc_records(dataset: str = L2_DATASET) -> list[dict]:
+    from .. import data
+    if not data.available(dataset):
+        return []
+    return [r for r in data.load(dataset).records if r.get("kind") == "l2" and r.get("ok")
+            and "lts__t_sectors_srcunit_tex_op_read.sum" in r.get("metrics", {})]
+
+
+def is_lrc_calibration(r: dict) -> bool:
+    """Whether a DRAM-counter run is in :data:`LRC_CALIBRATION`."""
+    return (r.get("M"), r.get("N"), r.get("K")) == LRC_CALIBRATION["shape"]
+
+
+def _lrc_design(r: dict) -> tuple:
+    from .perf import form
+    f = form(r["variant"], schedule=r["schedule"])
+    parts = lrc_parts(f, r["M"], r["N"], r["K"], r["grid"] if r["schedule"] == "persistent" else 132, r["group"],
+                      r["raster"], r["schedule"])
+    req = sum(a for a, _ in parts)
+    merged = sum(a - b for a, b in parts)
+    d = model_dram_bytes(r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"], None)
+    tex = r["metrics"]["lts__t_sectors_srcunit_tex_op_read.sum"] * 32.0
+    return bool(f.pingpong), req, merged, d, tex
+
+
+def fit_lrc(records: Sequence[dict]) -> tuple:
+    """(p ping-pong, p cooperative, β) of :func:`lrc_bytes` by least squares on the runs' L2 → SM bytes relative to
+    their requested bytes."""
+    import numpy as np
+    if not records:
+        raise ValueError("no calibration runs: the DRAM-counter run (data/l08/gemm_l2_traffic) is not committed")
+    X, y = [], []
+    for r in records:
+        pp, req, merged, d, tex = _lrc_design(r)
+        X.append([-merged / req if pp else 0.0, 0.0 if pp else -merged / req, d / req])
+        y.append(tex / req - 1.0)
+    c, *_ = np.linalg.lstsq(np.array(X), np.array(y), rcond=None)
+    return tuple(float(x) for x in c)
+
+
+def calibrated_lrc() -> tuple:
+    """:func:`fit_lrc` on the :data:`LRC_CALIBRATION` runs (remembered in the process); (0, 0, 0) without them."""
+    if "lrc" not in _MEMO:
+        recs = [r for r in _lrc_records(LRC_CALIBRATION["dataset"]) if is_lrc_calibration(r)]
+        _MEMO["lrc"] = fit_lrc(recs) if recs and _lrc_placement() is not None else (0.0, 0.0, 0.0)
+    return _MEMO["lrc"]
+
+
+def lrc_ceiling_tb_s() -> float:
+    """The L2 → SM delivery ceiling: the highest L2 → SM read rate (bytes / kernel duration) of the
+    :data:`LRC_CALIBRATION` runs, TB/s; nan without them."""
+    rates = [r["metrics"]["lts__t_sectors_srcunit_tex_op_read.sum"] * 32.0 / (r["metrics"]["gpu__time_duration.sum"]
+             * 1e-9) * 1e-12 for r in _lrc_records() if is_lrc_calibration(r) and "gpu__time_duration.sum" in r["metrics"]]
+    return max(rates) if rates else float("nan")
+
+
+@dataclass(frozen=True)
+class LrcRow:
+    """One DRAM-counter run against :func:`lrc_bytes`: label, part (calibration / held-out), measured and estimated
+    L2 → SM bytes, requested bytes."""
+
+    label: str
+    part: str
+    tex_bytes: float
+    estimate_bytes: float
+    requested_bytes: float
+
+    @property
+    def ratio(self) -> float:
+        """Measured / estimate."""
+        return self.tex_bytes / self.estimate_bytes
+
+
+def lrc_rows(dataset: str = L2_DATASET) -> list[LrcRow]:
+    """The byte check of :func:`lrc_bytes` on every run of ``dataset`` ([] without it)."""
+    c = calibrated_lrc()
+    out = []
+    for r in _lrc_records(dataset):
+        pp, req, merged, d, tex = _lrc_design(r)
+        est = req - (c[0] if pp else c[1]) * merged + c[2] * d
+        out.append(LrcRow(_run_label(r), "calibration" if is_lrc_calibration(r) else "held-out", tex, est, req))
     return out

@@ -105,7 +105,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from h100lab.sim.latency import CopyLatency, kept_median, l2_kept
+from h100lab.sim.latency import CopyLatency, kept_median, l2_kept, l2_kept2
 from h100lab.validation import micro
 
 MIB = 1 << 20
@@ -144,6 +144,42 @@ def test_kept_median_without_reuse_is_the_cold_time():
     assert kept_median(KEEP, 500.0, 300.0, None) == 500.0 == kept_median(KEEP, 500.0, 300.0, [])
     assert kept_median(KEEP, 500.0, 300.0, [math.inf] * 8) == 500.0
     assert kept_median(CopyLatency(), 500.0, 300.0, [0.0] * 8) == 500.0
+
+
+KEEP2 = CopyLatency(l2_keep_bytes=20.0 * MIB, l2_keep_width_bytes=3.0 * MIB, cold_spread_ns=120.0,
+                    l2_keep2_bytes=33.0 * MIB, l2_keep2_width_bytes=8.0 * MIB, kept2_ns=120.0, kept2_spread_ns=30.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ds=st.lists(st.one_of(st.floats(0, 100 * MIB), st.just(math.inf)), min_size=1, max_size=40),
+       cold=st.floats(300, 2000), gap=st.floats(0, 600), f=st.floats(0.5, 1.0))
+def test_the_median_with_a_second_level_lies_between_warm_and_cold_and_falls_with_reuse(ds, cold, gap, f):
+    warm = cold - gap
+    med = kept_median(KEEP2, cold, warm, ds)
+    assert warm - 1e-9 <= med <= cold + 1e-9
+    assert med <= kept_median(KEEP2.with_values(l2_keep2_bytes=0.0), cold, warm, ds) + 1e-6   # a second level: never slower
+    assert kept_median(KEEP2, cold, warm, [d * f for d in ds]) <= med + 1e-6        # read more recently: never slower
+    for d in ds:
+        assert l2_kept(KEEP2, d) <= l2_kept2(KEEP2, d) <= 1.0
+
+
+def test_the_second_level_off_is_the_two_kind_mixture():
+    one = CopyLatency(l2_keep_bytes=20.0 * MIB, l2_keep_width_bytes=3.0 * MIB, cold_spread_ns=120.0)
+    for ds in ([25.0 * MIB] * 8, [18.0 * MIB] * 4 + [40.0 * MIB] * 4, [math.inf] * 3):
+        assert kept_median(one, 700.0, 400.0, ds) == kept_median(one.with_values(kept2_ns=50.0), 700.0, 400.0, ds)
+        assert l2_kept2(one, ds[0]) == l2_kept(one, ds[0])
+
+
+def test_second_level_samples_pull_the_median_to_their_time():
+    # every sample at the second level, none warm: the median is the second level's own (warm + kept2_ns)
+    ds = [30.0 * MIB] * 32
+    m = KEEP2.with_values(l2_keep_bytes=1.0, l2_keep2_bytes=1000.0 * MIB, l2_keep2_width_bytes=1.0 * MIB)
+    assert kept_median(m, 700.0, 400.0, ds) == pytest.approx(520.0, abs=0.01)
+    # never above the cold samples' own range: a second level slower than DRAM lands with the cold samples
+    slow = m.with_values(kept2_ns=900.0)
+    assert 700.0 - 120.0 - 1e-6 <= kept_median(slow, 700.0, 400.0, ds) <= 700.0 + 1e-6
+    with pytest.raises(ValueError, match="≥ 0"):
+        l2_kept2(KEEP2, -1.0)
 
 
 def test_reuse_distances_count_the_new_lines_read_in_between():
@@ -304,9 +340,26 @@ def test_the_old_kernels_cold_rounds_share_dram_requests_too():
 @needs_cold
 def test_the_retention_fitted_on_the_committed_reread_pass():
     cal, _ = micro.SPLITS["latency_cold"].apply(data.load("l03/tma_latency_cold").records)
-    vals, _ = micro.fit_l2_keep(cal)
+    vals, notes = micro.fit_l2_keep(cal)
     assert 10 * MIB < vals["l2_keep_bytes"] < 40 * MIB and vals["l2_keep_width_bytes"] < 10 * MIB
     assert 50 < vals["cold_spread_ns"] < 250
+    # the second level (re-read copies >= 4 KiB below every fresh sample but 1 %): further than the first, ~half the
+    # DRAM part over warm
+    assert vals["l2_keep_bytes"] < vals["l2_keep2_bytes"] < 60 * MIB
+    assert 60 < vals["kept2_ns"] < 180 and 0 < vals["kept2_spread_ns"] < vals["kept2_ns"]
+    assert "second level" in notes[1]
+
+
+@needs_cold
+def test_the_reread_pass_shows_a_second_level():
+    """l03/tma_latency_cold's re-read samples of copies >= 4 KiB that miss the warm time by > 75 ns: those read
+    18-32 MiB before land mostly below every fresh sample of those sizes but 1 %; those read > 55 MiB before do not."""
+    cal, _ = micro.SPLITS["latency_cold"].apply(data.load("l03/tma_latency_cold").records)
+    pts, mid, cut = micro.reread_levels(cal)
+    near = [k for d, k in pts if 18 * MIB <= d <= 32 * MIB]
+    far = [k for d, k in pts if d > 55 * MIB]
+    assert sum(near) > 0.6 * len(near) and sum(far) < 0.05 * len(far)
+    assert 75 <= min(mid) and max(mid) < cut
 
 
 # ------------------------------------------------------------------------------------------------

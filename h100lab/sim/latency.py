@@ -45,6 +45,16 @@ belong to the code around the copy — so each has its own structure, and this o
   and cold ones spread evenly over ``cold ± cold_spread_ns`` (DRAM's own spread); :func:`kept_median` is the
   mixture's median — warm once half the samples are kept, else inside the cold ones' lower half (a median near
   the switch is unstable: 32 samples decide it). ``l2_keep_bytes`` 0 turns this off.
+* **A second level of what is kept.** A re-read sample the L2 no longer hits at the warm time is not always a DRAM
+  trip: ``l03/tma_latency_cold``'s re-read pass (and its repeat) lands most samples of copies ≥ 4 KiB read 18–32 MiB
+  before ~80–135 ns over their warm time — about half their DRAM part, below every fresh sample of those sizes — and
+  that share falls back to none by ~55 MiB. Structure (an assumption; what holds them is not shown): a line is still
+  at a second, slower level with the probability :func:`l2_kept2` (``1 / (1 + exp((d − l2_keep2_bytes) /
+  l2_keep2_width_bytes))``, never below :func:`l2_kept`), and such a sample lands evenly over ``warm + kept2_ns ±
+  kept2_spread_ns`` (below the cold samples: at most their own range). Fitted on that pass alone
+  (:func:`h100lab.validation.micro.fit_l2_keep`); the H200: half at ~33 MiB (near one L2 half, 30 of its 60 MiB — an
+  interpretation: the SM's own half keeps what it read, the other half a line it evicted), ~120 ns. :func:`kept_median`
+  is then the median of three kinds of samples: warm, second level, cold. ``l2_keep2_bytes`` 0 turns this off.
 
 * **The measurement kernel's issue loop** (:class:`LatencyKernel`, read off its machine code). What a kernel runs
   between its clock reads and its copies is the kernel's, not the TMA unit's: set-up before the first copy, the
@@ -68,7 +78,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Sequence
 
 __all__ = ["CopyLatency", "H200_LATENCY", "LatencyKernel", "OLD_KERNEL", "CLEAN_KERNEL", "round_trip",
-           "issue_schedule", "LINE", "l2_kept", "kept_median", "dirty_extra"]
+           "issue_schedule", "LINE", "l2_kept", "l2_kept2", "kept_median", "dirty_extra"]
 
 #: bytes of an L2 line: a source offset that is not a multiple of it is "misaligned"
 LINE = 128
@@ -94,6 +104,10 @@ class CopyLatency:
     l2_keep_bytes: float = 0.0
     l2_keep_width_bytes: float = float(8 << 20)
     cold_spread_ns: float = 100.0
+    l2_keep2_bytes: float = 0.0
+    l2_keep2_width_bytes: float = float(8 << 20)
+    kept2_ns: float = 120.0
+    kept2_spread_ns: float = 30.0
 
     def with_values(self, **kw) -> "CopyLatency":
         return replace(self, **kw)
@@ -234,15 +248,50 @@ def l2_kept(m: CopyLatency, distance: float) -> float:
     return 1.0 / (1.0 + math.exp(min(z, 700.0)))
 
 
+def l2_kept2(m: CopyLatency, distance: float) -> float:
+    """The probability that a line the run read before, ``distance`` bytes of newly read lines ago, is still at either
+    level of what is kept (module docstring, "A second level of what is kept"): the larger of the second level's
+    logistic and :func:`l2_kept`; :func:`l2_kept` alone with ``l2_keep2_bytes`` 0. Raises ValueError for a negative
+    distance."""
+    k = l2_kept(m, distance)
+    if m.l2_keep2_bytes <= 0 or math.isinf(distance):
+        return k
+    z = (distance - m.l2_keep2_bytes) / max(m.l2_keep2_width_bytes, 1.0)
+    return max(k, 1.0 / (1.0 + math.exp(min(z, 700.0))))
+
+
 def kept_median(m: CopyLatency, cold_ns: float, warm_ns: float, distances: Sequence[float] | None) -> float:
     """The median of a cold round's samples when they re-read lines ``distances`` bytes after the run last read them
     (one per sample; ``None`` or empty: none re-read): with ``K`` the samples' mean kept fraction (:func:`l2_kept`),
-    ``warm_ns`` when ``K`` ≥ ½, else the ``(½ − K) / (1 − K)`` quantile of the cold samples, even over
-    ``cold_ns ± cold_spread_ns``, and never below ``warm_ns`` (module docstring)."""
+    ``warm_ns`` when ``K`` ≥ ½; without a second level (``l2_keep2_bytes`` 0), else the ``(½ − K) / (1 − K)`` quantile
+    of the cold samples, even over ``cold_ns ± cold_spread_ns``, and never below ``warm_ns`` (module docstring). With
+    it, ``K2`` (the mean of :func:`l2_kept2`) − ``K`` of the samples lie evenly over ``warm_ns + kept2_ns ±
+    kept2_spread_ns`` (each end at most the cold samples' own) and ``1 − K2`` are cold: the median of that mixture,
+    never below ``warm_ns`` — it never rises when a sample's line was read more recently."""
     if not distances:
         return cold_ns
     k = sum(l2_kept(m, d) for d in distances) / len(distances)
     if k >= 0.5:
         return warm_ns
-    q = (0.5 - k) / (1.0 - k)
-    return max(warm_ns, cold_ns - m.cold_spread_ns + 2.0 * m.cold_spread_ns * q)
+    s = m.cold_spread_ns
+    k2 = sum(l2_kept2(m, d) for d in distances) / len(distances) if m.l2_keep2_bytes > 0 else k
+    if k2 <= k:
+        q = (0.5 - k) / (1.0 - k)
+        return max(warm_ns, cold_ns - s + 2.0 * s * q)
+    lo2 = min(warm_ns + m.kept2_ns - m.kept2_spread_ns, cold_ns - s)
+    hi2 = min(warm_ns + m.kept2_ns + m.kept2_spread_ns, cold_ns + s)
+
+    def even(t: float, a: float, b: float) -> float:
+        return float(t >= a) if b <= a else min(1.0, max(0.0, (t - a) / (b - a)))
+
+    def cdf(t: float) -> float:          # warm samples (K), second level (K2 − K), cold (1 − K2)
+        return k * float(t >= warm_ns) + (k2 - k) * even(t, lo2, hi2) + (1.0 - k2) * even(t, cold_ns - s, cold_ns + s)
+
+    a, b = min(lo2, cold_ns - s, warm_ns), cold_ns
+    for _ in range(100):                 # the cdf is at least ½ at cold_ns (the cold samples' own median)
+        mid = 0.5 * (a + b)
+        if cdf(mid) >= 0.5:
+            b = mid
+        else:
+            a = mid
+    return max(warm_ns, b)

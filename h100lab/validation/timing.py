@@ -603,7 +603,8 @@ ACHIEVED_CHECKS = [
     ("Timing model 2, held out: whole back-to-back rounds of l03_tma_latency.cu, all within ±25 %", 3,
      "l03/tma_latency", "held_out", ("latency issue total_ns",), 0.25, 1.0),
     ("Timing model 2, held out: l03/tma_latency_clean's \"cold\" rounds — most re-read lines their run had read "
-     "5–60 MiB before, so their samples mix L2 hits and DRAM trips (a check of that mixture; cold-round latency is "
+     "5–60 MiB before, so their samples mix L2 hits and DRAM trips (what the L2 keeps, at two levels; a check of "
+     "that mixture; cold-round latency is "
      "checked on l03/tma_latency_cold2) — all within ±25 %", 3, "l03/tma_latency_clean", "held_out",
      ("latency clean round cold_total",), 0.25, 1.0),
 ]

@@ -116,3 +116,143 @@ def test_the_figure_area_is_filled_only_once_the_ipywidget_is_used(monkeypatch):
     assert w is ex.widget and shown == [ex.figure]
     ex.controls["n"].value = 4
     assert len(shown) == 2 and shown[-1] is ex.figure and ex.result["n"] == 4
+
+
+# ---- one drawing per figure (style._one_pass) -------------------------------------------------------------------
+
+def _book_explorers():
+    """A sample of the book's explorers, chapters 1, 6, 7 and 8 (each as its chapter first shows it)."""
+    from h100lab.widgets import banks, l06_wgmma, l07_wgmma, l08_design, occupancy
+
+    return {"ch1 bank": banks.bank_explorer, "ch1 occupancy": occupancy.occupancy_explorer,
+            "ch6 kstep": l06_wgmma.kstep_explorer, "ch6 fragment": l06_wgmma.fragment_explorer,
+            "ch7 quantisation": l07_wgmma.quantisation_lab, "ch7 sparsity": l07_wgmma.sparsity_packer,
+            "ch8 pipeline": l08_design.pipeline_explorer, "ch8 order": l08_design.order_explorer}
+
+
+def _decode(png: bytes):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def _matplotlib_tight(fig, dpi: float):
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return _decode(buf.getvalue())
+
+
+def _ink(a):
+    """The box (x0, y0, x1, y1) of the pixels that are not the white background."""
+    import numpy as np
+
+    ys, xs = np.nonzero((a[..., :3] != 255).any(-1))
+    return xs.min(), ys.min(), xs.max(), ys.max()
+
+
+@pytest.mark.parametrize("name", list(_book_explorers()))
+def test_one_drawing_is_matplotlibs_tight_image(name):
+    """A book explorer's state figure laid out, measured and drawn once (style._one_pass) is, pixel for pixel,
+    the image ``savefig(bbox_inches="tight")`` draws in its two passes: the same crop (size and corner, not
+    within a pixel but exactly) and the same marks; and png() writes the very bytes savefig writes."""
+    import io
+
+    from h100lab.viz import style
+
+    ex = _book_explorers()[name]()
+    result = ex._compute(**ex.values)
+    dpi = style.RC["savefig.dpi"] * offline.STATE_SCALE
+    style.apply()
+    ref = _matplotlib_tight(ex._draw(result), dpi)
+    mine = style._one_pass(ex._draw(result), dpi)
+    assert mine is not None and mine.shape == ref.shape and _ink(mine) == _ink(ref)
+    assert (mine == ref).all(), f"{(mine != ref).any(-1).sum()} pixels differ"
+    fig = ex._draw(result)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=style._metadata(fig))
+    assert style.png(ex._draw(result), scale=offline.STATE_SCALE)[0] == buf.getvalue()
+
+
+def _figure_with(outside: bool = False, hatched: bool = False, edge: bool = False):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    from h100lab.viz import style
+
+    fig, ax = style.figure(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    if outside:
+        fig.text(1.15, 0.5, "outside the canvas")
+    if hatched:
+        ax.add_patch(Rectangle((0.2, 0.2), 0.5, 0.5, facecolor="none", hatch="///"))
+    if edge:   # a thick line whose ends (its tight box) are inside the canvas, its projecting caps past the edge
+        fig.add_artist(Line2D([0.01, 0.99], [0.5, 0.5], lw=10, transform=fig.transFigure))
+    return fig
+
+
+@pytest.mark.parametrize("case", ["outside", "hatched", "edge"])
+def test_one_drawing_falls_back_to_matplotlibs_box_canvas(case, monkeypatch):
+    """Where the figure's own canvas cannot hold matplotlib's image (text right of the figure: inside the tight
+    box, outside the canvas; a line reaching the canvas's edge) or Agg would lay a hatch from another corner,
+    the one drawing is on matplotlib's box-sized canvas (adjust_bbox), and the image is savefig's exactly."""
+    from matplotlib import _tight_bbox
+
+    from h100lab.viz import style
+
+    dpi = style.RC["savefig.dpi"] * offline.STATE_SCALE
+    style.apply()
+    ref = _matplotlib_tight(_figure_with(**{case: True}), dpi)
+    boxes = []
+    real = _tight_bbox.adjust_bbox
+    monkeypatch.setattr(_tight_bbox, "adjust_bbox", lambda fig, box, *a: boxes.append(box.size) or real(fig, box, *a))
+    mine = style._one_pass(_figure_with(**{case: True}), dpi)
+    assert mine.shape == ref.shape and (mine == ref).all()
+    assert abs(boxes[-1][0] * dpi - ref.shape[1]) < 1          # the last drawing was on the box-sized canvas
+    assert len(boxes) == (2 if case == "edge" else 1)          # the edge is seen only once drawn
+    if case == "outside":
+        assert ref.shape[1] > 3 * dpi                           # the text is in
+    boxes.clear()
+    plain = style._one_pass(_figure_with(), dpi)               # an ordinary figure: one drawing on its own canvas
+    assert len(boxes) == 1 and tuple(boxes[0]) == (3, 2)
+    assert (plain == _matplotlib_tight(_figure_with(), dpi)).all()
+
+
+def test_savefig_draws_what_one_drawing_cannot():
+    """A see-through background: matplotlib's savefig draws it (png() and rgba() give its image)."""
+    from h100lab.viz import style
+
+    def clear():
+        fig = _figure_with()
+        fig.patch.set_alpha(0.5)
+        return fig
+
+    dpi = style.RC["savefig.dpi"] * offline.STATE_SCALE
+    style.apply()
+    assert style._one_pass(clear(), dpi) is None
+    ref = _matplotlib_tight(clear(), dpi)
+    assert (_decode(style.png(clear(), scale=offline.STATE_SCALE)[0]) == ref).all()
+    assert (style.rgba(clear(), scale=offline.STATE_SCALE)[0] == ref).all()
+
+
+def test_a_state_png_is_the_png_of_its_pixels():
+    """_compact straight from the drawn pixels writes the bytes it writes from the PNG matplotlib would encode
+    of them (no encoding and decoding between): the same pixels, the same text chunks."""
+    import io
+
+    from matplotlib.image import imsave
+
+    from h100lab.viz import style
+
+    fig = _draw({"n": 3, "kind": "bar"})
+    pixels, width = style.rgba(fig, scale=offline.STATE_SCALE)
+    buf = io.BytesIO()
+    imsave(buf, pixels, format="png", dpi=style.RC["savefig.dpi"] * offline.STATE_SCALE,
+           metadata=style._metadata(fig))
+    assert offline._compact(pixels, offline._text_chunks(fig)) == offline._compact(buf.getvalue())
+    data, width_png = style.png(_draw({"n": 3, "kind": "bar"}), scale=offline.STATE_SCALE)
+    assert (_decode(data) == pixels).all() and width_png == width

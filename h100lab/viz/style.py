@@ -88,9 +88,127 @@ def describe_figure(fig) -> str:
 _PINNED = "_h100lab_png"
 
 
+def _hatched(fig) -> bool:
+    """Whether an artist of ``fig`` is hatched (Agg lays a hatch pattern from the canvas's corner)."""
+    return bool(fig.findobj(lambda a: bool(getattr(a, "get_hatch", None) and a.get_hatch())))
+
+
+def _one_pass(fig, dpi: float):
+    """``fig`` as ``savefig(bbox_inches="tight", dpi=dpi)`` draws it, as an ``(h, w, 4)`` uint8 RGBA array
+    (rows top-down), with the figure laid out, measured and drawn once; ``None`` where matplotlib's own
+    ``savefig`` must draw it (the figure's background is not opaque or has an edge, or ``savefig.facecolor``,
+    ``edgecolor`` or ``transparent`` are set).
+
+    Why: ``savefig(bbox_inches="tight")`` (matplotlib 3.11 ``FigureCanvasBase.print_figure``) runs the layout
+    engine inside a whole drawing pass with rasterisation disabled, takes the tight box
+    (``Figure.get_tightbbox`` padded by ``savefig.pad_inches``), moves the figure so the box's corner is the
+    origin (``_tight_bbox.adjust_bbox``) and draws it again, layout off, on a canvas of the box's size
+    (``int(width * dpi)`` by ``int(height * dpi)``: ``RendererAgg`` truncates). Here the layout engine runs
+    alone (as ``Figure.draw`` runs it), then the tight box is taken, then one drawing:
+
+    * usually on the figure's own canvas moved by the box corner's fraction of a pixel, then cut at the
+      corner's whole pixel: every mark lies on the pixel grid exactly where matplotlib's smaller canvas puts
+      it (Agg draws the same under a whole-pixel translation), the renderer and its cache of text
+      metrics are the ones the layout and the tight box used, and where the padded box passes the canvas's
+      edge the background colour fills it (matplotlib stretches the figure's background patch over the box);
+    * on matplotlib's own box-sized canvas (what ``print_figure`` does after its layout pass) when an
+      artist sticks out of the figure's canvas (the tight box is not inside it with a pixel to spare) or
+      reaches its edge (a line's width or a marker past its box), or the figure is hatched (Agg aligns
+      hatch patterns to the canvas's corner).
+    """
+    import math
+
+    import matplotlib as mpl
+    import numpy as np
+    from matplotlib import _tight_bbox
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgba
+    from matplotlib.transforms import Bbox
+
+    rc = mpl.rcParams
+    if rc["savefig.transparent"] or any(str(rc[f"savefig.{k}"]) != "auto" for k in ("facecolor", "edgecolor")):
+        return None
+    patch = fig.patch
+    face = to_rgba(patch.get_facecolor())
+    if (not patch.get_visible() or face[3] != 1.0
+            or (patch.get_linewidth() > 0 and to_rgba(patch.get_edgecolor())[3] > 0)):
+        return None
+    background = np.floor(np.asarray(face) * 255 + 0.5).astype(np.uint8)   # Agg's rgba8 rounding
+    old_canvas, old_dpi = fig.canvas, fig.dpi
+    try:
+        fig.dpi = dpi
+        canvas = FigureCanvasAgg(fig)   # sets fig.canvas; the old one is put back below, as savefig does
+        canvas._is_saving = True
+        renderer = canvas.get_renderer()
+        engine = fig.get_layout_engine()
+        if fig.axes and engine is not None:   # as Figure.draw runs it
+            try:
+                engine.execute(fig)
+            except ValueError:
+                pass
+        ink = fig.get_tightbbox(renderer)   # inches
+        box = ink.padded(rc["savefig.pad_inches"])
+
+        def draw(target):
+            restore = _tight_bbox.adjust_bbox(fig, target, renderer, canvas.fixed_dpi)
+            try:
+                with fig._cm_set(layout_engine="none"):
+                    canvas.draw()
+                return np.asarray(canvas.buffer_rgba())
+            finally:
+                restore()
+
+        cols, rows = canvas.get_width_height(physical=True)
+        w, h = int(box.width * dpi), int(box.height * dpi)
+        fx, fy = math.floor(box.x0 * dpi), math.floor(box.y0 * dpi)
+        c0, r0 = fx, rows - h - fy   # the figure canvas's pixel that is the crop's top-left one
+        inside = ink.x0 * dpi >= 1 and ink.y0 * dpi >= 1 and ink.x1 * dpi <= cols - 1 and ink.y1 * dpi <= rows - 1
+        if not inside or _hatched(fig):
+            return draw(box).copy()
+        buf = draw(Bbox.from_bounds((box.x0 * dpi - fx) / dpi, (box.y0 * dpi - fy) / dpi, *fig.get_size_inches()))
+        if c0 >= 0 and r0 >= 0 and c0 + w <= cols and r0 + h <= rows:
+            return buf[r0:r0 + h, c0:c0 + w].copy()
+        if not all((edge == background).all() for edge in (buf[:, 0], buf[:, -1], buf[0], buf[-1])):
+            return draw(box).copy()   # something reaches the canvas's edge, so it may go past it
+    finally:
+        fig.dpi = old_dpi
+        fig.set_canvas(old_canvas)
+    out = np.empty((h, w, 4), np.uint8)
+    out[...] = background
+    rs, re, cs, ce = max(r0, 0), min(r0 + h, rows), max(c0, 0), min(c0 + w, cols)
+    out[rs - r0:re - r0, cs - c0:ce - c0] = buf[rs:re, cs:ce]
+    return out
+
+
+def _metadata(fig) -> dict:
+    meta = {"Title": figure_title(fig), "Description": describe_figure(fig)}
+    return {k: v for k, v in meta.items() if v}
+
+
+def rgba(fig, scale: float = HIDPI):
+    """``fig`` as :func:`png` draws it, undecoded: an ``(h, w, 4)`` uint8 array (rows top-down) and its width
+    in CSS pixels, for a caller that encodes the image its own way (an explorer's palette PNGs)."""
+    import io
+
+    import numpy as np
+
+    apply()
+    dpi = RC["savefig.dpi"] * scale
+    arr = _one_pass(fig, dpi)
+    if arr is None:
+        from PIL import Image
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        arr = np.asarray(Image.open(buf).convert("RGBA"))
+    return arr, max(1, round(arr.shape[1] / scale))
+
+
 def png(fig, scale: float = HIDPI, pin: bool = False) -> tuple[bytes, int]:
     """``fig`` as PNG bytes drawn at ``scale`` times ``savefig.dpi``, and its width in CSS pixels.
 
+    The figure is cropped to its tight bounding box in one drawing (:func:`_one_pass`; matplotlib's
+    ``bbox_inches="tight"`` where that cannot be done exactly), encoded as matplotlib encodes it.
     The PNG carries the figure's title and :func:`describe_figure` as ``Title`` / ``Description``
     text chunks, so a page built from it can give the image a caption and alt text.
 
@@ -105,10 +223,15 @@ def png(fig, scale: float = HIDPI, pin: bool = False) -> tuple[bytes, int]:
     if scale in pinned:
         return pinned[scale]
     apply()
+    dpi = RC["savefig.dpi"] * scale
     buf = io.BytesIO()
-    meta = {"Title": figure_title(fig), "Description": describe_figure(fig)}
-    fig.savefig(buf, format="png", dpi=RC["savefig.dpi"] * scale, bbox_inches="tight",
-                metadata={k: v for k, v in meta.items() if v})
+    arr = _one_pass(fig, dpi)
+    if arr is None:
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata=_metadata(fig))
+    else:
+        from matplotlib.image import imsave
+
+        imsave(buf, arr, format="png", origin="upper", dpi=dpi, metadata=_metadata(fig))
     data = buf.getvalue()
     width_px = struct.unpack(">I", data[16:20])[0]   # IHDR width
     out = data, max(1, round(width_px / scale))

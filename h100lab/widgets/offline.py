@@ -20,8 +20,11 @@ examples can be replayed on the page). A combination that was not computed is ne
 page picks the computed state closest to the reader's choice and moves the other controls to it.
 
 Rendering the states is most of a book build's time (matplotlib's constrained layout, its tight bounding
-box and the Agg drawing take ~0.3 s a state; the model's compute and the PNG's palette encoding little),
-so where the operating system can fork (Linux), the states of an explorer with at least
+box and the Agg drawing take ~0.3 s a state; the model's compute and the PNG's palette encoding little).
+A state's figure is laid out, measured and drawn once (:func:`h100lab.viz.style.rgba`: the very pixels of
+``savefig(bbox_inches="tight")``, which lays it out inside a second, undrawn pass) and its pixels go
+straight into the palette PNG (:func:`_compact`; no full-colour PNG encoded and decoded between). Where
+the operating system can fork (Linux), the states of an explorer with at least
 :data:`MIN_PARALLEL` of them are rendered by :func:`workers` forked processes (``$H100LAB_EXPLORER_WORKERS``,
 default: 2, or 1 on a one-core machine; ``1`` renders in the kernel's process). A forked worker inherits
 the explorer as it is (nothing is pickled but the control values and the finished :class:`State`), writes
@@ -159,21 +162,36 @@ def control_values(w) -> tuple[str, list[Choice]]:
     return kind, values
 
 
-def _compact(png: bytes) -> bytes:
-    """A PNG as a 256-colour palette image (the book's flat-coloured plots lose nothing visible), about
-    a third of the bytes; the text chunks (title, description) are kept."""
+def _compact(image, text: dict[str, str] | None = None) -> bytes:
+    """A figure as a 256-colour palette PNG (the book's flat-coloured plots lose nothing visible), about
+    a third of the bytes. ``image``: PNG bytes (their text chunks, title and description, are kept) or an
+    ``(h, w, 4)`` uint8 RGBA array with ``text`` the chunks to write (no PNG encoded and decoded between)."""
     import io
 
     from PIL import Image, PngImagePlugin
 
-    im = Image.open(io.BytesIO(png))
+    if isinstance(image, (bytes, bytearray)):
+        im = Image.open(io.BytesIO(image))
+        text = getattr(im, "text", {})
+    else:
+        im = Image.fromarray(image, "RGBA")
     info = PngImagePlugin.PngInfo()
-    for k, v in getattr(im, "text", {}).items():
+    for k, v in (text or {}).items():
         info.add_text(k, v)
     q = im.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     out = io.BytesIO()
     q.save(out, format="PNG", pnginfo=info)
     return out.getvalue()
+
+
+def _text_chunks(fig) -> dict[str, str]:
+    """The text chunks :func:`h100lab.viz.style.png` writes (matplotlib's ``Software``, then title and
+    description), so a state's PNG carries what it would carry when encoded by matplotlib first."""
+    import matplotlib as mpl
+
+    from ..viz import style
+
+    return {"Software": f"Matplotlib version{mpl.__version__}, https://matplotlib.org/", **style._metadata(fig)}
 
 
 def _key(v) -> str:
@@ -317,8 +335,8 @@ class OfflineView:
         fig = ex._draw(result)
         if fig is None:
             return State(None, 0, text, "")
-        data, width = style.png(fig, scale=STATE_SCALE)
-        data = _compact(data)
+        pixels, width = style.rgba(fig, scale=STATE_SCALE)   # one drawing, cropped (style._one_pass)
+        data = _compact(pixels, _text_chunks(fig))
         name = hashlib.sha256(data).hexdigest()[:24] + ".png"
         path = self.folder / name
         if not path.exists():   # written whole, then renamed: another worker may write the same figure

@@ -964,6 +964,7 @@ def scale_load_latency(p: PerfParams, rate: float) -> float:
     return p.scale_load_ns + p.scale_load_ns_per_rate * rate
 
 
+@lru_cache(maxsize=1024)
 def scale_read_bytes(f: Form, M: int, N: int, K: int, sms: int, group: int = 8, raster: int = 0) -> tuple:
     """Per wave of a persistent launch of ``f`` (the order and grid of :func:`_layout`): the bytes of A and B the
     wave reads from DRAM, the load :func:`scale_load_latency` sees. In step (the cooperative forms,

@@ -316,6 +316,8 @@ def scale_latency_by_shape(records: Sequence[dict] | None = None, params=None,
         q = _replace(p, tensor_ghz=ghz, throttled_ghz=ghz) if ghz else p
         lo, hi = 50.0, 800.0
         for _ in range(30):
+            if round(lo, 1) == round(hi, 1):   # the answer (rounded, monotone) is decided: the interval only shrinks
+                break
             mid = (lo + hi) / 2
             t = perf.predict(variant, r["M"], r["N"], r["K"], sms=grid, launches=launches,
                              params=_replace(q, scale_load_ns=mid)).time_ms

@@ -50,7 +50,8 @@ __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLE
            "lead_diagnosis", "ACHIEVED_CLOCK_FP8", "trace_rows", "TRACE_DATASET", "check_trace",
            "scale_latency_by_shape", "scale_calibration_choice", "ACHIEVED_TRACE_CLUSTER", "L2_DATASET", "cycle_rows",
            "partial_wave_diagnosis", "repeat_rows", "wave_clock_diagnosis", "REPEATS_DATASET", "ACHIEVED_REPEATS",
-           "repeat_median_rows", "REPEATED", "ALSO_REPEATS", "repeat_summary"]
+           "repeat_median_rows", "REPEATED", "ALSO_REPEATS", "repeat_summary",
+           "ACHIEVED_REPEAT_TABLES"]
 
 #: the issue's tolerance: a prediction agrees when |predicted / measured − 1| ≤ 10 %
 TOLERANCE = 0.10
@@ -953,7 +954,8 @@ def repeat_median_rows(ds: Dataset | str | None = None, params=None, originals: 
         except (perf.NotModelled, KeyError):
             continue
         row = {"variant": key[1], "shape": key[5:8], "group": key[8], "raster": key[9], "kind": key[0],
-               "step": key[2], "schedule": key[3], "epilogue": key[4], "label": perf.record_label(rec),
+               "step": key[2], "schedule": key[3], "epilogue": key[4], "label": perf.record_label(rec) if key[4] in
+               (None, "plain") else perf.record_label(rec).replace(" [", f" ({key[4]}) [", 1),
                "n": len(meds), "median_ms": rec["median_ms"], "spread": max(meds) / min(meds) - 1.0,
                "model_ms": pr.time_ms, "error": pr.time_ms / rec["median_ms"] - 1.0, "original": {}}
         for o, recs in orig.items():
@@ -989,9 +991,22 @@ def _repeats(ds: Dataset) -> CheckResult:
 # ------------------------------------------------------------------------------------------------
 # four more repeated tables (device request repeats2): FP8 stagger and 256-row, the ablation (+ steps), TMA store
 
-#: each repeated table's level (fraction of its configurations' repeat medians within ±10 %; regression guard, set
-#: at the committed run's level: see the check titles)
-ACHIEVED_REPEAT_TABLES: dict = {}
+#: each repeated table's level (fraction of its configurations' repeat medians within ±10 %; regression guard) at
+#: the committed run (device request repeats2, 2026-12-02, 20 processes, all ok; no throttle reason before/after
+#: any). Unlike l08/gemm_bench, these tables repeat: every original of the current kernel within 5 % of its
+#: configuration's repeat median but four of the TMA-store table (16384³ 5.3–8.8 %, the power limit; 8192³
+#: 128-column 6.4 %); the first FP8 run's two early-copy forms (perf.EARLY_SCALE_COPY) 6–12 % slower than the
+#: kernel that runs now. Single repeats 7–14 % slow now and then (8192³ and 16384³), which the median absorbs.
+#: FP8 stagger 29/30 (1280 × 3840 × 8192 fp8_cooperative_staggered −10.7 %; on the originals 28/30, the two misses
+#: the early-copy forms), ablation + steps 27/30 (the persistent ping-pong forms +10.0–11.2 %: 4096³ group 1,
+#: 8192³ grouped and its in-flight form; on the originals 28/30), FP8 256-row 19/20 (4096³ m256_tmastore −10.1 %;
+#: on the originals 19/20, a different miss), TMA store 15/15 (15/15)
+ACHIEVED_REPEAT_TABLES: dict = {"l08/gemm_bench_fp8_stagger_repeats": 0.96, "l08/gemm_steps_ablation_repeats": 0.90,
+                                "l08/gemm_bench_fp8_m256_repeats": 0.95, "l08/gemm_bench_tmastore_repeats": 1.0}
+_REPEAT_TABLE_NAMES = {"l08/gemm_bench_fp8_stagger_repeats": "FP8 stagger table",
+                       "l08/gemm_steps_ablation_repeats": "ablation table (its steps included)",
+                       "l08/gemm_bench_fp8_m256_repeats": "FP8 256-row table",
+                       "l08/gemm_bench_tmastore_repeats": "bf16 TMA-store table"}
 
 
 def repeat_summary(ds: Dataset | str, params=None, tol: float = TOLERANCE) -> dict:
@@ -1032,3 +1047,10 @@ def _register_repeat_check(name: str, title: str) -> None:
     def run(ds: Dataset) -> CheckResult:
         return _repeat_table_result(ds, ACHIEVED_REPEAT_TABLES[name])
     silicon_check(title, lesson=8, dataset=name)(run)
+
+
+for _name, _floor in ACHIEVED_REPEAT_TABLES.items():
+    _register_repeat_check(_name, f"Capstone GEMM time model, held out, on the repeated {_REPEAT_TABLE_NAMES[_name]} "
+                                  f"({REPEATED[_name]} in five processes, the median of each configuration's repeat "
+                                  f"medians; nothing fitted on them): at least {_floor:.0%} within ±{TOLERANCE:.0%} "
+                                  "(goal: every configuration)")

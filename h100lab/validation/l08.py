@@ -933,7 +933,8 @@ def repeat_median_rows(ds: Dataset | str | None = None, params=None, originals: 
     for o in originals:
         if data.available(o):
             for r in data.load(o).records:
-                if r.get("kind") in perf.TIME_KINDS and r.get("ok", True) and "median_ms" in r and not perf._not_ours(r):
+                if r.get("kind") in perf.TIME_KINDS and r.get("ok", True) and "median_ms" in r \
+                        and not perf._not_ours(r):
                     orig.setdefault(o, {})[_repeat_key(r)] = r
     p = params if params is not None else perf.calibrated()
     groups: dict = {}

@@ -256,3 +256,20 @@ def test_a_state_png_is_the_png_of_its_pixels():
     assert offline._compact(pixels, offline._text_chunks(fig)) == offline._compact(buf.getvalue())
     data, width_png = style.png(_draw({"n": 3, "kind": "bar"}), scale=offline.STATE_SCALE)
     assert (_decode(data) == pixels).all() and width_png == width
+
+
+def test_a_matplotlib_without_the_private_pieces_draws_through_savefig(monkeypatch):
+    """Where a matplotlib release has moved what the one drawing uses (``_tight_bbox.adjust_bbox``,
+    ``Figure._cm_set``), png() and rgba() fall back to savefig's image instead of failing."""
+    from h100lab.viz import style
+
+    def moved(fig, dpi):   # what _one_pass_exact meets in such a release
+        raise AttributeError("module 'matplotlib._tight_bbox' has no attribute 'adjust_bbox'")
+
+    dpi = style.RC["savefig.dpi"] * offline.STATE_SCALE
+    style.apply()
+    ref = _matplotlib_tight(_figure_with(), dpi)
+    monkeypatch.setattr(style, "_one_pass_exact", moved)
+    assert style._one_pass(_figure_with(), dpi) is None
+    assert (_decode(style.png(_figure_with(), scale=offline.STATE_SCALE)[0]) == ref).all()
+    assert (style.rgba(_figure_with(), scale=offline.STATE_SCALE)[0] == ref).all()

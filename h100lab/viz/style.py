@@ -94,6 +94,16 @@ def _hatched(fig) -> bool:
 
 
 def _one_pass(fig, dpi: float):
+    """:func:`_one_pass_exact`, or ``None`` (matplotlib's own ``savefig`` draws the figure) where this matplotlib
+    lacks the private pieces it uses (``_tight_bbox.adjust_bbox``, ``Figure._cm_set``): a newer release may
+    move them, and the figure must still be drawn, the slower way."""
+    try:
+        return _one_pass_exact(fig, dpi)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _one_pass_exact(fig, dpi: float):
     """``fig`` as ``savefig(bbox_inches="tight", dpi=dpi)`` draws it, as an ``(h, w, 4)`` uint8 RGBA array
     (rows top-down), with the figure laid out, measured and drawn once; ``None`` where matplotlib's own
     ``savefig`` must draw it (the figure's background is not opaque or has an edge, or ``savefig.facecolor``,

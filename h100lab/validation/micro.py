@@ -429,6 +429,17 @@ def fit_latency(old: Sequence[dict] = (), clean: Sequence[dict] = (), *, base: C
     return LatencyFit(m, k, loss, clean_kernel=ck, queue_losses=losses, notes=notes)
 
 
+def _rereads(records: Sequence[dict], min_bytes: int):
+    """``(record, reuse distances)`` of the re-read pass's records (``fresh`` False) of copies of at least
+    ``min_bytes`` that keep their cold samples and whose distances :func:`reuse_of` can replay."""
+    for r in records:
+        if r.get("fresh", True) or "cold_total_samples" not in r or r["bytes"] < min_bytes:
+            continue
+        d = reuse_of(r)
+        if d is not None:
+            yield r, d
+
+
 def reread_samples(records: Sequence[dict], margin_ns: float = 75.0, min_bytes: int = 256) -> list[tuple[float, bool]]:
     """``(reuse distance in bytes, kept)`` for every sample of the re-read pass of ``l03/tma_latency_cold``
     (``fresh`` False, the step's own samples in order, :func:`reuse_of`'s distances): a sample counts as kept when
@@ -437,12 +448,7 @@ def reread_samples(records: Sequence[dict], margin_ns: float = 75.0, min_bytes: 
     copies under ``min_bytes`` (16-byte rounds share what DRAM brings, :func:`fresh_copy`: their cold time is within
     ~90 ns of their warm one, so kept and cold look alike)."""
     out = []
-    for r in records:
-        if r.get("fresh", True) or "cold_total_samples" not in r or r["bytes"] < min_bytes:
-            continue
-        d = reuse_of(r)
-        if d is None:
-            continue
+    for r, d in _rereads(records, min_bytes):
         cut = r["warm_total_cycles"]["median"] + margin_ns * r["clock_ghz"]
         out += [(float(x), bool(t < cut)) for x, t in zip(d, r["cold_total_samples"]) if math.isfinite(x)]
     return out
@@ -489,12 +495,7 @@ def reread_levels(records: Sequence[dict], margin_ns: float = 75.0, min_bytes: i
         return [], [], float("nan")
     cut = float(np.percentile(np.concatenate(fresh), percentile))
     pts, mid = [], []
-    for r in records:
-        if r.get("fresh", True) or "cold_total_samples" not in r or r["bytes"] < min_bytes:
-            continue
-        d = reuse_of(r)
-        if d is None:
-            continue
+    for r, d in _rereads(records, min_bytes):
         for x, e in zip(d, _excess(r)):
             if math.isfinite(x):
                 pts.append((float(x), bool(e < cut)))

@@ -306,6 +306,26 @@ def _run_label(r: dict) -> str:
             f"raster {'MN'[int(r['raster'])]}")
 
 
+def _run_args(r: dict) -> tuple:
+    """A run's (variant, schedule, M, N, K, grid, group, raster): the arguments :func:`model_dram_bytes` takes."""
+    return (r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"])
+
+
+def _is_counter_run(r: dict, metric: str) -> bool:
+    """Whether ``r`` is a Nsight Compute run (``kind`` ``l2``, ok) that carries ``metric``."""
+    return r.get("kind") == "l2" and bool(r.get("ok")) and metric in r.get("metrics", {})
+
+
+def _counter_runs(dataset: str, metric: str) -> list[dict]:
+    """The Nsight Compute runs of ``dataset`` that carry ``metric`` (:func:`_is_counter_run`); [] when it is not
+    committed."""
+    from .. import data
+
+    if not data.available(dataset):
+        return []
+    return [r for r in data.load(dataset).records if _is_counter_run(r, metric)]
+
+
 def orders_report(records: Sequence[dict] | None = None, window="model") -> list[OrdersRow]:
     """Every ping-pong record of the order sweep (:func:`orders_records`) predicted with the calibrated window
     (``window``: another to try) and in step."""
@@ -365,12 +385,12 @@ def dram_rows(dataset: str = L2_DATASET) -> list[DramRow]:
              for r in recs if r.get("kind") == "l2time" and r.get("ok")}
     out = []
     for r in recs:
-        if r.get("kind") != "l2" or not r.get("ok") or "dram__bytes_read.sum" not in r.get("metrics", {}):
+        if not _is_counter_run(r, "dram__bytes_read.sum"):
             continue
         m = r["metrics"]
         t = timed.get((r["variant"], r["schedule"], r["group"], r["raster"], r["M"], r["N"], r["K"],
                        r.get("ctas_arg")), {})
-        args = (r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"])
+        args = _run_args(r)
         w = window_for(form(r["variant"], schedule=r["schedule"]))
         dur = m.get("gpu__time_duration.sum", float("nan")) * 1e-6
         out.append(DramRow(_run_label(r), r["variant"], m["dram__bytes_read.sum"], dur,
@@ -517,12 +537,8 @@ def capacity_reads(f, M: int, N: int, K: int, sms: int, group: int = 8, raster: 
 
 
 def _drift_records(dataset: str = L2_DATASET) -> list[dict]:
-    from .. import data
-    if not data.available(dataset):
-        return []
-    return [r for r in data.load(dataset).records if r.get("kind") == "l2" and r.get("ok")
-            and "dram__bytes_read.sum" in r.get("metrics", {}) and r.get("schedule") == "persistent"
-            and not str(r["variant"]).startswith("pingpong")]
+    return [r for r in _counter_runs(dataset, "dram__bytes_read.sum")
+            if r.get("schedule") == "persistent" and not str(r["variant"]).startswith("pingpong")]
 
 
 def is_drift_calibration(r: dict) -> bool:
@@ -591,11 +607,10 @@ def capacity_rows(datasets: Iterable[str] = (L2_DATASET, "l08/gemm_l2_traffic_fp
     out = []
     for name in datasets:
         for r in _drift_records(name):
-            args = (r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"])
             out.append(CapacityRow(_run_label(r), r["variant"],
                                    "calibration" if name == DRIFT_CALIBRATION["dataset"] and is_drift_calibration(r)
                                    else "held-out", r["metrics"]["dram__bytes_read.sum"],
-                                   model_dram_bytes(*args, None), _capacity_bytes(r, d)))
+                                   model_dram_bytes(*_run_args(r), None), _capacity_bytes(r, d)))
     return out
 
 
@@ -676,11 +691,7 @@ def lrc_bytes(f, M: int, N: int, K: int, sms: int, group: int = 8, raster: int =
 
 
 def _lrc_records(dataset: str = L2_DATASET) -> list[dict]:
-    from .. import data
-    if not data.available(dataset):
-        return []
-    return [r for r in data.load(dataset).records if r.get("kind") == "l2" and r.get("ok")
-            and "lts__t_sectors_srcunit_tex_op_read.sum" in r.get("metrics", {})]
+    return _counter_runs(dataset, "lts__t_sectors_srcunit_tex_op_read.sum")
 
 
 def is_lrc_calibration(r: dict) -> bool:
@@ -695,7 +706,7 @@ def _lrc_design(r: dict) -> tuple:
                       r["raster"], r["schedule"])
     req = sum(a for a, _ in parts)
     merged = sum(a - b for a, b in parts)
-    d = model_dram_bytes(r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"], None)
+    d = model_dram_bytes(*_run_args(r), None)
     tex = r["metrics"]["lts__t_sectors_srcunit_tex_op_read.sum"] * 32.0
     return bool(f.pingpong), req, merged, d, tex
 

@@ -730,6 +730,16 @@ def _trace_cluster(ds: Dataset) -> CheckResult:
 L2_DATASET = "l08/gemm_l2_traffic"
 
 
+def _dataset(ds: Dataset | str | None, default: str) -> Dataset | None:
+    """``ds`` as a dataset: a :class:`Dataset` as it is, a name loaded, None the committed ``default`` (None when it
+    is not committed)."""
+    from .. import data
+
+    if ds is None:
+        return data.load(default) if data.available(default) else None
+    return data.load(ds) if isinstance(ds, str) else ds
+
+
 def cycle_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
     """The model's SM cycles next to the H200's (a diagnosis, nothing fitted): for each Nsight Compute record of
     the DRAM-counter run (:data:`L2_DATASET`, ``kind`` ``l2``, at the bench's grid of 132 CTAs) the launch's SM
@@ -739,15 +749,11 @@ def cycle_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
     2.30 M cycles, fewer than ``cooperative``'s 2.34 M, at 1489 against 1561 MHz — the tensor-core bound in cycles,
     its time lost to the clock — where the model's shared-memory bound charges it ~28 % more cycles than that (and
     ``cooperative`` ~9 %, which the fitted clock absorbs). Empty without that dataset."""
-    from .. import data
     from ..design import perf
 
+    ds = _dataset(ds, L2_DATASET)
     if ds is None:
-        if not data.available(L2_DATASET):
-            return []
-        ds = data.load(L2_DATASET)
-    elif isinstance(ds, str):
-        ds = data.load(ds)
+        return []
     p = params if params is not None else perf.calibrated()
     out = []
     for r in ds.records:
@@ -921,12 +927,9 @@ def repeat_median_rows(ds: Dataset | str | None = None, params=None, originals: 
     from .. import data
     from ..design import perf
 
+    ds = _dataset(ds, REPEATS_DATASET)
     if ds is None:
-        if not data.available(REPEATS_DATASET):
-            return []
-        ds = data.load(REPEATS_DATASET)
-    elif isinstance(ds, str):
-        ds = data.load(ds)
+        return []
     if originals is None:
         originals = [o for o in (REPEATED.get(ds.name), *ALSO_REPEATS.get(ds.name, ())) if o]
     orig = {}

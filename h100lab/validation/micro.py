@@ -1037,26 +1037,29 @@ def _latency_fit():
     return None if fr is None or fr[0].latency is None else fr[0].latency
 
 
-def _floor_result(n: int, good: int, floor: float, worst: list, note: str) -> CheckResult:
-    allowed = n - math.ceil(floor * n)
-    return CheckResult(n, max(0, (n - good) - allowed), worst[:5], note=note)
+_UNFITTED = CheckResult(0, 1, [], note="cannot fit the single-copy model on the committed datasets")
+
+
+def _within_check(rows: list[dict], floor: float, what: str, extra: str = "") -> CheckResult:
+    """``rows`` (each with an ``error``) counted within ±10 % against ``floor``; the note ``what: n/N within ±10 %
+    (floor)`` then ``extra``; the five worst misses, their floats rounded."""
+    good = [abs(r["error"]) <= 0.10 for r in rows]
+    worst = sorted((r for r, o in zip(rows, good) if not o), key=lambda r: -abs(r["error"]))
+    n, allowed = len(rows), len(rows) - math.ceil(floor * len(rows))
+    return CheckResult(n, max(0, (n - sum(good)) - allowed),
+                       [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in worst[:5]],
+                       note=f"{what}: {sum(good)}/{n} within ±10 % (floor {floor:.0%})" + extra)
 
 
 def _issue_cold_check(ds, metric: str, floor: float) -> CheckResult:
     lat = _latency_fit()
     if lat is None:
-        return CheckResult(0, 1, [], note="cannot fit the single-copy model on the committed datasets")
+        return _UNFITTED
     rows = [r for r in issue_cold_rows(ds.records, lat.model, lat.kernel) if r["metric"] == metric]
-    good = [abs(r["error"]) <= 0.10 for r in rows]
-    worst = sorted((r for r, o in zip(rows, good) if not o), key=lambda r: -abs(r["error"]))
     x2 = [r for r in rows if r["cold"] and r["case"] == "16 B × 2 +16"]
-    note = (f"held out (nothing of l03/tma_issue_cold fitted): {sum(good)}/{len(rows)} within ±10 % "
-            f"(floor {floor:.0%})")
-    if metric == "total_ns" and x2:
-        note += "; the 16 B × 2 +16 cold round (l03/tma_latency's miss) " + ", ".join(
-            f"pass {r['pass']} {r['error']:+.1%}" for r in x2)
-    return _floor_result(len(rows), sum(good), floor, [{k: (round(v, 4) if isinstance(v, float) else v)
-                                                         for k, v in r.items()} for r in worst], note)
+    extra = ("; the 16 B × 2 +16 cold round (l03/tma_latency's miss) " + ", ".join(
+        f"pass {r['pass']} {r['error']:+.1%}" for r in x2)) if metric == "total_ns" and x2 else ""
+    return _within_check(rows, floor, "held out (nothing of l03/tma_issue_cold fitted)", extra)
 
 
 #: l03/tma_issue_cold (device request cold13: step issuecold, the L2 cleaned first), wholly held out — nothing of it is
@@ -1095,14 +1098,10 @@ def trio_rows(records: Sequence[dict], m: CopyLatency, kernel: LatencyKernel = C
 def _trio_check(ds, families: tuple, floor: float) -> CheckResult:
     lat = _latency_fit()
     if lat is None:
-        return CheckResult(0, 1, [], note="cannot fit the single-copy model on the committed datasets")
+        return _UNFITTED
     rows = [r for r in trio_rows(ds.records, lat.model, lat.clean_kernel) if r["family"] in families]
-    good = [abs(r["error"]) <= 0.10 for r in rows]
-    worst = sorted((r for r, o in zip(rows, good) if not o), key=lambda r: -abs(r["error"]))
-    note = (f"held out (nothing of it fitted; {'dirty L2' if any(dirty_l2(r) for r in ds.records) else 'L2 cleaned'}): "
-            f"{sum(good)}/{len(rows)} within ±10 % (floor {floor:.0%})")
-    return _floor_result(len(rows), sum(good), floor, [{k: (round(v, 4) if isinstance(v, float) else v)
-                                                         for k, v in r.items()} for r in worst], note)
+    state = "dirty L2" if any(dirty_l2(r) for r in ds.records) else "L2 cleaned"
+    return _within_check(rows, floor, f"held out (nothing of it fitted; {state})")
 
 
 #: the latency2 trio (device request cold13), wholly held out: (title, dataset, families, floor at the level reached)

@@ -1027,18 +1027,9 @@ class Runner:
                                  arrive_cycles=_stats(o[:, 2]), cold_ns=_med(o[:, 0]) / ghz,
                                  warm_ns=_med(o[:, 1]) / ghz, arrive_ns=_med(o[:, 2]) / ghz, clock_ghz=ghz))
             elif c["kind"] == "issue":
-                out = self.gpu.zeros(2 * it, np.uint64)
                 stride = COLD_STRIDE if c["cold"] else 0
                 first = self.take(it * COLD_STRIDE) if c["cold"] else self.take(c["bytes"] * c["count"])
-                self.gpu.launch(ki, 1, 32, src, np.int64(self.buf_bytes), np.int64(first), np.int64(stride),
-                                np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it), np.int64(TIMEOUT_NS), out,
-                                err, shared_mem=c["bytes"] * c["count"] + 1024)
-                self.gpu.sync()
-                o = self.gpu.to_host(out).astype(np.float64).reshape(it, 2)
-                body = o[1:] if not c["cold"] and it > 1 else o      # warm: the first iteration was cold
-                recs.append(dict(c, issue_cycles=_stats(body[:, 0]), total_cycles=_stats(body[:, 1]),
-                                 issue_ns_per_copy=_med(body[:, 0]) / ghz / c["count"],
-                                 total_ns=_med(body[:, 1]) / ghz, clock_ghz=ghz))
+                recs.append(dict(c, **self._tma_issue_round(ki, src, first, stride, c, err, ghz)[1]))
             else:
                 out = self.gpu.zeros(8, np.uint64)
                 self.gpu.launch(km, 1, 64, np.int32(it), np.int64(TIMEOUT_NS), out, err)
@@ -1542,6 +1533,23 @@ class Runner:
             free()
         return src, dst, fb
 
+    def _tma_issue_round(self, ki, src, first: int, stride: int, c: dict, err, ghz: float) -> tuple[np.ndarray, dict]:
+        """One launch of ``l03_tma_latency.cu``'s ``tma_issue`` (``ki``) for case ``c`` (``bytes``, ``count``,
+        ``iters``, ``cold``) from ``first``, sources ``stride`` apart: ``(samples, stats)`` — the samples (issue,
+        total cycles per iteration; a warm case without its first iteration, which was cold) and their
+        ``issue_cycles`` / ``total_cycles`` stats, ``issue_ns_per_copy``, ``total_ns`` (medians) and ``clock_ghz``."""
+        it = c["iters"]
+        out = self.gpu.zeros(2 * it, np.uint64)
+        self.gpu.launch(ki, 1, 32, src, np.int64(self.buf_bytes), np.int64(first), np.int64(stride),
+                        np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it), np.int64(TIMEOUT_NS), out, err,
+                        shared_mem=c["bytes"] * c["count"] + 1024)
+        self.gpu.sync()
+        o = self.gpu.to_host(out).astype(np.float64).reshape(it, 2)
+        body = o[1:] if not c["cold"] and it > 1 else o      # warm: the first iteration was cold
+        return body, dict(issue_cycles=_stats(body[:, 0]), total_cycles=_stats(body[:, 1]),
+                          issue_ns_per_copy=_med(body[:, 0]) / ghz / c["count"], total_ns=_med(body[:, 1]) / ghz,
+                          clock_ghz=ghz)
+
     def step_latency2(self, flush: bool = False) -> list[dict[str, Any]]:
         """Single copies and back-to-back rounds on ``l03_copy_latency.cu`` (:func:`latency2_cases`). ``flush`` (default
         off: the step as ``l03/tma_latency_clean`` ran it, its first ~64 MiB of cold reads — every single copy —
@@ -1652,17 +1660,9 @@ class Runner:
                 first = self.take(it * COLD_STRIDE + 128)
                 first = first - first % 128 + c["offset"]        # the shape's offset past a 128-byte line
             stride = COLD_STRIDE if c["cold"] else 0
-            out = self.gpu.zeros(2 * it, np.uint64)
-            self.gpu.launch(ki, 1, 32, src, np.int64(self.buf_bytes), np.int64(first), np.int64(stride),
-                            np.int32(c["bytes"]), np.int32(c["count"]), np.int32(it), np.int64(TIMEOUT_NS), out, err,
-                            shared_mem=c["bytes"] * c["count"] + 1024)
-            self.gpu.sync()
-            o = self.gpu.to_host(out).astype(np.float64).reshape(it, 2)
-            body = o if c["cold"] else o[1:]
-            recs.append(dict(c, first=int(first), issue_cycles=_stats(body[:, 0]), total_cycles=_stats(body[:, 1]),
-                             issue_ns_per_copy=_med(body[:, 0]) / ghz / c["count"], total_ns=_med(body[:, 1]) / ghz,
-                             total_samples=[int(x) for x in body[:, 1]], issue_samples=[int(x) for x in body[:, 0]],
-                             clock_ghz=ghz, l2_flush_bytes=fb))
+            body, stats = self._tma_issue_round(ki, src, first, stride, c, err, ghz)
+            recs.append(dict(c, first=int(first), **stats, total_samples=[int(x) for x in body[:, 1]],
+                             issue_samples=[int(x) for x in body[:, 0]], l2_flush_bytes=fb))
         e = int(self.gpu.to_host(err)[0])
         for r in recs:
             r["ok"] = e == 0

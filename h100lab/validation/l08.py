@@ -887,7 +887,9 @@ REPEATS_DATASET = "l08/gemm_bench_repeats"
 #: ping-pong with a group in flight at 1280 × 3840 × 8192 (+10.0 %). The repeats agree with each other (median
 #: spread ~1 %) but not with ``l08/gemm_bench``: there the ping-pong forms at 4096³ and 8192³ and the 128-column
 #: ones at 8192³ and 16384³ ran 6–19 % slower (two calibration records among them: ``pingpong_inflight`` at 4096³
-#: and 8192³, 6–7 % slower than they repeat), cuBLAS 1.5–2.5 % slower
+#: and 8192³, 6–7 % slower than they repeat), cuBLAS 1.5–2.5 % slower. Not another kernel: built from the commits
+#: the two runs used (efb78df, 025c7ae), all seven variants' main loops compile to the same SASS
+#: (:func:`mainloop_identity`, ``data/l08/mainloop_sass.json``)
 ACHIEVED_REPEATS = 0.86
 
 
@@ -900,6 +902,32 @@ REPEATED = {REPEATS_DATASET: "l08/gemm_bench",
 #: the original datasets whose records a repeated table also re-times: ``gemm_steps_ablation``'s runs hold every
 #: step record of ``l08/gemm_steps`` (the same script without ``--ablation``, whose step part runs first)
 ALSO_REPEATS = {"l08/gemm_steps_ablation_repeats": ("l08/gemm_steps",)}
+
+
+MAINLOOP_DATASET = "l08/mainloop_sass"
+
+
+def mainloop_identity(table: str = "l08/gemm_bench", repeat: str = REPEATS_DATASET,
+                      ds: Dataset | str | None = None) -> dict[str, bool]:
+    """Per variant of :data:`MAINLOOP_DATASET` (``benchmarks/mainloop_sass.py``: the SASS fingerprint of
+    ``gemm_bf16``'s main loops, :func:`h100lab.sass.mainloop_fingerprint`, built from ``l08_gemm.cu`` at the commit
+    each table was measured from): for each variant ``table`` timed, whether it and ``repeat`` ran the same main
+    loops (the same opcode
+    sequences in every basic block holding ``HGMMA`` or ``UTMALDG``). {} without the dataset. The bf16 table and its
+    five-process repeat did, for all seven variants: where they disagree (6–24 % at some records, :data:`ACHIEVED_REPEATS`)
+    the runs differed, not the k-block loops."""
+    from .. import data
+
+    ds = _dataset(ds, MAINLOOP_DATASET)
+    if ds is None or not data.available(table):
+        return {}
+    ran = {r.get("variant") for r in data.load(table).records}
+    revs = ds.meta["measured_from"]
+    a, b = revs[table]["rev"], revs[repeat]["rev"]
+    fp: dict = {}
+    for r in ds.records:
+        fp.setdefault(r["variant"], {})[r["rev"]] = r["sha256"]
+    return {v: f[a] == f[b] for v, f in fp.items() if v in ran and a in f and b in f}
 
 
 def _repeat_key(r: dict) -> tuple:

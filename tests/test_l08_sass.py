@@ -1,0 +1,107 @@
+"""The SASS fingerprint of a kernel's main loops (h100lab.sass) and data/l08/mainloop_sass.json: the lesson-8 bf16
+tables were measured from different commits of l08_gemm.cu, whose k-block loops compile alike."""
+import pytest
+
+from h100lab import data, nvrtc, sass
+from h100lab.design import capstone
+
+SASS = """
+        .section        .text.k,"ax",@progbits
+k:
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_TID.X ;
+.L_x_1:
+        /*0020*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x8], R3 ;
+        /*0030*/              @!P0 BRA `(.L_x_2) ;
+        /*0040*/                   WARPGROUP.ARRIVE ;
+        /*0050*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR24], R24 ;
+        /*0060*/                   IADD3 R3, R3, 0x1, RZ ;
+.L_x_3:
+        /*0070*/                   UTMALDG.2D [UR8], [UR10] ;
+        /*0080*/               @P1 BRA `(.L_x_1) ;
+.L_x_2:
+        /*0090*/                   STG.E [R4.64], R24 ;
+        /*00a0*/                   EXIT ;
+"""
+
+
+def _rename(text, a, b):
+    return text.replace(a, b)
+
+
+def test_basic_blocks_keep_guards_and_modifiers_and_drop_operands():
+    blocks = sass.basic_blocks(SASS)
+    assert [label for label, _ in blocks] == ["entry", ".L_x_1", ".L_x_3", ".L_x_2"]
+    assert blocks[1][1] == ["SYNCS.PHASECHK.TRANS64.TRYWAIT", "@!P0 BRA", "WARPGROUP.ARRIVE",
+                            "HGMMA.64x256x16.F32.BF16", "IADD3"]
+    assert blocks[2][1] == ["UTMALDG.2D", "@P1 BRA"]
+
+
+def test_fingerprint_sees_the_loops_only_and_not_the_registers():
+    fp = sass.mainloop_fingerprint(SASS)
+    assert fp["blocks"] == 2 and fp["instructions"] == 7 and fp["hgmma"] == 1
+    # registers, addresses and code outside the loops do not count
+    other = _rename(_rename(SASS, "R24", "R40"), "STG.E [R4.64], R24", "STG.E.64 [R6.64], R8")
+    assert sass.mainloop_fingerprint(other) == fp
+    # an instruction moved inside a loop block: another order, the same instructions
+    moved = SASS.replace("""        /*0040*/                   WARPGROUP.ARRIVE ;
+        /*0050*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR24], R24 ;
+        /*0060*/                   IADD3 R3, R3, 0x1, RZ ;""", """        /*0040*/                   IADD3 R3, R3, 0x1, RZ ;
+        /*0050*/                   WARPGROUP.ARRIVE ;
+        /*0060*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR24], R24 ;""")
+    m = sass.mainloop_fingerprint(moved)
+    assert m["sha256"] != fp["sha256"] and m["multiset_sha256"] == fp["multiset_sha256"]
+    # a different guard or a different shape is another loop
+    assert sass.mainloop_fingerprint(SASS.replace("@!P0 BRA", "@P0 BRA"))["sha256"] != fp["sha256"]
+    assert sass.mainloop_fingerprint(SASS.replace("64x256x16", "64x128x16"))["multiset_sha256"] != \
+        fp["multiset_sha256"]
+    with pytest.raises(ValueError, match="HGMMA"):
+        sass.mainloop_fingerprint("        /*0000*/                   EXIT ;\n")
+
+
+def _table():
+    if not data.available("l08/mainloop_sass"):
+        pytest.skip("data/l08/mainloop_sass.json not committed")
+    return data.load("l08/mainloop_sass")
+
+
+def test_the_bf16_tables_ran_one_main_loop():
+    """Golden: l08/gemm_bench (efb78df) and its five-process repeat (025c7ae) built every one of their seven
+    variants with the same main loops, so the two tables' differences (6-24 % at some records) are the runs', not
+    the kernel's; the TMA-store table's 128-column form had its loop's instructions scheduled in another order."""
+    ds = _table()
+    by = {}
+    for r in ds.records:
+        by.setdefault(r["variant"], {})[r["rev"]] = r
+    meta = ds.meta["measured_from"]
+    bench, repeats = meta["l08/gemm_bench"]["rev"], meta["l08/gemm_bench_repeats"]["rev"]
+    seven = [v for v in by if "tmastore" not in v]
+    assert len(seven) == 7
+    for v in seven:
+        assert by[v][bench]["sha256"] == by[v][repeats]["sha256"] == by[v]["worktree"]["sha256"], v
+        assert by[v][bench]["hgmma"] > 0 and by[v][bench]["blocks"] >= 10
+    t_old, t_new = meta["l08/gemm_bench_tmastore"]["rev"], meta["l08/gemm_bench_tmastore_repeats"]["rev"]
+    assert by["cooperative_inflight_tmastore"][t_old]["sha256"] == by["cooperative_inflight_tmastore"][t_new]["sha256"]
+    n128 = by["cooperative_n128_inflight_tmastore"]
+    assert n128[t_old]["sha256"] != n128[t_new]["sha256"] and n128[t_old]["multiset_sha256"] == \
+        n128[t_new]["multiset_sha256"]
+
+
+def test_todays_kernel_still_compiles_to_the_measured_main_loops():
+    """The working tree's l08_gemm.cu against the table (same NVRTC only: another compiler may schedule otherwise):
+    a changed k-block loop means the lesson-8 timing tables measured another kernel — re-measure, then rerun
+    benchmarks/mainloop_sass.py."""
+    ds = _table()
+    if sass.nvdisasm_path() is None:
+        pytest.skip("nvdisasm: not on PATH and no nvidia-cuda-nvdisasm wheel")
+    if nvrtc.unavailable_reason() is not None:
+        pytest.skip(nvrtc.unavailable_reason())
+    if nvrtc.version() != ds.meta["nvrtc"]:
+        pytest.skip(f"NVRTC {nvrtc.version()}; the table was built with {ds.meta['nvrtc']}")
+    latest = ds.meta["measured_from"]["l08/gemm_bench_repeats"]["rev"]
+    want = {r["variant"]: r for r in ds.records if r["rev"] == latest}
+    for name in ("cooperative", "pingpong_inflight", "cooperative_inflight_tmastore"):
+        v = capstone.variant(name)
+        c = nvrtc.compile_kernel("l08_gemm", options=v.options)
+        got = sass.mainloop_fingerprint(sass.disassemble(c.cubin, "gemm_bf16"))
+        assert got["sha256"] == want[name]["sha256"], name

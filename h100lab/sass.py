@@ -7,7 +7,10 @@ moved. :func:`mainloop_fingerprint` reduces a disassembly to the opcode sequence
 registers, immediates, addresses and labels dropped) of the basic blocks that hold a tensor-core or an mbarrier
 instruction (``HGMMA``, ``SYNCS``: ``wgmma.mma_async``, ``mbarrier.*`` in PTX) — the producer's and the consumers'
 loops — and hashes them. Two builds with the same fingerprint issue the same instructions in the same order in those
-blocks; register allocation may differ (it is not part of the fingerprint), and so may everything outside them.
+blocks; register allocation may differ (it is not part of the fingerprint), and so may everything outside them — which
+can matter: the first bf16 table's build and today's share their main loops, yet run some forms 4–27 % apart side by
+side (``data/l08/gemm_bench_builds``). Equal fingerprints rule the loops out as the cause; they do not make two
+builds the same kernel.
 
 ``nvdisasm`` comes from the CUDA toolkit on ``PATH`` or from the ``nvidia-cuda-nvdisasm`` wheel
 (:func:`nvdisasm_path`); without it :func:`disassemble` raises :class:`FileNotFoundError`.

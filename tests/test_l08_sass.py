@@ -105,3 +105,34 @@ def test_todays_kernel_still_compiles_to_the_measured_main_loops():
         c = nvrtc.compile_kernel("l08_gemm", options=v.options)
         got = sass.mainloop_fingerprint(sass.disassemble(c.cubin, "gemm_bf16"))
         assert got["sha256"] == want[name]["sha256"], name
+
+
+def test_the_first_tables_build_against_todays_side_by_side():
+    """Golden on data/l08/gemm_bench_builds (the A/B run): the old build reproduces l08/gemm_bench and
+    l08/gemm_bench_tmastore, today's build runs the ping-pong and 128-column forms faster in the same session,
+    cuBLAS alike on both sides; nothing of it is a timing record of the model."""
+    from h100lab.design import perf
+    from h100lab.validation import l08 as v8
+
+    if not data.available(v8.BUILDS_DATASET):
+        pytest.skip("data/l08/gemm_bench_builds.json not committed")
+    ds = data.load(v8.BUILDS_DATASET)
+    assert not any(r.get("kind") in perf.TIME_KINDS for r in ds.records)
+    assert v8.BUILDS_DATASET not in perf.timing_datasets()
+    procs = {(r["build"], r["process"], r["table"]) for r in ds.records}
+    assert len(procs) == 12 and set(ds.meta["return_codes"]) == {"0"}
+    s = v8.build_summary()
+    assert s["n"] == s["n_orig"] == 52 and s["repro"] >= 51
+    assert all(abs(v) <= 0.05 for v in s["cublas"].values())
+    faster = dict(s["faster_new"])
+    assert faster["8192×8192×8192 pingpong [gemm_bench]"] < -0.05
+    assert faster["16384×16384×16384 cooperative_n128 [gemm_bench]"] < -0.2
+    assert not any("tmastore" in k for k in faster)          # the TMA-store table's forms ran alike
+    rows = v8.build_rows()
+    r16 = next(r for r in rows if r["variant"] == "cooperative_n128" and r["shape"] == (16384,) * 3
+               and r["group"] == 8 and r["raster"] == 0)
+    res = v8._builds_repro(ds)              # the one original its build does not reproduce within ±10 %
+    assert res.ok and [e["case"] for e in res.examples] == ["16384×16384×16384 cooperative_n128"]
+    assert v8._builds_cublas(ds).ok and abs(r16["model_vs_new"]) <= v8.TOLERANCE < abs(r16["model_vs_old"])
+    assert len(r16["old"]) == len(r16["new"]) == 3 and r16["new_vs_old"] == pytest.approx(
+        sorted(r16["new"])[1] / sorted(r16["old"])[1] - 1)

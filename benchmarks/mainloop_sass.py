@@ -1,4 +1,4 @@
-"""Did the lesson-8 timing tables run the same k-block loops? The capstone's bf16 forms, built from ``l08_gemm.cu``
+"""Did the lesson-8 timing tables run the same k-block loops, and at which commit did the kernel's code change? The capstone's bf16 forms, built from ``l08_gemm.cu``
 as it was at the commits the tables were measured from and as it is now, compared by the SASS of their main loops
 (:func:`h100lab.sass.mainloop_fingerprint`: the basic blocks holding ``HGMMA`` or ``UTMALDG``). No GPU: NVRTC's
 ``sm_90a`` cubin and ``nvdisasm`` (on PATH or the ``nvidia-cuda-nvdisasm`` wheel).
@@ -63,12 +63,41 @@ def fingerprints(rev: str | None) -> list[dict]:
     return out
 
 
+#: the variants whose whole gemm_bf16 is fingerprinted at every commit of the kernel (the forms the two builds of the
+#: first bf16 table run apart, data/l08/gemm_bench_builds)
+HISTORY_VARIANTS = ("pingpong", "cooperative_n128")
+#: the first commit of the kernel's history walked (the first bf16 table's build)
+HISTORY_FROM = "efb78df"
+
+
+def function_history(first: str = HISTORY_FROM) -> list[dict]:
+    """One record per commit that changed ``l08_gemm.cu`` from ``first`` to HEAD (oldest first) and variant of
+    :data:`HISTORY_VARIANTS`: ``kind`` ``function``, the sha256 of the whole ``gemm_bf16``'s opcode sequence
+    (:func:`h100lab.sass.basic_blocks`, every block), its instructions and global stores (``STG``)."""
+    import hashlib
+
+    revs = _git("log", "--format=%h", f"{first}^..HEAD", "--", KERNEL).split()[::-1]
+    out = []
+    for rev in revs:
+        for h in HEADERS:
+            if source_at(rev, h) != source_at(None, h):
+                raise SystemExit(f"{h} differs at {rev}: NVRTC would build that rev against today's header")
+        src = source_at(rev, KERNEL)
+        for name in HISTORY_VARIANTS:
+            c = nvrtc.compile(src, name="l08_gemm.cu", options=list(capstone.variant(name).options))
+            ops = [op for _, b in sass.basic_blocks(sass.disassemble(c.cubin, "gemm_bf16")) for op in b]
+            out.append(dict(kind="function", rev=rev, variant=name, sha256=hashlib.sha256("|".join(ops).encode())
+                            .hexdigest(), instructions=len(ops),
+                            stg=sum(op.split(" ")[-1].startswith("STG") for op in ops)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="data", help="the data folder (writes l08/mainloop_sass.json)")
     args = ap.parse_args(argv)
     revs = list(dict.fromkeys(r for r, _ in MEASURED_FROM.values()))
-    records = [r for rev in revs + [None] for r in fingerprints(rev)]
+    records = [r for rev in revs + [None] for r in fingerprints(rev)] + function_history()
     head = _git("rev-parse", "--short", "HEAD").strip()
     meta = {"command": "python benchmarks/mainloop_sass.py --out data", "date": datetime.date.today().isoformat(),
             "gpu": "none (compiled and disassembled, not run)", "compute_capability": "9.0 (target sm_90a)",
@@ -79,13 +108,19 @@ def main(argv: list[str] | None = None) -> int:
             "note": "no GPU: NVRTC cubins disassembled; 'worktree' is the kernel at 'head' (uncommitted changes "
                     "included); every rev built by this one NVRTC (the timed runs used the NVRTC their meta names), "
                     "so equal fingerprints say the sources' main loops compile alike; sha256 over the opcode sequences (guards and modifiers kept, operands dropped) of "
-                    "the basic blocks holding a marker, multiset_sha256 the same with each block sorted"}
+                    "the basic blocks holding a marker, multiset_sha256 the same with each block sorted; kind "
+                    "'function': the whole gemm_bf16 of HISTORY_VARIANTS at every commit of the kernel since "
+                    f"{HISTORY_FROM}"}
     path = Path(args.out, "l08", "mainloop_sass.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"meta": meta, "records": records}, indent=1) + "\n")
-    same = {v: len({r["sha256"] for r in records if r["variant"] == v}) == 1 for v in VARIANTS}
+    same = {v: len({r["sha256"] for r in records if r["variant"] == v and r["kind"] == "mainloop"}) == 1
+            for v in VARIANTS}
+    hist = [r for r in records if r["kind"] == "function"]
+    changed = [r["rev"] for a, r in zip(hist, hist[len(HISTORY_VARIANTS):]) if a["sha256"] != r["sha256"]]
     print(f"wrote {path}: {len(records)} records; one main loop across {revs} and the worktree: "
-          f"{sum(same.values())} of {len(VARIANTS)} variants", {v: s for v, s in same.items() if not s})
+          f"{sum(same.values())} of {len(VARIANTS)} variants", {v: s for v, s in same.items() if not s},
+          f"; whole function changed at {sorted(set(changed))}")
     return 0
 
 

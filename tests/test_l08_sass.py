@@ -72,7 +72,8 @@ def test_the_bf16_tables_ran_one_main_loop():
     ds = _table()
     by = {}
     for r in ds.records:
-        by.setdefault(r["variant"], {})[r["rev"]] = r
+        if r["kind"] == "mainloop":
+            by.setdefault(r["variant"], {})[r["rev"]] = r
     meta = ds.meta["measured_from"]
     bench, repeats = meta["l08/gemm_bench"]["rev"], meta["l08/gemm_bench_repeats"]["rev"]
     seven = [v for v in by if "tmastore" not in v]
@@ -99,12 +100,27 @@ def test_todays_kernel_still_compiles_to_the_measured_main_loops():
     if nvrtc.version() != ds.meta["nvrtc"]:
         pytest.skip(f"NVRTC {nvrtc.version()}; the table was built with {ds.meta['nvrtc']}")
     latest = ds.meta["measured_from"]["l08/gemm_bench_repeats"]["rev"]
-    want = {r["variant"]: r for r in ds.records if r["rev"] == latest}
+    want = {r["variant"]: r for r in ds.records if r["rev"] == latest and r["kind"] == "mainloop"}
     for name in ("cooperative", "pingpong_inflight", "cooperative_inflight_tmastore"):
         v = capstone.variant(name)
         c = nvrtc.compile_kernel("l08_gemm", options=v.options)
         got = sass.mainloop_fingerprint(sass.disassemble(c.cubin, "gemm_bf16"))
         assert got["sha256"] == want[name]["sha256"], name
+
+
+def test_one_commit_changed_the_bf16_kernel_between_the_builds():
+    """Golden: the whole gemm_bf16 (every opcode, in order) of the forms the two builds run apart changed at one commit
+    of l08_gemm.cu between the first bf16 table's build and today's — cdfd596, the fused bias and ReLU epilogue — and
+    its main loops did not (test above): the build difference of l08/gemm_bench_builds is that commit's."""
+    from h100lab.validation import l08 as v8
+
+    ds = _table()
+    changes = v8.kernel_changes(ds)
+    assert set(changes) == {"pingpong", "cooperative_n128"}
+    assert all(c == ["cdfd596"] for c in changes.values()), changes
+    fn = {(r["rev"], r["variant"]): r for r in ds.records if r["kind"] == "function"}
+    assert fn[("efb78df", "pingpong")]["stg"] != fn[("cdfd596", "pingpong")]["stg"]
+    assert len({r["rev"] for r in fn.values()}) >= 10        # every kernel commit since efb78df
 
 
 def test_the_first_tables_build_against_todays_side_by_side():

@@ -946,7 +946,8 @@ def mainloop_identity(table: str = "l08/gemm_bench", repeat: str = REPEATS_DATAS
     a, b = revs[table]["rev"], revs[repeat]["rev"]
     fp: dict = {}
     for r in ds.records:
-        fp.setdefault(r["variant"], {})[r["rev"]] = r["sha256"]
+        if r.get("kind", "mainloop") == "mainloop":
+            fp.setdefault(r["variant"], {})[r["rev"]] = r["sha256"]
     return {v: f[a] == f[b] for v, f in fp.items() if v in ran and a in f and b in f}
 
 
@@ -1055,6 +1056,21 @@ def _builds_cublas(ds: Dataset) -> CheckResult:
     return CheckResult(len(rs), len(bad), [{"case": f"{'×'.join(map(str, r['shape']))} [{r['table']}]",
                                             "old": r["old"], "new": r["new"]} for r in bad][:5],
                        f"largest difference {max((abs(r['new_vs_old']) for r in rs), default=0):.1%}")
+
+
+def kernel_changes(ds: Dataset | str | None = None) -> dict[str, list[str]]:
+    """Per variant whose whole ``gemm_bf16`` :data:`MAINLOOP_DATASET` fingerprints at every commit of ``l08_gemm.cu``
+    since the first bf16 table's build (records ``kind`` ``function``, oldest first): the commits at which its SASS
+    (every opcode, in order) changed. {} without the dataset. On the committed one: only cdfd596 (the fused bias and
+    ReLU epilogue) — the one change between the first table's build and today's."""
+    ds = _dataset(ds, MAINLOOP_DATASET)
+    if ds is None:
+        return {}
+    seq: dict = {}
+    for r in ds.records:
+        if r.get("kind") == "function":
+            seq.setdefault(r["variant"], []).append(r)
+    return {v: [b["rev"] for a, b in zip(rs, rs[1:]) if a["sha256"] != b["sha256"]] for v, rs in seq.items()}
 
 
 def _repeat_key(r: dict) -> tuple:

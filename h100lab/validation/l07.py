@@ -28,9 +28,10 @@ DATASETS = BIT_EXACT + ZERO_RULE + TIMING + ("l07/wgmma_deps",)
 #: book's ±10 % (it was ±15 %, which every held-out record met; at ±10 % two miss, one per dataset: TIMING_FLOOR)
 TIMING_TOLERANCE = 0.10
 #: each timing dataset's level (fraction of its held-out records within :data:`TIMING_TOLERANCE`; regression guard)
-#: on the committed H200 runs — goal: all; reached: l07/wgmma_depth 70 of 71 (dep_chain_n64_a2_g1_d1_static, one
-#: 64-column group per wait on a two-accumulator chain: 47,875 cycles against 53,371 modelled, −10.3 %),
-#: l07/wgmma_timing 58 of 59 (tim_bf16_n256_g2_d2: 87,173 against 77,192, +11.4 %)
+#: on the committed H200 runs (error: model / silicon − 1) — goal: all; reached: l07/wgmma_depth 70 of 71
+#: (dep_chain_n64_a2_g1_d1_static, one 64-column group per wait on a two-accumulator chain: 47,875 cycles measured,
+#: 53,371 modelled, +11.5 %), l07/wgmma_timing 58 of 59 (tim_bf16_n256_g2_d2: 87,173 measured, 77,192 modelled,
+#: −11.4 %)
 TIMING_FLOOR = {"l07/wgmma_depth": 0.98, "l07/wgmma_timing": 0.98}
 
 
@@ -243,14 +244,14 @@ def _sparse_meta(ds: Dataset) -> CheckResult:
 
 @silicon_check(f"wgmma timing model, held out: the records of the first timing kernel (run-time group size), at least "
                f"{TIMING_FLOOR['l07/wgmma_timing']:.0%} within ±{TIMING_TOLERANCE:.0%} (goal: all; not met — "
-               "tim_bf16_n256_g2_d2 +11.4 %)", lesson=7, dataset="l07/wgmma_timing")
+               "tim_bf16_n256_g2_d2 −11.4 %)", lesson=7, dataset="l07/wgmma_timing")
 def _timing(ds: Dataset) -> CheckResult:
     return check_timing(ds.records, calibration=_timing_records(), floor=TIMING_FLOOR["l07/wgmma_timing"])
 
 
 @silicon_check(f"wgmma timing model, held out: the group sizes, depths, N and accumulator sets of l07_wgmma_deps.cu "
                f"(depth compiled in), at least {TIMING_FLOOR['l07/wgmma_depth']:.0%} within ±{TIMING_TOLERANCE:.0%} "
-               "(goal: all; not met — dep_chain_n64_a2_g1_d1_static −10.3 %)", lesson=7, dataset="l07/wgmma_depth")
+               "(goal: all; not met — dep_chain_n64_a2_g1_d1_static +11.5 %)", lesson=7, dataset="l07/wgmma_depth")
 def _depth(ds: Dataset) -> CheckResult:
     return check_timing(ds.records, calibration=_timing_records(), floor=TIMING_FLOOR["l07/wgmma_depth"])
 

@@ -15,13 +15,14 @@ The appendix "Model vs silicon" runs every check when the book builds and fails 
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import data
 
-__all__ = ["CheckResult", "SiliconCheck", "silicon_check", "all_checks", "run_all"]
+__all__ = ["CheckResult", "SiliconCheck", "silicon_check", "all_checks", "run_all", "beyond_floor"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,12 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return self.cases > 0 and self.mismatches == 0
+
+
+def beyond_floor(n: int, misses: int, floor: float) -> int:
+    """A floor check's mismatches: of ``n`` cases at least ``floor`` (a fraction) must agree, so
+    ``n − ceil(floor · n)`` may miss; the ``misses`` beyond that (0 when the floor is met)."""
+    return max(0, misses - (n - math.ceil(floor * n)))
 
 
 @dataclass(frozen=True)

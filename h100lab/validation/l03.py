@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..data import Dataset
-from . import CheckResult, silicon_check
+from . import CheckResult, beyond_floor, silicon_check
 
 __all__ = ["model_config", "predict", "check_data", "check_monotone", "check_timing", "calibrated", "hardware_report",
            "TOLERANCE", "FULL_GPU_FLOOR", "CALIBRATION_GROUP", "WAIT_CALIBRATION_STAGES", "is_calibration",
@@ -125,8 +125,6 @@ def check_timing(records: Sequence[dict[str, Any]], *, full_gpu: bool | str = Fa
     within ``tol`` (relative). ``full_gpu``: False — the single-CTA stage sweep; True — the full-GPU runs with
     ≥ 4 buffers; ``"all"`` — every full-GPU run. The note: how many within, the largest error, the calibrated
     constants."""
-    import math
-
     try:
         timing = calibrated(calibration_records(records))
     except ValueError as exc:
@@ -146,13 +144,12 @@ def check_timing(records: Sequence[dict[str, Any]], *, full_gpu: bool | str = Fa
             bad.append({"stages": r["stages"], "work": r["work"], "ctas": r["ctas"],
                         "measured_ns": round(r["ns_per_iter"], 1), "model_ns": round(p, 1),
                         "error": f"{100 * err:+.1f} %"})
-    allowed = len(sel) - math.ceil(floor * len(sel))
     note = (f"held out: {len(sel) - len(bad)}/{len(sel)} within ±{tol:.0%} (floor {floor:.0%}); largest error "
             f"{worst:.1%}; calibrated on {sum(map(is_calibration, records))} runs: copy latency "
             f"{timing.tma_latency_ns:.0f} ns, {timing.tma_bytes_per_ns:.0f} B/ns per SM, a completed try_wait "
             f"{timing.wait_hit_ns:.0f} ns") if sel \
         else "no such records"
-    return CheckResult(len(sel), max(0, len(bad) - allowed), bad[:5], note)
+    return CheckResult(len(sel), beyond_floor(len(sel), len(bad), floor), bad[:5], note)
 
 
 @silicon_check("Bulk-copy pipeline: consumers read the copied bytes", lesson=3, dataset="l03/bulk_pipeline")
@@ -183,7 +180,8 @@ def hardware_report(live: bool | None = None) -> dict[str, Any]:
 
     ``live`` (default: whenever ``h100lab.cuda.available()``) runs the quick case list of
     ``h100lab.measure.l03`` now; otherwise the committed dataset is read. Returns ``{"source": "live" |
-    "dataset" | None, "where", "records", "timing" (calibrated), "data", "monotone", "single", "full",
+    "dataset" | None, "where", "records", "timing" (calibrated on :func:`calibration_records`), "data", "monotone",
+    "single", "full",
     "predicted", "command"}``; ``source`` None means there is neither a GPU nor the dataset.
     """
     from .. import data
@@ -206,7 +204,7 @@ def hardware_report(live: bool | None = None) -> dict[str, Any]:
         ds = data.load("l03/bulk_pipeline")
         records, where, source = ds.records, ds.describe(), "dataset"
     try:
-        timing = calibrated(records)
+        timing = calibrated(calibration_records(records))
     except ValueError:
         timing = None
     predicted = [predict(r, timing) if timing is not None and r["ok"] else float("nan") for r in records]

@@ -7,13 +7,12 @@ Datasets from ``python -m h100lab.measure.l07``; the inputs of every record are 
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..data import Dataset
-from . import CheckResult, silicon_check
+from . import CheckResult, beyond_floor, silicon_check
 
 __all__ = ["check", "compare_record", "check_timing", "meta_rules", "same_cycles", "switch_costs", "zero_rule_check",
            "DATASETS",
@@ -151,8 +150,7 @@ def check_timing(records: Sequence[dict[str, Any]], tolerance: float = TIMING_TO
             mism += 1
             if len(examples) < 5:
                 examples.append({"id": r["id"], "silicon": got, "model": round(want, 1)})
-    allowed = cases - math.ceil(floor * cases)
-    return CheckResult(cases, max(0, mism - allowed), examples,
+    return CheckResult(cases, beyond_floor(cases, mism, floor), examples,
                        f"{cases - mism} of {cases} held-out records within ±{tolerance:.0%} (floor {floor:.0%}; "
                        f"largest error {worst:.1%}); calibrated on "
                        "h100lab.tensorcore.timing.CALIBRATION")

@@ -35,13 +35,12 @@ next to the clock runs (nothing fitted on them).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 
 from ..data import Dataset
-from . import CheckResult, silicon_check
+from . import CheckResult, beyond_floor, silicon_check
 from .fit import Agreement, agreement
 
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
@@ -438,8 +437,7 @@ def _report() -> PerfReport | None:
 def _floor_check(rs: Sequence[Row], tol: float, floor: float, what: str) -> CheckResult:
     n = len(rs)
     within = sum(abs(r.error) <= tol for r in rs)
-    allowed = n - math.ceil(floor * n)
-    bad = max(0, (n - within) - allowed)
+    bad = beyond_floor(n, n - within, floor)
     worst = sorted(rs, key=lambda r: -abs(r.error))[:5]
     return CheckResult(n, bad, [{"case": r.label, "model_ms": round(r.predicted_ms, 4),
                                  "measured_ms": round(r.measured_ms, 4), "error": f"{100 * r.error:+.1f} %"}
@@ -987,7 +985,7 @@ def build_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
     groups: dict = {}
     for r in ds.records:
         if r.get("kind") == "build_time" and r.get("ok", True) and "median_ms" in r:
-            key = (r["table"], *_repeat_key(dict(r, kind="time"))[1:])
+            key = (r["table"], *_repeat_key(r)[1:])
             groups.setdefault(key, {"old": [], "new": []})[r["build"]].append(float(r["median_ms"]))
     p = params if params is not None else perf.calibrated()
     out = []
@@ -1039,8 +1037,7 @@ def build_summary(ds: Dataset | str | None = None, params=None, tol: float = TOL
 def _builds_repro(ds: Dataset) -> CheckResult:
     rs = [r for r in build_rows(ds) if r["original_vs_old"] is not None and r["variant"] != "cublas"]
     good = [abs(r["original_vs_old"]) <= TOLERANCE for r in rs]
-    bad = max(0, (len(rs) - sum(good)) - (len(rs) - math.ceil(ACHIEVED_BUILD_REPRO * len(rs))))
-    return CheckResult(len(rs), bad, [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+    return CheckResult(len(rs), beyond_floor(len(rs), len(rs) - sum(good), ACHIEVED_BUILD_REPRO), [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
                                        "original_ms": round(r["original_ms"], 4), "old_build_ms": r["old"],
                                        "vs": f"{100 * r['original_vs_old']:+.1f} %"}
                                       for r, g in zip(rs, good) if not g][:5],
@@ -1151,16 +1148,8 @@ def repeat_median_rows(ds: Dataset | str | None = None, params=None, originals: 
                f"configuration's repeat medians): at least {ACHIEVED_REPEATS:.0%} within ±{TOLERANCE:.0%} (goal: "
                "every configuration)", lesson=8, dataset=REPEATS_DATASET)
 def _repeats(ds: Dataset) -> CheckResult:
-    rs = repeat_median_rows(ds)
-    within = sum(abs(r["error"]) <= TOLERANCE for r in rs)
-    bad = max(0, (len(rs) - within) - (len(rs) - math.ceil(ACHIEVED_REPEATS * len(rs))))
-    worst = sorted(rs, key=lambda r: -abs(r["error"]))[:5]
-    return CheckResult(len(rs), bad, [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']} g{r['group']} "
-                                               f"r{r['raster']}", "model_ms": round(r["model_ms"], 4),
-                                       "median_ms": round(r["median_ms"], 4), "error": f"{100 * r['error']:+.1f} %",
-                                       "spread": f"{100 * r['spread']:.1f} %"}
-                                      for r in worst if abs(r["error"]) > TOLERANCE],
-                       f"{within}/{len(rs)} within ±{TOLERANCE:.0%} (floor {ACHIEVED_REPEATS:.0%})")
+    return _repeat_table_result(ds, ACHIEVED_REPEATS,
+                                lambda r: f"{'×'.join(map(str, r['shape']))} {r['variant']} g{r['group']} r{r['raster']}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1206,12 +1195,14 @@ def repeat_summary(ds: Dataset | str, params=None, tol: float = TOLERANCE) -> di
     return out
 
 
-def _repeat_table_result(ds: Dataset, floor: float) -> CheckResult:
+def _repeat_table_result(ds: Dataset, floor: float, case=lambda r: r["label"]) -> CheckResult:
+    """A repeated table's check: its configurations' repeat medians (:func:`repeat_median_rows`) at least ``floor``
+    within ±:data:`TOLERANCE`; the five worst misses, each named by ``case(row)``."""
     rs = repeat_median_rows(ds)
     within = sum(abs(r["error"]) <= TOLERANCE for r in rs)
-    bad = max(0, (len(rs) - within) - (len(rs) - math.ceil(floor * len(rs))))
+    bad = beyond_floor(len(rs), len(rs) - within, floor)
     worst = sorted(rs, key=lambda r: -abs(r["error"]))[:5]
-    return CheckResult(len(rs), bad, [{"case": r["label"], "model_ms": round(r["model_ms"], 4),
+    return CheckResult(len(rs), bad, [{"case": case(r), "model_ms": round(r["model_ms"], 4),
                                        "median_ms": round(r["median_ms"], 4), "error": f"{100 * r['error']:+.1f} %",
                                        "spread": f"{100 * r['spread']:.1f} %"}
                                       for r in worst if abs(r["error"]) > TOLERANCE],

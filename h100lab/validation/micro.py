@@ -166,7 +166,7 @@ import numpy as np
 from ..sim.latency import (CLEAN_KERNEL, H200_LATENCY, LINE, CopyLatency, LatencyKernel, OLD_KERNEL, dirty_extra,
                            kept_median, round_trip)
 from ..sim.load_stream import LoadStream, bytes_in_flight_per_sm, load_stream_rate
-from . import CheckResult, silicon_check
+from . import CheckResult, beyond_floor, silicon_check
 from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratio
 
 __all__ = ["SPLITS", "LAT_CAL_BYTES", "SyncKernel", "LatencyFit", "fit_latency", "predict_latency",
@@ -808,8 +808,7 @@ def _read_check(ds, part: str, tol: float, floor: float) -> CheckResult:
     except ValueError as exc:
         return CheckResult(0, 0, [], note=f"cannot fit: {exc}")
     a = getattr(rep, part)
-    allowed = a.n - math.ceil(floor * a.n)
-    return CheckResult(a.n, max(0, (a.n - a.within) - allowed), a.worst,
+    return CheckResult(a.n, beyond_floor(a.n, a.n - a.within, floor), a.worst,
                        note=f"{part.replace('_', '-')}: {a.within}/{a.n} within ±{tol:.0%} (floor {floor:.0%}), "
                             f"median error {a.median_error:.1%}; " + "; ".join(rep.notes))
 
@@ -842,11 +841,10 @@ def _cold_check(ds, key: str, how: str, floor: float) -> CheckResult:
     rows = cold_round_spread(recs, tf.latency.model, tf.latency.clean_kernel)
     ok = [r["inside"] if how == "band" else abs(r["error"]) <= 0.10 for r in rows]
     n, good = len(rows), sum(ok)
-    allowed = n - math.ceil(floor * n)
     inside = sum(r["inside"] for r in rows)
     ten = sum(abs(r["error"]) <= 0.10 for r in rows)
     worst = sorted((r for r, o in zip(rows, ok) if not o), key=lambda r: -abs(r["error"]))[:5]
-    return CheckResult(n, max(0, (n - good) - allowed),
+    return CheckResult(n, beyond_floor(n, n - good, floor),
                        [{k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()} for r in worst],
                        note=f"held-out {'cold rounds' if key == 'latency_cold' else 're-read (mixed) rounds'}: "
                             f"{inside}/{n} inside their samples' p10–p90, {ten}/{n} within ±10 % "
@@ -1045,8 +1043,8 @@ def _within_check(rows: list[dict], floor: float, what: str, extra: str = "") ->
     (floor)`` then ``extra``; the five worst misses, their floats rounded."""
     good = [abs(r["error"]) <= 0.10 for r in rows]
     worst = sorted((r for r, o in zip(rows, good) if not o), key=lambda r: -abs(r["error"]))
-    n, allowed = len(rows), len(rows) - math.ceil(floor * len(rows))
-    return CheckResult(n, max(0, (n - sum(good)) - allowed),
+    n = len(rows)
+    return CheckResult(n, beyond_floor(n, n - sum(good), floor),
                        [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in worst[:5]],
                        note=f"{what}: {sum(good)}/{n} within ±10 % (floor {floor:.0%})" + extra)
 

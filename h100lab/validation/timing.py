@@ -47,13 +47,12 @@ latencies within ±10 %. :data:`GOAL`, :data:`TOLERANCE`. :data:`GOAL_CHECKS` ar
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from . import CheckResult, silicon_check
+from . import CheckResult, beyond_floor, silicon_check
 from . import micro
 from .fit import Agreement, FitParam, Split, agreement, least_squares, log_ratios
 
@@ -373,7 +372,7 @@ class TimingReport:
         for _, _, _, part, prefixes, tol, floor in GOAL_CHECKS:
             parts = [a for k, a in getattr(self, part).items() if k.startswith(prefixes)]
             n, within = sum(a.n for a in parts), sum(a.within for a in parts)
-            if n and within < math.ceil(floor * n):
+            if n and beyond_floor(n, n - within, floor):
                 return False
         return True
 
@@ -499,9 +498,7 @@ def goal_check(a: Agreement, goal: float = GOAL) -> CheckResult:
     """A silicon-check verdict for one agreement: the cases are the held-out records; the mismatches those
     outside the tolerance beyond what the goal allows (``n − ceil(goal · n)``), so the check passes exactly when
     at least ``goal`` of them agree."""
-    allowed = a.n - math.ceil(goal * a.n)
-    bad = max(0, (a.n - a.within) - allowed)
-    return CheckResult(a.n, bad, a.worst, note=str(a))
+    return CheckResult(a.n, beyond_floor(a.n, a.n - a.within, goal), a.worst, note=str(a))
 
 
 _CACHE: dict = {}
@@ -549,8 +546,7 @@ def _family_check(part: str, prefixes: tuple[str, ...], tol: float, floor: float
     ten = _fitted(DATASETS["stream"], TOLERANCE)[1]
     p10 = [a for k, a in getattr(ten, part).items() if k.startswith(prefixes)]
     w10 = sum(a.within for a in p10)
-    allowed = n - math.ceil(floor * n)
-    bad = max(0, (n - within) - allowed)
+    bad = beyond_floor(n, n - within, floor)
     note = (f"{part.replace('_', '-')}: {within}/{n} within ±{tol:.0%} (floor {floor:.0%}); {w10}/{n} within "
             f"±{TOLERANCE:.0%}")
     return CheckResult(n, bad, [w for a in parts for w in a.worst][:5], note=note)

@@ -152,3 +152,39 @@ def test_the_first_tables_build_against_todays_side_by_side():
     assert v8._builds_cublas(ds).ok and abs(r16["model_vs_new"]) <= v8.TOLERANCE < abs(r16["model_vs_old"])
     assert len(r16["old"]) == len(r16["new"]) == 3 and r16["new_vs_old"] == pytest.approx(
         sorted(r16["new"])[1] / sorted(r16["old"])[1] - 1)
+
+
+def test_the_old_kernel_in_todays_harness():
+    """Golden on data/l08/gemm_bench_kernels (the kernel A/B run: efb78df's l08_gemm.cu and today's in one process,
+    one harness): the outputs agree bit for bit, every configuration the two trees' run found faster on today's build
+    is faster here too (so the kernel's code is the difference, not the harness), and the counters show where: the
+    old 128 × 128 form at 8192³ moves about twice the DRAM bytes with its tensor pipe less busy, the same SM cycles
+    for ping-pong at a lower clock. Nothing of it is a timing record of the model."""
+    from h100lab.design import perf
+    from h100lab.validation import l08 as v8
+
+    if not data.available(v8.KERNELS_DATASET):
+        pytest.skip("data/l08/gemm_bench_kernels.json not committed")
+    ds = data.load(v8.KERNELS_DATASET)
+    assert not any(r.get("kind") in perf.TIME_KINDS for r in ds.records)
+    assert v8.KERNELS_DATASET not in perf.timing_datasets()
+    assert set(ds.meta["return_codes"]) == {"0"} and ds.meta["gpu"] == "NVIDIA H200"
+    s = v8.kernel_ab_summary()
+    assert s["n"] == s["equal"] == 20
+    assert s["builds_faster"] >= 6 and s["builds_reproduced"] == s["builds_faster"]
+    faster = dict(s["faster_new"])
+    assert faster["16384×16384×16384 cooperative_n128"] < -0.2 and faster["8192×8192×8192 cooperative_n128"] < -0.1
+    rows = {(r["variant"], r["shape"]): r for r in v8.kernel_ab_rows()}
+    assert all(abs(rows[("cooperative", sh)]["new_vs_old"]) <= 0.03 for _, sh in rows if _ == "cooperative")
+    assert all(len(r["old"]) == len(r["new"]) == 4 for r in rows.values())
+    c = {(r["variant"], r["side"]): r for r in v8.kernel_ab_counters()}
+    assert len(c) == 6 and all(r["launches"] == 2 for r in c.values())
+    old, new = c[("cooperative_n128", "old")], c[("cooperative_n128", "new")]
+    assert old["dram_gb"] > 1.8 * new["dram_gb"] and old["l2_hit"] < new["l2_hit"] - 8
+    assert old["tensor_active"] < new["tensor_active"] - 8 and old["mcycles"] > 1.1 * new["mcycles"]
+    po, pn = c[("pingpong", "old")], c[("pingpong", "new")]
+    assert abs(po["mcycles"] / pn["mcycles"] - 1) < 0.03 and po["ghz"] < pn["ghz"] and po["dram_gb"] > pn["dram_gb"]
+    res = v8._kernels_ab(ds)
+    assert res.ok and res.mismatches == 0
+    m = v8._kernels_model(ds)
+    assert m.ok and s["model_new"] >= 15

@@ -1055,6 +1055,132 @@ def _builds_cublas(ds: Dataset) -> CheckResult:
                        f"largest difference {max((abs(r['new_vs_old']) for r in rs), default=0):.1%}")
 
 
+KERNELS_DATASET = "l08/gemm_bench_kernels"
+#: :data:`KERNELS_DATASET`'s model level (a regression guard): the model within ±10 % of today's kernel on 15 of its
+#: 20 configurations — 128 × 128 without a group in flight is 11–12 % slow at every shape, ping-pong at 4096³ 11 %
+ACHIEVED_KERNEL_MODEL = 0.75
+
+
+def kernel_ab_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
+    """The kernel A/B run (:data:`KERNELS_DATASET`, ``benchmarks/ab_gemm_kernels.py``: ``l08_gemm.cu`` at efb78df —
+    the first bf16 table's kernel — and today's, in one process with today's harness, sides alternating) per
+    configuration (variant, shape): ``old`` / ``new`` (each round's median), ``old_ms`` / ``new_ms`` (their
+    medians), ``new_vs_old``, ``bitwise_equal`` (the two kernels' outputs), ``builds_new_vs_old`` (the two trees'
+    A/B run, :func:`build_rows`, where it timed the configuration; None elsewhere) and ``model_ms``,
+    ``model_vs_new``, ``model_vs_old`` (nothing of this dataset is fitted). [] without the dataset."""
+    from statistics import median
+
+    from ..design import perf
+
+    ds = _dataset(ds, KERNELS_DATASET)
+    if ds is None:
+        return []
+    builds = {}
+    for b in build_rows():
+        if b["table"] == "l08/gemm_bench" and b["group"] == 8 and b["raster"] == 0:
+            builds[(b["variant"], tuple(b["shape"]))] = b["new_vs_old"]
+    groups: dict = {}
+    equal: dict = {}
+    launches: dict = {}
+    for r in ds.records:
+        key = (r.get("variant"), (r.get("M"), r.get("N"), r.get("K")))
+        if r.get("kind") == "kernel_ab_time":
+            groups.setdefault(key, {"old": [], "new": []})[r["side"]].append(float(r["median_ms"]))
+            launches[key] = int(r["warmup"]) + int(r["repeats"])
+        elif r.get("kind") == "kernel_ab_match":
+            equal[key] = bool(r["bitwise_equal"])
+    p = params if params is not None else perf.calibrated()
+    out = []
+    for (variant, shape), g in groups.items():
+        o, n = median(g["old"]), median(g["new"])
+        m = perf.predict(variant, *shape, params=p, launches=launches[(variant, shape)]).time_ms
+        out.append({"variant": variant, "shape": shape, "old": g["old"], "new": g["new"], "old_ms": o, "new_ms": n,
+                    "new_vs_old": n / o - 1.0, "bitwise_equal": equal.get((variant, shape)),
+                    "builds_new_vs_old": builds.get((variant, shape)), "model_ms": m, "model_vs_new": m / n - 1.0,
+                    "model_vs_old": m / o - 1.0})
+    return out
+
+
+def kernel_ab_summary(ds: Dataset | str | None = None, params=None, tol: float = TOLERANCE) -> dict:
+    """:func:`kernel_ab_rows` counted: ``n`` configurations, ``equal`` (outputs bit for bit alike),
+    ``faster_new`` (today's kernel more than :data:`BUILD_SAME` faster: ``(label, new_vs_old)``, largest first),
+    ``builds_faster`` (configurations the two trees' run found today's build faster at) and ``builds_reproduced``
+    (of those, how many today's kernel is faster at here too: the harness was the same, so the kernel's code is the
+    difference), ``model_new`` / ``model_old`` (the model within ``tol`` of today's / the old kernel) and
+    ``model_misses`` (``(label, model_vs_new)`` beyond ``tol``)."""
+    rs = kernel_ab_rows(ds, params)
+    lab = lambda r: f"{'×'.join(map(str, r['shape']))} {r['variant']}"  # noqa: E731
+    bf = [r for r in rs if r["builds_new_vs_old"] is not None and r["builds_new_vs_old"] < -BUILD_SAME]
+    return {"n": len(rs), "equal": sum(bool(r["bitwise_equal"]) for r in rs),
+            "faster_new": sorted(((lab(r), r["new_vs_old"]) for r in rs if r["new_vs_old"] < -BUILD_SAME),
+                                 key=lambda x: x[1]),
+            "builds_faster": len(bf), "builds_reproduced": sum(r["new_vs_old"] < -BUILD_SAME for r in bf),
+            "model_new": sum(abs(r["model_vs_new"]) <= tol for r in rs),
+            "model_old": sum(abs(r["model_vs_old"]) <= tol for r in rs),
+            "model_misses": sorted(((lab(r), r["model_vs_new"]) for r in rs if abs(r["model_vs_new"]) > tol),
+                                   key=lambda x: -abs(x[1]))}
+
+
+def kernel_ab_counters(ds: Dataset | str | None = None) -> list[dict]:
+    """The kernel A/B run's Nsight Compute launches (``kind`` ``kernel_ab_ncu``: two per side of three variants at
+    8192³, ``--clock-control none``) per variant and side, each the mean of its launches: ``ms`` (the profiled
+    launch), ``mcycles`` (``gpc__cycles_elapsed.max``, millions), ``ghz`` (their rate), ``tensor_active``
+    (``sm__pipe_tensor_cycles_active``, % of elapsed), ``l2_hit`` (%), ``dram_gb`` (DRAM bytes over the launch, GB)
+    and ``long_scoreboard`` (warp stalls on the long scoreboard per issue). [] without the dataset."""
+    ds = _dataset(ds, KERNELS_DATASET)
+    if ds is None:
+        return []
+    acc: dict = {}
+    for r in ds.records:
+        if r.get("kind") == "kernel_ab_ncu":
+            acc.setdefault((r["variant"], r["side"]), []).append(r["metrics"])
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    out = []
+    for (variant, side), ms in acc.items():
+        t = [m["gpu__time_duration.sum"] * 1e-9 for m in ms]
+        out.append({"variant": variant, "side": side, "launches": len(ms), "ms": 1e3 * mean(t),
+                    "mcycles": mean([m["gpc__cycles_elapsed.max"] for m in ms]) / 1e6,
+                    "ghz": mean([m["gpc__cycles_elapsed.max.per_second"] for m in ms]) / 1e9,
+                    "tensor_active": mean([m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"]
+                                           for m in ms]),
+                    "l2_hit": mean([m["lts__t_sector_hit_rate.pct"] for m in ms]),
+                    "dram_gb": mean([m["dram__bytes.sum.per_second"] * x for m, x in zip(ms, t)]) / 1e9,
+                    "long_scoreboard": mean([m["smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active"
+                                               ".ratio"] for m in ms])})
+    return out
+
+
+@silicon_check("The first bf16 table's build differs from today's by its kernel alone: l08_gemm.cu at efb78df and "
+               "today's, in one process with one harness (l08/gemm_bench_kernels), give bit-identical outputs at every "
+               "configuration, and today's kernel is more than 3 % faster at every configuration where the two trees' "
+               "A/B run (l08/gemm_bench_builds) found today's build faster", lesson=8, dataset=KERNELS_DATASET)
+def _kernels_ab(ds: Dataset) -> CheckResult:
+    rs = kernel_ab_rows(ds)
+    bad = [r for r in rs if not r["bitwise_equal"]
+           or (r["builds_new_vs_old"] is not None and r["builds_new_vs_old"] < -BUILD_SAME
+               and r["new_vs_old"] >= -BUILD_SAME)]
+    s = kernel_ab_summary(ds)
+    return CheckResult(len(rs), len(bad), [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+                                            "bitwise_equal": r["bitwise_equal"],
+                                            "new_vs_old": f"{100 * r['new_vs_old']:+.1f} %",
+                                            "builds_new_vs_old": r["builds_new_vs_old"]} for r in bad][:5],
+                       f"{s['equal']}/{s['n']} bit-identical; {s['builds_reproduced']}/{s['builds_faster']} of the "
+                       f"trees' faster configurations faster here too; {len(s['faster_new'])} faster in all")
+
+
+@silicon_check(f"Capstone GEMM time model on today's kernel in the kernel A/B run (l08/gemm_bench_kernels, six "
+               f"variants at four shapes, nothing fitted on it): at least {ACHIEVED_KERNEL_MODEL:.0%} within "
+               f"±{TOLERANCE:.0%} (goal: all; the model is calibrated on the first table, whose 128 × 128 and "
+               "ping-pong forms ran the old kernel, and is 8–12 % slow on today's)", lesson=8,
+               dataset=KERNELS_DATASET)
+def _kernels_model(ds: Dataset) -> CheckResult:
+    s = kernel_ab_summary(ds)
+    return CheckResult(s["n"], beyond_floor(s["n"], s["n"] - s["model_new"], ACHIEVED_KERNEL_MODEL),
+                       [{"case": c, "model_vs_today": f"{100 * e:+.1f} %"} for c, e in s["model_misses"]][:5],
+                       f"{s['model_new']}/{s['n']} within ±{TOLERANCE:.0%} of today's kernel "
+                       f"({s['model_old']}/{s['n']} of the old one)")
+
+
 def kernel_changes(ds: Dataset | str | None = None) -> dict[str, list[str]]:
     """Per variant whose whole ``gemm_bf16`` :data:`MAINLOOP_DATASET` fingerprints at every commit of ``l08_gemm.cu``
     since the first bf16 table's build (records ``kind`` ``function``, oldest first): the commits at which its SASS

@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_gemm import TorchCuda  # noqa: E402
 
+from h100lab.measure import smi  # noqa: E402
+
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (1280, 3840, 8192))
 VARIANTS = ("pingpong", "cooperative_n128", "pingpong_n128_inflight", "cooperative", "cooperative_n128_inflight",
             "pingpong_inflight")
@@ -163,17 +165,12 @@ def merge(res: Path, out: Path, ran: str = "") -> None:
         r["kind"] = {"time": "kernel_ab_time", "match": "kernel_ab_match"}[r["kind"]]
         recs.append(r)
     recs += _ncu_records(res / "ncu.csv")
-    mhz = []
-    for line in (res / "smi_trace.csv").read_text().splitlines()[1:]:
-        f = [x.strip() for x in line.split(",")]
-        if len(f) > 1 and f[1].endswith("MHz"):
-            mhz.append(int(f[1].split()[0]))
     meta = dict(ab["meta"])
     meta.update(
         command=("python3 benchmarks/ab_gemm_kernels.py --old-source <git show efb78df:h100lab/cuda/kernels/l08_gemm.cu> "
                  "--out res/ab_kernels.json; then " + NCU_COMMAND + "; python3 benchmarks/ab_gemm_kernels.py --merge res"),
         ncu_command=NCU_COMMAND, ran=ran, return_codes=[rc for _, rc in rcs], steps=[s for s, _ in rcs],
-        smi_sm_mhz={"min": min(mhz), "median": sorted(mhz)[len(mhz) // 2], "max": max(mhz)} if mhz else None,
+        smi_trace_mhz=smi.clock_range(smi.sm_clock_mhz((res / "smi_trace.csv").read_text())),
         kernels={"old": ab["meta"].get("old_rev", "efb78df"), "new": "the tree's l08_gemm.cu (HEAD 31b11bc)"},
         note=("one process, today's harness (bench_gemm.TorchCuda: inputs, tensor maps, grid, CUDA events with the "
               "GPU kept busy while launches are queued), two kernels: l08_gemm.cu at efb78df (no bias / ReLU "

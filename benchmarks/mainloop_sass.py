@@ -48,19 +48,26 @@ def source_at(rev: str | None, path: str) -> str:
     return (ROOT / path).read_text() if rev is None else _git("show", f"{rev}:{path}")
 
 
-def fingerprints(rev: str | None) -> list[dict]:
-    """One record per variant of :data:`VARIANTS`: the main loops of ``gemm_bf16`` built from ``rev``'s kernel."""
+def _sources(rev: str | None) -> str:
+    """``l08_gemm.cu`` at ``rev``; refused (SystemExit) when a header it includes differs there from the working
+    tree's (NVRTC would build that rev against today's header)."""
     for h in HEADERS:
         if source_at(rev, h) != source_at(None, h):
             raise SystemExit(f"{h} differs at {rev}: NVRTC would build that rev against today's header")
-    src = source_at(rev, KERNEL)
-    out = []
-    for name in VARIANTS:
-        v = capstone.variant(name)
-        c = nvrtc.compile(src, name="l08_gemm.cu", options=list(v.options))
-        fp = sass.mainloop_fingerprint(sass.disassemble(c.cubin, "gemm_bf16"))
-        out.append(dict(kind="mainloop", rev=rev or "worktree", variant=name, options=list(v.options), **fp))
-    return out
+    return source_at(rev, KERNEL)
+
+
+def _build(src: str, variant: str) -> str:
+    """The SASS of ``gemm_bf16`` built from ``src`` with ``variant``'s options (NVRTC, sm_90a; nvdisasm)."""
+    c = nvrtc.compile(src, name="l08_gemm.cu", options=list(capstone.variant(variant).options))
+    return sass.disassemble(c.cubin, "gemm_bf16")
+
+
+def fingerprints(rev: str | None) -> list[dict]:
+    """One record per variant of :data:`VARIANTS`: the main loops of ``gemm_bf16`` built from ``rev``'s kernel."""
+    src = _sources(rev)
+    return [dict(kind="mainloop", rev=rev or "worktree", variant=name, options=list(capstone.variant(name).options),
+                 **sass.mainloop_fingerprint(_build(src, name))) for name in VARIANTS]
 
 
 #: the variants whose whole gemm_bf16 is fingerprinted at every commit of the kernel (the forms the two builds of the
@@ -74,21 +81,12 @@ def function_history(first: str = HISTORY_FROM) -> list[dict]:
     """One record per commit that changed ``l08_gemm.cu`` from ``first`` to HEAD (oldest first) and variant of
     :data:`HISTORY_VARIANTS`: ``kind`` ``function``, the sha256 of the whole ``gemm_bf16``'s opcode sequence
     (:func:`h100lab.sass.basic_blocks`, every block), its instructions and global stores (``STG``)."""
-    import hashlib
-
     revs = _git("log", "--format=%h", f"{first}^..HEAD", "--", KERNEL).split()[::-1]
     out = []
     for rev in revs:
-        for h in HEADERS:
-            if source_at(rev, h) != source_at(None, h):
-                raise SystemExit(f"{h} differs at {rev}: NVRTC would build that rev against today's header")
-        src = source_at(rev, KERNEL)
+        src = _sources(rev)
         for name in HISTORY_VARIANTS:
-            c = nvrtc.compile(src, name="l08_gemm.cu", options=list(capstone.variant(name).options))
-            ops = [op for _, b in sass.basic_blocks(sass.disassemble(c.cubin, "gemm_bf16")) for op in b]
-            out.append(dict(kind="function", rev=rev, variant=name, sha256=hashlib.sha256("|".join(ops).encode())
-                            .hexdigest(), instructions=len(ops),
-                            stg=sum(op.split(" ")[-1].startswith("STG") for op in ops)))
+            out.append(dict(kind="function", rev=rev, variant=name, **sass.function_fingerprint(_build(src, name))))
     return out
 
 

@@ -14,15 +14,15 @@ one process: A the tree that ran ``l08/gemm_bench``, B today's), ``log.txt`` (st
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from h100lab.measure import smi  # noqa: E402
 
 ORDER = ("A0", "B0", "B1", "A1", "A2", "B2")
 TABLES = ("gemm_bench", "gemm_bench_tmastore")
@@ -42,20 +42,13 @@ def merge(res: Path, old_tree: str, old_kernel: str, new_tree: str) -> tuple[lis
             for r in d["records"]:
                 recs.append(dict(r, kind=f"build_{r.get('kind', '')}", build="old" if side == "A" else "new",
                                  process=proc, run=run, table=f"l08/{t}"))
-    mhz, reasons = [], {}
-    with open(res / "smi_trace.csv") as f:
-        for row in csv.DictReader(f, skipinitialspace=True):
-            try:
-                mhz.append(float(row["clocks.current.sm [MHz]"].split()[0]))
-            except (KeyError, ValueError):
-                continue
-            k = row.get("clocks_event_reasons.active", "?")
-            reasons[k] = reasons.get(k, 0) + 1
+    trace = (res / "smi_trace.csv").read_text()
+    reasons = smi.event_reasons(trace)
     rcs = [ln.split()[-1] for ln in (res / "log.txt").read_text().splitlines()
            if " rc " in ln and ln.split()[1][:1] in "AB" and ln.split()[1][1:].isdigit()]
     meta.update(command=COMMAND, builds={"old": {"tree": old_tree, "kernel": old_kernel},
                                          "new": {"tree": new_tree, "kernel": new_tree}},
-                smi_trace_mhz=[min(mhz), statistics.median(mhz), max(mhz)] if mhz else None,
+                smi_trace_mhz=smi.clock_range(smi.sm_clock_mhz(trace)),
                 smi_reasons=reasons, return_codes=rcs, variants=None, order=list(ORDER),
                 note=meta.get("note", "") + "; A/B: the tree that ran l08/gemm_bench (its own bench_gemm.py, kernel "
                      "and launch) and today's, alternating processes in one session")

@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from h100lab.measure import smi  # noqa: E402
 
 COMMAND = ("for r in 0..4: PYTHONPATH=. python3 benchmarks/bench_gemm.py --out $OUT/r$r --name l08/gemm_bench "
            "--variants <the 7 variants of l08/gemm_bench's meta command, rotated by r> (one process each, nvidia-smi "
@@ -53,13 +54,6 @@ COMMANDS = {
 }
 
 
-def _mhz(x: str):
-    try:
-        return float(str(x).strip().split()[0])
-    except (ValueError, IndexError):
-        return None
-
-
 def merge(outdir: Path, table: str = "gemm_bench") -> tuple[list, dict]:
     outdir = Path(outdir)
     recs, runs, meta0 = [], [], None
@@ -76,9 +70,9 @@ def merge(outdir: Path, table: str = "gemm_bench") -> tuple[list, dict]:
             recs.append(dict(x, kind=f"repeat_{x.get('kind')}", repeat=r, order=order))
     if meta0 is None:
         raise SystemExit(f"no repeat of {table} under {outdir}")
-    smi = outdir / "smi_clocks.csv"
-    if smi.exists():
-        rows = list(csv.reader(smi.read_text().splitlines()))
+    clocks = outdir / "smi_clocks.csv"
+    if clocks.exists():
+        rows = list(csv.reader(clocks.read_text().splitlines()))
         head = [h.strip() for h in rows[0]]
         for row in rows[1:]:
             recs.append(dict(zip(head, (c.strip() for c in row)), kind="smi"))
@@ -93,10 +87,9 @@ def merge(outdir: Path, table: str = "gemm_bench") -> tuple[list, dict]:
         tr = outdir.parent / "smi_trace.csv"
         meta["smi_trace_scope"] = "the whole request (every table's repeats)"
     if tr.exists():
-        mhz = [m for m in (_mhz(row[1]) for row in csv.reader(tr.read_text().splitlines()[1:]) if len(row) > 1)
-               if m is not None]
-        if mhz:
-            meta["smi_trace_mhz"] = [min(mhz), statistics.median(mhz), max(mhz)]
+        rng = smi.clock_range(smi.sm_clock_mhz(tr.read_text()))
+        if rng:
+            meta["smi_trace_mhz"] = rng
     return recs, meta
 
 

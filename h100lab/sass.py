@@ -128,3 +128,12 @@ def mainloop_fingerprint(sass: str, markers: Sequence[str] = MAINLOOP_MARKERS) -
             "multiset_sha256": hashlib.sha256(bag.encode()).hexdigest(), "blocks": len(chosen),
             "instructions": sum(map(len, chosen)),
             "hgmma": sum(op.split(" ")[-1].startswith("HGMMA") for ops in chosen for op in ops)}
+
+
+def function_fingerprint(sass: str) -> dict:
+    """A whole function's SASS: ``{"sha256", "instructions", "stg"}`` — the hash of its opcode sequence (every basic
+    block of :func:`basic_blocks` in order, guards and modifiers kept, operands dropped), its instructions and its
+    global stores (``STG``). Equal hashes: the two builds compile to the same instructions in the same order."""
+    ops = [op for _, block in basic_blocks(sass) for op in block]
+    return {"sha256": hashlib.sha256("|".join(ops).encode()).hexdigest(), "instructions": len(ops),
+            "stg": sum(op.split(" ")[-1].startswith("STG") for op in ops)}

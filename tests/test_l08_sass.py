@@ -59,6 +59,18 @@ def test_fingerprint_sees_the_loops_only_and_not_the_registers():
         sass.mainloop_fingerprint("        /*0000*/                   EXIT ;\n")
 
 
+def test_function_fingerprint_sees_every_block_and_counts_the_stores():
+    fp = sass.function_fingerprint(SASS)
+    ops = [op for _, b in sass.basic_blocks(SASS) for op in b]
+    assert fp["instructions"] == len(ops) and fp["stg"] == sum(o.split(" ")[-1].startswith("STG") for o in ops) >= 1
+    # registers do not count; code outside the loops does (the epilogue's store changed: another function)
+    assert sass.function_fingerprint(_rename(SASS, "R24", "R40")) == fp
+    other = sass.function_fingerprint(_rename(SASS, "STG.E [R4.64], R24", "STG.E.64 [R6.64], R8"))
+    assert other["sha256"] != fp["sha256"] and other["stg"] == fp["stg"]
+    assert sass.mainloop_fingerprint(_rename(SASS, "STG.E [R4.64], R24", "STG.E.64 [R6.64], R8")) == \
+        sass.mainloop_fingerprint(SASS)
+
+
 def _table():
     if not data.available("l08/mainloop_sass"):
         pytest.skip("data/l08/mainloop_sass.json not committed")

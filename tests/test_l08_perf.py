@@ -914,3 +914,22 @@ def test_fourth_trace_held_out(params):
     assert all(med(pair[m], "release") > 10 * med(plain[m], "release") for m in pair)
     assert max(pair, key=lambda m: med(pair[m], "release")) == 16384
     assert all(med(pair[m], "next") < 2 * med(plain[m], "next") for m in pair)
+
+
+def test_a_form_without_a_producer_has_no_producer_bound_at_a_faster_wave_clock():
+    """A ring kernel without a producer warp (step 2) in a partial wave that the per-wave clock speeds up: its
+    producer bound stays 0 (it once came out negative — the loop's cycles taken off at one clock, added at the
+    other — and soft_period refused it)."""
+    from dataclasses import replace
+
+    from h100lab.design import perf
+
+    p = perf.calibrated()
+    f = perf.step_form(2)
+    assert not f.specialized
+    w0 = perf.predict(f, 1280, 3840, 8192, params=p).waves[0]
+    act = f.smem_bytes / (w0.period_ns * w0.clock_ghz)      # the whole wave's activity (wave_clock_ratio)
+    fast = replace(p, wave_clock=(act, 3.0))                  # a whole wave at 1, the partial one up to the cap
+    pr = perf.predict(f, 1280, 3840, 8192, params=fast)
+    assert pr.waves[-1].clock_ghz > pr.waves[0].clock_ghz
+    assert all(w.bounds["producer"] == 0.0 for w in pr.waves)

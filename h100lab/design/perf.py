@@ -1126,7 +1126,9 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
             # back
             ring = (t.mbarrier_expect_tx_ns + t.tma_issue_ns + f.tma_bytes / t.tma_bytes_per_ns + t.tma_latency_ns
                     + (1 - hit) * t.dram_latency_ns + t.wait_wake_ns + itw.hold / g - t.wait_hit_ns + arrive + remote)
-            prod = producer if g == ghz else producer - getattr(w, "loop", 0.0) / ghz + getattr(w, "loop", 0.0) / g
+            # the producer's own loop at the wave's clock (a form without a producer warp has none at any clock)
+            prod = (producer if g == ghz or not f.specialized
+                    else producer - getattr(w, "loop", 0.0) / ghz + getattr(w, "loop", 0.0) / g)
             b = {"tensor": itw.cycles / g, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": prod,
                  "smem": t_sm * ghz / g * (active / sms if p.smem_shared else 1.0)}
             return b, soft_period(b.values(), t)

@@ -187,7 +187,7 @@ def test_the_old_kernel_in_todays_harness():
     faster = dict(s["faster_new"])
     assert faster["16384×16384×16384 cooperative_n128"] < -0.2 and faster["8192×8192×8192 cooperative_n128"] < -0.1
     rows = {(r["variant"], r["shape"]): r for r in v8.kernel_ab_rows()}
-    assert all(abs(rows[("cooperative", sh)]["new_vs_old"]) <= 0.03 for _, sh in rows if _ == "cooperative")
+    assert all(abs(r["new_vs_old"]) <= 0.03 for (v, _), r in rows.items() if v == "cooperative")
     assert all(len(r["old"]) == len(r["new"]) == 4 for r in rows.values())
     c = {(r["variant"], r["side"]): r for r in v8.kernel_ab_counters()}
     assert len(c) == 6 and all(r["launches"] == 2 for r in c.values())

@@ -23,36 +23,34 @@ def mhz(field: str) -> float | None:
         return None
 
 
-def _rows(text: str) -> tuple[list[dict], str | None, str | None]:
-    """The trace's rows and the headers of its SM-clock and event-reason columns (None where it has none)."""
+def _samples(text: str) -> list[tuple[float, str]]:
+    """Each sample of the trace that holds an SM clock: (MHz, its event-reason mask, ``"?"`` without that column);
+    the columns found by their headers (:data:`SM_CLOCK`, :data:`REASONS`)."""
     r = csv.DictReader(text.splitlines(), skipinitialspace=True)
     names = r.fieldnames or []
     clock = next((h for h in names if h.startswith(SM_CLOCK)), None)
     why = next((h for h in names if h.startswith(REASONS)), None)
-    return list(r), clock, why
+    if clock is None:
+        return []
+    out = []
+    for row in r:
+        m = mhz(row.get(clock, ""))
+        if m is not None:
+            out.append((m, row.get(why, "?") if why else "?"))
+    return out
 
 
 def sm_clock_mhz(text: str) -> list[float]:
     """The SM clock of every sample of a trace (the CSV text, header first; the column headed ``clocks.sm`` or
     ``clocks.current.sm ...``), in MHz, in order; samples without a number are left out; [] without that column."""
-    rows, clock, _ = _rows(text)
-    out = []
-    for row in rows:
-        m = mhz(row.get(clock, "") if clock else "")
-        if m is not None:
-            out.append(m)
-    return out
+    return [m for m, _ in _samples(text)]
 
 
 def event_reasons(text: str) -> dict[str, int]:
     """How many samples of a trace carry each clock-event bit mask (``"0x...01"``: idle, ...), in first-seen
     order; samples without an SM clock are left out."""
-    rows, clock, why = _rows(text)
     out: dict[str, int] = {}
-    for row in rows:
-        if mhz(row.get(clock, "") if clock else "") is None:
-            continue
-        k = row.get(why, "?") if why else "?"
+    for _, k in _samples(text):
         out[k] = out.get(k, 0) + 1
     return out
 

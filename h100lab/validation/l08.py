@@ -949,6 +949,11 @@ def mainloop_identity(table: str = "l08/gemm_bench", repeat: str = REPEATS_DATAS
     return {v: f[a] == f[b] for v, f in fp.items() if v in ran and a in f and b in f}
 
 
+def _case(r: dict) -> str:
+    """``M×N×K variant`` of a row that carries ``shape`` and ``variant`` (the A/B and repeat tables' case names)."""
+    return f"{'×'.join(map(str, r['shape']))} {r['variant']}"
+
+
 BUILDS_DATASET = "l08/gemm_bench_builds"
 #: the first bf16 tables (their build: ``l08_gemm.cu`` at efb78df, run from tree c91776e)
 FIRST_BUILD_TABLES = ("l08/gemm_bench", "l08/gemm_bench_tmastore")
@@ -1017,7 +1022,7 @@ def build_summary(ds: Dataset | str | None = None, params=None, tol: float = TOL
     ``tol`` of today's build / of the old build)."""
     rs = build_rows(ds, params)
     ours = [r for r in rs if r["model_ms"] is not None]
-    lab = lambda r: f"{'×'.join(map(str, r['shape']))} {r['variant']} [{r['table'].split('/')[-1]}]"  # noqa: E731
+    lab = lambda r: f"{_case(r)} [{r['table'].split('/')[-1]}]"  # noqa: E731
     return {"n": len(ours), "same": sum(abs(r["new_vs_old"]) <= BUILD_SAME for r in ours),
             "faster_new": sorted(((lab(r), r["new_vs_old"]) for r in ours if r["new_vs_old"] < -BUILD_SAME),
                                  key=lambda x: x[1]),
@@ -1037,7 +1042,7 @@ def build_summary(ds: Dataset | str | None = None, params=None, tol: float = TOL
 def _builds_repro(ds: Dataset) -> CheckResult:
     rs = [r for r in build_rows(ds) if r["original_vs_old"] is not None and r["variant"] != "cublas"]
     good = [abs(r["original_vs_old"]) <= TOLERANCE for r in rs]
-    return CheckResult(len(rs), beyond_floor(len(rs), len(rs) - sum(good), ACHIEVED_BUILD_REPRO), [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+    return CheckResult(len(rs), beyond_floor(len(rs), len(rs) - sum(good), ACHIEVED_BUILD_REPRO), [{"case": _case(r),
                                        "original_ms": round(r["original_ms"], 4), "old_build_ms": r["old"],
                                        "vs": f"{100 * r['original_vs_old']:+.1f} %"}
                                       for r, g in zip(rs, good) if not g][:5],
@@ -1075,8 +1080,9 @@ def kernel_ab_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
     ds = _dataset(ds, KERNELS_DATASET)
     if ds is None:
         return []
+    p = params if params is not None else perf.calibrated()
     builds = {}
-    for b in build_rows():
+    for b in build_rows(params=p):
         if b["table"] == "l08/gemm_bench" and b["group"] == 8 and b["raster"] == 0:
             builds[(b["variant"], tuple(b["shape"]))] = b["new_vs_old"]
     groups: dict = {}
@@ -1089,7 +1095,6 @@ def kernel_ab_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
             launches[key] = int(r["warmup"]) + int(r["repeats"])
         elif r.get("kind") == "kernel_ab_match":
             equal[key] = bool(r["bitwise_equal"])
-    p = params if params is not None else perf.calibrated()
     out = []
     for (variant, shape), g in groups.items():
         o, n = median(g["old"]), median(g["new"])
@@ -1108,16 +1113,23 @@ def kernel_ab_summary(ds: Dataset | str | None = None, params=None, tol: float =
     (of those, how many today's kernel is faster at here too: the harness was the same, so the kernel's code is the
     difference), ``model_new`` / ``model_old`` (the model within ``tol`` of today's / the old kernel) and
     ``model_misses`` (``(label, model_vs_new)`` beyond ``tol``)."""
-    rs = kernel_ab_rows(ds, params)
-    lab = lambda r: f"{'×'.join(map(str, r['shape']))} {r['variant']}"  # noqa: E731
-    bf = [r for r in rs if r["builds_new_vs_old"] is not None and r["builds_new_vs_old"] < -BUILD_SAME]
+    return _kernel_ab_counts(kernel_ab_rows(ds, params), tol)
+
+
+def _builds_faster(r: dict) -> bool:
+    """Whether the two trees' A/B run found today's build faster at this configuration."""
+    return r["builds_new_vs_old"] is not None and r["builds_new_vs_old"] < -BUILD_SAME
+
+
+def _kernel_ab_counts(rs: Sequence[dict], tol: float = TOLERANCE) -> dict:
+    bf = [r for r in rs if _builds_faster(r)]
     return {"n": len(rs), "equal": sum(bool(r["bitwise_equal"]) for r in rs),
-            "faster_new": sorted(((lab(r), r["new_vs_old"]) for r in rs if r["new_vs_old"] < -BUILD_SAME),
+            "faster_new": sorted(((_case(r), r["new_vs_old"]) for r in rs if r["new_vs_old"] < -BUILD_SAME),
                                  key=lambda x: x[1]),
             "builds_faster": len(bf), "builds_reproduced": sum(r["new_vs_old"] < -BUILD_SAME for r in bf),
             "model_new": sum(abs(r["model_vs_new"]) <= tol for r in rs),
             "model_old": sum(abs(r["model_vs_old"]) <= tol for r in rs),
-            "model_misses": sorted(((lab(r), r["model_vs_new"]) for r in rs if abs(r["model_vs_new"]) > tol),
+            "model_misses": sorted(((_case(r), r["model_vs_new"]) for r in rs if abs(r["model_vs_new"]) > tol),
                                    key=lambda x: -abs(x[1]))}
 
 
@@ -1156,11 +1168,9 @@ def kernel_ab_counters(ds: Dataset | str | None = None) -> list[dict]:
                "A/B run (l08/gemm_bench_builds) found today's build faster", lesson=8, dataset=KERNELS_DATASET)
 def _kernels_ab(ds: Dataset) -> CheckResult:
     rs = kernel_ab_rows(ds)
-    bad = [r for r in rs if not r["bitwise_equal"]
-           or (r["builds_new_vs_old"] is not None and r["builds_new_vs_old"] < -BUILD_SAME
-               and r["new_vs_old"] >= -BUILD_SAME)]
-    s = kernel_ab_summary(ds)
-    return CheckResult(len(rs), len(bad), [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+    bad = [r for r in rs if not r["bitwise_equal"] or (_builds_faster(r) and r["new_vs_old"] >= -BUILD_SAME)]
+    s = _kernel_ab_counts(rs)
+    return CheckResult(len(rs), len(bad), [{"case": _case(r),
                                             "bitwise_equal": r["bitwise_equal"],
                                             "new_vs_old": f"{100 * r['new_vs_old']:+.1f} %",
                                             "builds_new_vs_old": r["builds_new_vs_old"]} for r in bad][:5],
@@ -1275,7 +1285,7 @@ def repeat_median_rows(ds: Dataset | str | None = None, params=None, originals: 
                "every configuration)", lesson=8, dataset=REPEATS_DATASET)
 def _repeats(ds: Dataset) -> CheckResult:
     return _repeat_table_result(ds, ACHIEVED_REPEATS,
-                                lambda r: f"{'×'.join(map(str, r['shape']))} {r['variant']} g{r['group']} r{r['raster']}")
+                                lambda r: f"{_case(r)} g{r['group']} r{r['raster']}")
 
 
 # ------------------------------------------------------------------------------------------------

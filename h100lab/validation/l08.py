@@ -1356,3 +1356,87 @@ for _name, _floor in ACHIEVED_REPEAT_TABLES.items():
                                   f"({REPEATED[_name]} in five processes, the median of each configuration's repeat "
                                   f"medians; nothing fitted on them): at least {_floor:.0%} within ±{TOLERANCE:.0%} "
                                   "(goal: every configuration)")
+
+
+# ------------------------------------------------------------------------------------------------
+# the 128-column tile launch by launch: L2 reuse lost in some launches, by a varying amount
+
+#: two runs of ``bench_gemm_orders.py --l2 --l2-set n128`` (2026-12-03, one device call): the 128 × 128 forms at
+#: 16384³ and 8192³ and the 128 × 256 form at 16384³, each launched 30 times under Nsight Compute (DRAM bytes and
+#: duration from the same pass) and 50 times timed without it (``samples_ms``)
+N128_DATASETS = ("l08/gemm_l2_n128_a", "l08/gemm_l2_n128_b")
+#: a run whose launches span more than this (slowest / fastest − 1, under ncu) cannot have every launch within
+#: ±TOLERANCE of any one time: 1.1 / 0.9 − 1
+ONE_TIME_SPAN = (1.0 + TOLERANCE) / (1.0 - TOLERANCE) - 1.0
+#: the time–bytes correlation a spread run needs for its spread to be called reuse lost (DRAM bytes read)
+REUSE_CORRELATION = 0.8
+#: a run is stable when its launches span less than this (under ncu)
+STABLE_SPAN = 0.03
+
+
+def launch_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
+    """Per run of an :data:`N128_DATASETS` dataset (default the first): ``variant``, ``shape``, the launches under
+    Nsight Compute (``ncu_ms``, ``dram_gb``: each launch's duration and DRAM bytes read, from one pass), ``span``
+    (slowest / fastest − 1), ``correlation`` of time and bytes, ``in_step_gb`` (the time model's in-step DRAM bytes,
+    :func:`h100lab.design.traffic.model_dram_bytes`), the timed launches without ncu (``timed_ms``: median,
+    ``timed_min_ms``, ``timed_max_ms``, ``timed_span``), and the model: ``model_one_ms`` (one launch, the sustained
+    clock — what a profiled launch is), ``model_ms`` (the timed run's launches: its regime) and ``error`` (against
+    the timed median). [] without the dataset."""
+    import numpy as np
+
+    from ..design import perf, traffic
+
+    ds = _dataset(ds, N128_DATASETS[0])
+    if ds is None:
+        return []
+    p = params if params is not None else perf.calibrated()
+    timed = {(r["variant"], r["M"], r["N"], r["K"]): r for r in ds.records if r["kind"] == "l2time" and r.get("ok")}
+    out = []
+    for r in ds.records:
+        if r["kind"] != "l2" or not r.get("ok") or not r.get("launch_metrics"):
+            continue
+        key = (r["variant"], r["M"], r["N"], r["K"])
+        t = np.array([m["gpu__time_duration.sum"] for m in r["launch_metrics"]], float) * 1e-6
+        b = np.array([m["dram__bytes_read.sum"] for m in r["launch_metrics"]], float) * 1e-9
+        rec = {"variant": r["variant"], "M": r["M"], "N": r["N"], "K": r["K"], "group": r["group"],
+               "raster": r["raster"], "grid": r["grid"], "dataset": ds.name}
+        row = {"variant": r["variant"], "shape": key[1:], "ncu_ms": t.tolist(), "dram_gb": b.tolist(),
+               "span": float(t.max() / t.min() - 1.0), "correlation": float(np.corrcoef(t, b)[0, 1]),
+               "in_step_gb": traffic.model_dram_bytes(r["variant"], "persistent", r["M"], r["N"], r["K"], r["grid"],
+                                                      r["group"], r["raster"], None) * 1e-9,
+               "model_one_ms": perf.predict_record(dict(rec, launches=1), p).time_ms}
+        tr = timed.get(key)
+        if tr is not None:
+            s = np.array(tr["samples_ms"], float)
+            pr = perf.predict_record(dict(rec, launches=int(tr["warmup"]) + int(tr["repeats"])), p)
+            row.update(timed_ms=float(tr["median_ms"]), timed_min_ms=float(s.min()), timed_max_ms=float(s.max()),
+                       timed_span=float(s.max() / s.min() - 1.0), model_ms=pr.time_ms,
+                       error=pr.time_ms / float(tr["median_ms"]) - 1.0)
+        out.append(row)
+    return out
+
+
+def _launch_case(r: dict) -> str:
+    return f"{r['shape'][0]}×{r['shape'][1]}×{r['shape'][2]} {r['variant']}"
+
+
+def _launches(ds: Dataset) -> CheckResult:
+    rs = launch_rows(ds)
+    # a run contradicts the account when it spreads beyond one time's ±10 % without its bytes explaining it, or
+    # when the 128 × 256 control is not stable
+    bad = [r for r in rs if (r["span"] > ONE_TIME_SPAN and r["correlation"] < REUSE_CORRELATION)
+           or (r["variant"] == "cooperative" and r["span"] > STABLE_SPAN)]
+    wide = [r for r in rs if r["span"] > ONE_TIME_SPAN]
+    return CheckResult(len(rs), len(bad), [{"case": _launch_case(r), "span": f"{100 * r['span']:.0f} %",
+                                            "correlation": round(r["correlation"], 2)} for r in bad][:5],
+                       f"{len(wide)} of {len(rs)} runs span more than ±10 % of any one time, each with its DRAM "
+                       "bytes: " + "; ".join(f"{_launch_case(r)} {min(r['ncu_ms']):.1f}–{max(r['ncu_ms']):.1f} ms, "
+                                             f"{min(r['dram_gb']):.0f}–{max(r['dram_gb']):.0f} GB "
+                                             f"(r = {r['correlation']:.2f})" for r in wide))
+
+
+for _name in N128_DATASETS:
+    silicon_check(f"The 128 × 128 tile launch by launch ({_name}, Nsight Compute, bytes and duration from one pass): "
+                  "where a run's launches span more than ±10 % of any one time, the DRAM bytes they read explain it "
+                  f"(r ≥ {REUSE_CORRELATION}: L2 reuse lost, by a varying amount), and the 128 × 256 control is "
+                  f"stable (< {STABLE_SPAN:.0%})", lesson=8, dataset=_name)(_launches)

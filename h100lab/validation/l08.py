@@ -1440,3 +1440,95 @@ for _name in N128_DATASETS:
                   "where a run's launches span more than ±10 % of any one time, the DRAM bytes they read explain it "
                   f"(r ≥ {REUSE_CORRELATION}: L2 reuse lost, by a varying amount), and the 128 × 256 control is "
                   f"stable (< {STABLE_SPAN:.0%})", lesson=8, dataset=_name)(_launches)
+
+
+# ------------------------------------------------------------------------------------------------
+# the model's cycles and clock apart: every bf16 form under Nsight Compute
+
+#: ``benchmarks/ncu_gemm_forms.py``: the nine bf16 forms of the two bf16 tables at their four shapes below 16384³ and
+#: three forms at 16384³, two launches each under Nsight Compute (``--clock-control none``)
+FORMS_NCU_DATASET = "l08/gemm_ncu_forms"
+#: what the model achieves on those launches' times (goal: all within ±TOLERANCE; then the cycles and the clock each)
+ACHIEVED_FORMS_NCU = 0.94
+
+
+def form_counter_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
+    """Per (shape, variant) of :data:`FORMS_NCU_DATASET`, the mean of its profiled launches — ``ms``, ``ghz``
+    (``gpc__cycles_elapsed.max.per_second``), ``mcycles`` (``gpc__cycles_elapsed.max``, millions), ``tensor_busy``
+    (``sm__pipe_tensor_cycles_active``, fraction of elapsed), ``dram_gb`` (read), ``l2_hit`` (%) — and the model for
+    one launch (the sustained clock): ``model_ms``, ``model_ghz`` (its first wave's clock), ``model_mcycles`` (each
+    wave's mainloop and exposed epilogue at its own clock, plus the fill), ``model_busy`` (the launch's MACs at the
+    dense rate, 2048 per SM clock, over the SMs and the model's cycles: the busy fraction a tensor pipe that is busy
+    exactly its MACs' cycles would read), and the errors ``error`` (time), ``cycle_error`` and ``clock_error`` (model
+    / measured − 1). [] without the dataset."""
+    from ..design import perf
+    from ..specs import FLOP_PER_SM_PER_CLOCK, H200_SXM
+
+    ds = _dataset(ds, FORMS_NCU_DATASET)
+    if ds is None:
+        return []
+    p = params if params is not None else perf.calibrated()
+    acc: dict = {}
+    for r in ds.records:
+        if r.get("kind") == "ncu_form":
+            acc.setdefault((r["variant"], r["M"], r["N"], r["K"]), []).append(r["metrics"])
+    sms = ds.meta.get("sm_count", H200_SXM.sm_count)
+    rate = FLOP_PER_SM_PER_CLOCK["bf16"] / 2
+    out = []
+    for (v, M, N, K), ms in acc.items():
+        def mean(k):
+            return sum(m[k] for m in ms) / len(ms)
+
+        pr = perf.predict(v, M, N, K, sms=sms, params=p, launches=1)
+        cyc = pr.fill_ns * pr.clock_ghz + sum((w.mainloop_ns + w.exposed_ns) * (w.clock_ghz or pr.clock_ghz)
+                                              for w in pr.waves)
+        if perf.form(v).pingpong:
+            cyc += (pr.drain_ns + pr.epilogue_ns) * pr.clock_ghz
+        row = {"variant": v, "shape": (M, N, K), "launches": len(ms), "ms": mean("gpu__time_duration.sum") * 1e-6,
+               "ghz": mean("gpc__cycles_elapsed.max.per_second") * 1e-9,
+               "mcycles": mean("gpc__cycles_elapsed.max") * 1e-6,
+               "tensor_busy": mean("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed") / 100,
+               "dram_gb": mean("dram__bytes_read.sum") * 1e-9, "l2_hit": mean("lts__t_sector_hit_rate.pct"),
+               "model_ms": pr.time_ms, "model_ghz": pr.waves[0].clock_ghz or pr.clock_ghz,
+               "model_mcycles": cyc * 1e-6, "model_busy": M * N * K / rate / sms / cyc}
+        row.update(error=row["model_ms"] / row["ms"] - 1, cycle_error=row["model_mcycles"] / row["mcycles"] - 1,
+                   clock_error=row["model_ghz"] / row["ghz"] - 1)
+        out.append(row)
+    return out
+
+
+def form_counter_summary(ds: Dataset | str | None = None, params=None, tol: float = TOLERANCE) -> dict:
+    """:func:`form_counter_rows` counted: ``n``, ``time`` / ``cycles`` / ``clock`` (rows within ``tol``; the clock
+    within ``tol`` / 2), the medians of the cycle and the clock errors, and the measured clock's range per variant."""
+    from statistics import median
+
+    rs = form_counter_rows(ds, params)
+    if not rs:
+        return {"n": 0}
+    clocks: dict = {}
+    for r in rs:
+        clocks.setdefault(r["variant"], []).append(r["ghz"])
+    return {"n": len(rs), "time": sum(abs(r["error"]) <= tol for r in rs),
+            "cycles": sum(abs(r["cycle_error"]) <= tol for r in rs),
+            "clock": sum(abs(r["clock_error"]) <= tol / 2 for r in rs),
+            "cycle_error_median": median(r["cycle_error"] for r in rs),
+            "clock_error_median": median(r["clock_error"] for r in rs),
+            "clock_range": {v: (min(c), max(c)) for v, c in clocks.items()}}
+
+
+@silicon_check(f"Capstone GEMM time model on every bf16 form under Nsight Compute (l08/gemm_ncu_forms, nine forms at "
+               f"four shapes and three at 16384³, one launch each; nothing fitted on it): at least "
+               f"{ACHIEVED_FORMS_NCU:.0%} of the times within ±{TOLERANCE:.0%} (goal: the time, and the cycles and the "
+               "clock each; the model's cycles are high and its one clock is high, and the two cancel)", lesson=8,
+               dataset=FORMS_NCU_DATASET)
+def _forms_ncu(ds: Dataset) -> CheckResult:
+    rs = form_counter_rows(ds)
+    s = form_counter_summary(ds)
+    return CheckResult(s["n"], beyond_floor(s["n"], s["n"] - s["time"], ACHIEVED_FORMS_NCU),
+                       [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+                         "time": f"{100 * r['error']:+.1f} %", "cycles": f"{100 * r['cycle_error']:+.1f} %",
+                         "clock": f"{100 * r['clock_error']:+.1f} %"}
+                        for r in sorted(rs, key=lambda r: -abs(r["error"])) if abs(r["error"]) > TOLERANCE][:5],
+                       f"time {s['time']}/{s['n']} within ±{TOLERANCE:.0%}; cycles {s['cycles']}/{s['n']} (median "
+                       f"{100 * s['cycle_error_median']:+.1f} %); clock {s['clock']}/{s['n']} within "
+                       f"±{TOLERANCE / 2:.0%} (median {100 * s['clock_error_median']:+.1f} %)")

@@ -1,0 +1,110 @@
+"""Issue 17: the capstone's bf16 forms under Nsight Compute — the cycles, the clock and the tensor pipe's busy
+fraction of each form at each shape of the bf16 tables, so the time model's cycle count can be checked apart from
+its clock (``h100lab.validation.l08.form_counter_rows``).
+
+    python3 benchmarks/ncu_gemm_forms.py --out data            # ncu on the --launch child -> l08/gemm_ncu_forms
+
+One child process, run under ``ncu --clock-control none`` (the GPU's own clocks, as the timed tables ran) with the
+counters of :data:`METRICS` (ncu replays each launch once per pass; the L2 is flushed before each pass, ncu's
+default), launches each form of :data:`FORMS` ``--launches`` times per shape of :data:`SHAPES` (group 8, raster M,
+132 CTAs), synchronizing after each. The parent writes one record per profiled launch (kind ``ncu_form``: variant,
+shape, launch, the counters) with the run's metadata. Every CUDA call is checked (h100lab.cuda raises); a failed
+ncu run or a launch count other than expected fails the script."""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+#: the bf16 forms of l08/gemm_bench and l08/gemm_bench_tmastore
+FORMS = ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
+         "pingpong_inflight", "pingpong_n128_inflight", "cooperative_inflight_tmastore",
+         "cooperative_n128_inflight_tmastore")
+#: the shapes of the bf16 tables (16384³: three forms, the longest launches)
+SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (1280, 3840, 8192), (1408, 3072, 8192))
+BIG = ((16384, 16384, 16384), ("cooperative", "cooperative_n128", "pingpong"))
+#: the counters kept per launch
+METRICS = ("gpu__time_duration.sum", "gpc__cycles_elapsed.max", "gpc__cycles_elapsed.max.per_second",
+           "sm__cycles_active.avg", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+           "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum")
+
+
+def plan():
+    """(shape, variant) in launch order."""
+    out = [(s, v) for s in SHAPES for v in FORMS]
+    return out + [(BIG[0], v) for v in BIG[1]]
+
+
+def launch(launches: int) -> None:
+    """The child ncu profiles: every (shape, variant) of :func:`plan`, ``launches`` times each."""
+    from bench_gemm import TorchCuda
+
+    be = TorchCuda()
+    sms = be.sm_count()
+    for i, ((M, N, K), variant) in enumerate(plan()):
+        A, B, _ = be.inputs(M, N, K, seed=i)
+        C = be.torch.empty((M, N), device="cuda", dtype=be.torch.bfloat16)
+        fn = be.ours(variant, A, B, C, M, N, K, sms=sms)
+        for _ in range(launches):
+            fn()
+            be.sync()
+        print(f"launched {M}x{N}x{K} {variant} x{launches}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="data folder (default: the repo's)")
+    ap.add_argument("--name", default="l08/gemm_ncu_forms")
+    ap.add_argument("--launches", type=int, default=2)
+    ap.add_argument("--launch", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.out:
+        os.environ["H100LAB_DATA"] = str(Path(a.out).resolve())    # the data folder of a device run
+    if a.launch:
+        launch(a.launches)
+        return 0
+    from bench_gemm import TorchCuda
+
+    from h100lab import data
+    from h100lab.measure.l01 import find_ncu, parse_ncu_csv
+
+    ncu = find_ncu()
+    if ncu is None:
+        raise SystemExit("Nsight Compute (ncu) not found")
+    cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:^gemm_bf16$", "--metrics", ",".join(METRICS),
+           "--csv", "--print-units", "base", sys.executable, str(Path(__file__).resolve()), "--launch", "--launches",
+           str(a.launches)]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"ncu exited {p.returncode}: {p.stderr[-2000:]} {p.stdout[-2000:]}")
+    launches = parse_ncu_csv(p.stdout)
+    order = [(s, v, j) for s, v in plan() for j in range(a.launches)]
+    if len(launches) != len(order):
+        raise SystemExit(f"{len(launches)} profiled launches, expected {len(order)}")
+    recs = [dict(kind="ncu_form", M=M, N=N, K=K, variant=v, launch=j, group=8, raster=0,
+                 metrics={k: float(x["metrics"][k]) for k in METRICS})
+            for ((M, N, K), v, j), x in zip(order, launches)]
+    be = TorchCuda()
+    meta = be.metadata("PYTHONPATH=. python3 benchmarks/ncu_gemm_forms.py " + " ".join(argv or sys.argv[1:]))
+    meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", ncu_command=" ".join(
+        ["ncu", *cmd[1:cmd.index(sys.executable)], "python3 benchmarks/ncu_gemm_forms.py --launch --launches",
+         str(a.launches)]), ncu_version=subprocess.run([ncu, "--version"], capture_output=True, text=True)
+        .stdout.strip().splitlines()[-1], metrics=list(METRICS), sm_count=be.sm_count(),
+        wall_s=round(time.time() - t0, 1),
+        note="C = A*B^T bf16, f32 accumulate; group 8, raster M, 132 CTAs; each launch profiled by Nsight Compute "
+             "(--clock-control none; one replay pass per counter group, L2 flushed before each)")
+    path = data.write(a.name, recs, meta)
+    print(f"wrote {path} ({len(recs)} records)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Every bf16 form under Nsight Compute (issue 17, data/l08/gemm_ncu_forms): the time model's cycles and clock
+checked apart (h100lab.validation.l08.form_counter_rows and its check)."""
+import copy
+
+import pytest
+
+from h100lab import data
+from h100lab.data import Dataset
+from h100lab.validation import l08
+
+pytestmark = pytest.mark.skipif(not data.available(l08.FORMS_NCU_DATASET), reason="the ncu run is not committed")
+
+
+def test_every_form_at_every_shape_once():
+    rs = l08.form_counter_rows()
+    assert len(rs) == 39 and all(r["launches"] == 2 for r in rs)
+    assert len({r["variant"] for r in rs}) == 9
+    for r in rs:
+        # the counters agree with each other: cycles / clock is the launch's time
+        assert r["mcycles"] / r["ghz"] == pytest.approx(r["ms"], rel=0.02)
+        assert 0.3 < r["tensor_busy"] <= 1.0 and 0.3 < r["model_busy"] <= 1.0
+
+
+def test_the_models_cycles_and_clock_are_both_high_and_cancel():
+    s = l08.form_counter_summary()
+    rs = l08.form_counter_rows()
+    assert s["cycle_error_median"] > 0.05 and s["clock_error_median"] > 0.02
+    times = sorted(abs(r["error"]) for r in rs)
+    assert times[len(times) // 2] < s["cycle_error_median"]
+    # silicon: one form's clock differs from another's at one shape (8192³: ping-pong with a group in flight below
+    # ping-pong without one), the model has one clock for every whole wave
+    at8 = {r["variant"]: r for r in rs if r["shape"] == (8192, 8192, 8192)}
+    assert at8["pingpong"]["ghz"] > 1.05 * at8["pingpong_inflight"]["ghz"]
+    assert at8["pingpong"]["model_ghz"] == pytest.approx(at8["pingpong_inflight"]["model_ghz"])
+
+
+def test_the_check_passes_and_fails_on_planted_times():
+    ds = data.load(l08.FORMS_NCU_DATASET)
+    assert l08._forms_ncu(ds).mismatches == 0
+    recs = copy.deepcopy(ds.records)
+    for r in recs[: 2 * 8]:                              # eight configurations' launches 20 % faster on the clock
+        r["metrics"]["gpu__time_duration.sum"] *= 0.8
+    res = l08._forms_ncu(Dataset(ds.name, ds.meta, recs))
+    assert res.mismatches > 0 and all(e["time"].startswith("+") for e in res.examples)

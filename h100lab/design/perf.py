@@ -193,6 +193,26 @@ Assumptions (each a limit of the model, not of the kernel):
   The FP8 clock run (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
 * a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
 
+**The form-clock hypothesis** (not the model yet: :func:`calibrated` ``(form_clock=True)``,
+:func:`h100lab.validation.l08.form_clock_diagnosis`). Nsight Compute on every bf16 form at every shape
+(``data/l08/gemm_ncu_forms``, :func:`h100lab.validation.l08.form_counter_rows`) shows the model right in time for
+the wrong reasons: its cycles a median 12 % too many (the shared-memory bound, with every TMA-written byte taking a
+bank cycle, caps forms whose tensor pipes silicon keeps 87–93 % busy) and its one fitted clock a median 4 % above
+the clock each launch ran; and silicon's clock is a property of the form (8192³: ping-pong 1.66 GHz, ping-pong in
+flight 1.49). The hypothesis: each wave at the clock its own activity gives it (:func:`form_clock_ratio`: ``1 / f =
+c0 + c1 · a · active / SMs``, ``a`` its shared-memory bytes per clock over 128, capped at the partial-wave clock),
+``c0`` and ``c1`` least squares on the counters' clocks at 4096³ and 8192³ (:func:`form_clock_constants`: the
+counters alone, no time); the TMA's writes weighed ω in the shared-memory bound (:attr:`PerfParams.smem_write_weight`,
+:func:`smem_write_weight_fit`: the weight whose cycles match those launches', a fixed point with the refitted time
+constants: 0.45); no clock fitted on a time (the sustained records fit the direct stores alone, the throttled
+record the throttled clock); the first tables timed as the kernel that runs now (:func:`todays_records`: their
+five-process repeats — their 128 × 128 and ping-pong forms ran an older epilogue). On the committed data: every
+Nsight Compute launch within ±10 % in time and in cycles (21 of them held out); every configuration of the kernel
+A/B run's today's side; held out 277 of 286 against today's kernel (capstone 87 of 88, its miss the in-flight
+128 × 128 form at 16384³, whose launches lose L2 reuse by a varying amount, ``data/l08/gemm_l2_n128_a``/``_b``;
+FP8 123 of 130 against the model's 125: the FP8 forms sit at the cap, and no FP8 launch has been profiled for its
+clock).
+
 :func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock
 vs the datasheet's tensor clock), wave quantization (SMs idle in a partial last wave, tile padding), tensor-core
 issue (wgmma overheads, a lone warpgroup's waits, FP8 promotion), the memory bounds' excess over the tensor-core
@@ -259,7 +279,9 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
            "scale_load_latency", "scale_read_bytes", "wave_clock_ratio",
-           "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants"]
+           "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants", "form_clock_ratio",
+           "FORM_CLOCK_DATASET", "FORM_CLOCK_SHAPES", "SMEM_WRITE_WEIGHTS", "form_clock_constants",
+           "smem_write_weight_fit", "TODAY_TABLES", "todays_records"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
 #: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)
@@ -541,7 +563,13 @@ class PerfParams:
     relieves]. ``wave_clock`` (``budget``, ``cap_ghz``; the model's, :func:`calibrated`, has it; the dataclass's
     default () is off — every wave at the fitted clock, :func:`h100lab.validation.l08.wave_clock_diagnosis`): each
     wave at the clock the power limit gives its active CTAs (:func:`wave_clock_ratio`; the two constants from the
-    k-block traces' clocks, :func:`wave_clock_constants`) × the fitted clock."""
+    k-block traces' clocks, :func:`wave_clock_constants`) × the fitted clock. ``form_clock`` (``c0``, ``c1``; default
+    () off — the hypothesis of :func:`calibrated` ``(form_clock=True)``, :func:`h100lab.validation.l08.form_clock_diagnosis`):
+    every wave at the clock its own activity gives it, ``1 / f = c0 + c1 · a · active / SMs`` (GHz⁻¹; ``a``: the
+    shared-memory bytes its k-block moves per SM clock over 128, all of them; capped at ``wave_clock``'s cap), in
+    place of one fitted clock (:func:`form_clock_constants`); ``throttled_ghz`` is then the throttled runs' clock as
+    a fraction of it. ``smem_write_weight`` (ω, default 1): the share of the TMA's stage writes that takes bank
+    cycles from the wgmmas' reads in the shared-memory bound (:func:`smem_write_weight_fit`)."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -559,6 +587,8 @@ class PerfParams:
     fp8_promote: tuple = ()
     smem_shared: bool = False
     wave_clock: tuple = ()
+    form_clock: tuple = ()
+    smem_write_weight: float = 1.0
     source: str = ""
     notes: tuple = ()
 
@@ -953,6 +983,29 @@ def wave_clock_ratio(p: PerfParams, activity: float, active: int, sms: int) -> f
     return max(1.0, part / full)
 
 
+def form_clock_ratio(p: PerfParams, activity: float, active: int, sms: int, regime: str = "sustained",
+                     limit: float = 128.0) -> float:
+    """The clock of a wave with ``active`` CTAs whose SMs move ``activity`` shared-memory bytes per SM clock, over
+    the regime's clock ``p.clock(regime)``, under :attr:`PerfParams.form_clock` = (``c0``, ``c1``) (() : 1). [model]
+    The chip holds its power limit by its clock; its power is the clock × (a part every SM draws, ``c0``, + a part
+    that follows what the active SMs switch, ``c1 · a · active / SMs`` with ``a`` = ``activity`` / ``limit``, the
+    bytes per clock over the bank bandwidth: the SS wgmmas' operand reads and the TMA's writes, a proxy for the
+    tensor cores' and shared memory's work), so ``f = 1 / (c0 + c1 · a · active / SMs)`` GHz, capped at the
+    partial-wave clock the k-block traces read (:attr:`PerfParams.wave_clock`'s cap), × ``throttled_ghz /
+    tensor_ghz`` in the throttled regime. Fitted on Nsight Compute's clocks of every bf16 form at 4096³ and 8192³
+    (:func:`form_clock_constants`): the part every SM draws is most of the budget, so forms differ by a few per
+    cent (ping-pong without a group in flight, its tensor pipe 70 % busy, 1.66 GHz at 8192³; with one, 91 %, 1.49)
+    and a partial wave rises to the cap."""
+    if not p.form_clock or activity <= 0:
+        return 1.0
+    c0, c1 = p.form_clock[:2]
+    cap = p.wave_clock[1] if p.wave_clock else math.inf
+    f = min(cap, 1.0 / (c0 + c1 * activity / limit * max(1, active) / sms))
+    if regime == "throttled":
+        f *= p.throttled_ghz / p.tensor_ghz
+    return f / p.clock(regime)
+
+
 def scale_load_latency(p: PerfParams, rate: float) -> float:
     """The FP8 lead-1 scale loads' latency (ns, issue to the copies' wait) at a DRAM read rate ``rate`` (B/ns) of
     the wave (:func:`scale_read_bytes` over its mainloop): ``p.scale_load_ns + p.scale_load_ns_per_rate · rate``
@@ -1104,7 +1157,10 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     # ping-pong TMA-store epilogue (stmatrix into the staging tile, the bulk store reading it) runs under the other
     # consumer's mainloop and shares it
     sm_bytes = f.smem_bytes + (2 * f.c_bytes / lay.k_blocks if f.pingpong and f.epilogue == "tma" else 0.0)
-    t_sm = sm_bytes / (f.smem.limit * ghz)
+    # the bound: the TMA's writes weighed by smem_write_weight (1: every written byte takes a bank cycle from the
+    # reads); the activity of the clock models: every byte
+    bound_bytes = sm_bytes - (1.0 - p.smem_write_weight) * f.smem.writes * f.smem.tensor_cycles
+    t_sm = bound_bytes / (f.smem.limit * ghz)
     # FP8 with a loaded scale latency: each wave's DRAM read bytes (new to L2) set its scale loads' latency
     loaded = (scale_read_bytes(f, int(M), int(N), int(K), sms, int(group), int(raster))
               if p.scale_load_ns_per_rate and f.promote and not f.scale_smem else None)
@@ -1149,7 +1205,15 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
 
         itw, bounds, period, lat = _loaded(itw, bounds, period, ghz)
         gw = ghz
-        if p.wave_clock:
+        if p.form_clock:
+            # the wave's clock from its own activity (form_clock_ratio): a fixed point with the period (5 rounds)
+            for _ in range(5):
+                gw = ghz * form_clock_ratio(p, sm_bytes / (period * gw), active, H200_SXM.sm_count, regime,
+                                            f.smem.limit)
+                itw = issue_timing(f, w, **_loop_args(f, p, gw))
+                bounds, period = _bounds(itw, gw)
+                itw, bounds, period, lat = _loaded(itw, bounds, period, gw)
+        elif p.wave_clock:
             # the wave's clock under the power limit (wave_clock_ratio, the activity at the whole-wave clock's
             # period): the wave runs at ghz · r
             gw = ghz * wave_clock_ratio(p, sm_bytes / (period * ghz), active, H200_SXM.sm_count)
@@ -1299,6 +1363,34 @@ def load_records(datasets: Iterable[str] | None = None) -> list[dict]:
     return out
 
 
+#: the first bf16 tables and their five-process repeats (today's kernel: the first tables' 128 × 128 and ping-pong
+#: forms ran an older epilogue, :func:`h100lab.validation.l08.kernel_ab_rows`)
+TODAY_TABLES = {"l08/gemm_bench": "l08/gemm_bench_repeats", "l08/gemm_bench_tmastore": "l08/gemm_bench_tmastore_repeats"}
+
+
+def todays_records(records: Sequence[dict]) -> list[dict]:
+    """``records`` with each record of a :data:`TODAY_TABLES` table timed as the kernel that runs now: its
+    ``median_ms`` the median of the repeats' medians of the same configuration (``first_ms``: the first table's),
+    where the repeat table has it; every other record as it is."""
+    from statistics import median
+
+    from .. import data
+
+    reps: dict = {}
+    for table, rep in TODAY_TABLES.items():
+        if not data.available(rep):
+            continue
+        for q in data.load(rep).records:
+            if q.get("kind") == "repeat_time" and q.get("ok", True) and "median_ms" in q and not _not_ours(q):
+                key = (table, q["variant"], q["M"], q["N"], q["K"], q.get("group", 8), q.get("raster", 0))
+                reps.setdefault(key, []).append(float(q["median_ms"]))
+    out = []
+    for r in records:
+        key = (r.get("dataset"), r.get("variant"), r["M"], r["N"], r["K"], r.get("group", 8), r.get("raster", 0))
+        out.append(dict(r, first_ms=r["median_ms"], median_ms=median(reps[key])) if key in reps else r)
+    return out
+
+
 def record_form(r: dict) -> Form:
     """The :class:`Form` of a timing record: a step record (``step``: number or name) by its step, else the
     capstone variant it names."""
@@ -1433,7 +1525,8 @@ def trace_clock_ghz(r: dict) -> float:
 
 def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool = False,
               trace: Sequence[dict] | None = None, scale: Sequence[dict] | None = None,
-              smem_shared: bool = False, wave_clock: tuple = ()) -> PerfParams:
+              smem_shared: bool = False, wave_clock: tuple = (), form_clock: tuple = (),
+              smem_write_weight: float = 1.0) -> PerfParams:
     """Fit the model's constants on the calibration subset of ``records`` (:func:`is_calibration`; records carry
     ``dataset`` and ``launches`` as :func:`load_records` gives them): ``tensor_ghz`` and
     ``direct_store_bytes_per_ns`` by robust least squares (:func:`h100lab.validation.fit.least_squares`, log
@@ -1450,8 +1543,11 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     times at their traces' clocks, and with two shapes or more ``scale_load_ns_per_rate`` too; None leaves the FP8
     chain at lesson 7's issue and one FFMA per clock with no scale load. ``smem_shared``: every fit with the
     shared-memory bound shared by a wave's active CTAs (:attr:`PerfParams.smem_shared`); ``wave_clock``: every fit
-    with the per-wave clock (:attr:`PerfParams.wave_clock`, :func:`wave_clock_constants`). Raises ValueError without
-    sustained calibration records."""
+    with the per-wave clock (:attr:`PerfParams.wave_clock`, :func:`wave_clock_constants`); ``form_clock`` (``c0``,
+    ``c1``, :func:`form_clock_constants`): every wave at its own activity's clock, so no clock is fitted on a time —
+    ``tensor_ghz`` is then the clock at ``a`` = 1 (:func:`form_clock_ratio`), the sustained records fit
+    ``direct_store_bytes_per_ns`` alone; ``smem_write_weight``: :attr:`PerfParams.smem_write_weight`. Raises
+    ValueError without sustained calibration records."""
     import numpy as np
 
     from ..specs import H200_SXM
@@ -1464,7 +1560,8 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     thr = [r for r in records if calibration_part(r) == "throttled"]
     if not sus:
         raise ValueError("calibrating the capstone's time model needs the records of CALIBRATION (data/l08)")
-    base = PerfParams(1.5, 1.5, 50.0, math.inf, w, tt, smem_shared=bool(smem_shared), wave_clock=tuple(wave_clock))
+    base = PerfParams(1.5, 1.5, 50.0, math.inf, w, tt, smem_shared=bool(smem_shared), wave_clock=tuple(wave_clock),
+                      form_clock=tuple(form_clock), smem_write_weight=float(smem_write_weight))
 
     def res(vals):
         p = replace(base, tensor_ghz=vals["tensor_ghz"], direct_store_bytes_per_ns=vals["direct"],
@@ -1475,10 +1572,15 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
     sms = H200_SXM.sm_count
     one = tt.tma_bytes_per_ns                 # the share cannot exceed what one SM's TMA unit moves alone
     free = [FitParam("tensor_ghz", 1.5, 0.5, 3.0), FitParam("direct", 50.0, 1.0, 2000.0)]
+    nominal = {}
+    if form_clock:                  # the clocks come from the form clock: the times fit the direct stores alone
+        nominal = {"tensor_ghz": 1.0 / (form_clock[0] + form_clock[1])}
+        free = free[1:]
     if fit_l2:
         free.append(FitParam("share", 0.75 * one, 0.1 * one, one))
-    fit = least_squares(lambda v: np.array(res({**v, "l2": v["share"] * sms} if "share" in v else v)), free)
-    ghz, direct = fit.values["tensor_ghz"], fit.values["direct"]
+    fit = least_squares(lambda v: np.array(res({**nominal, **v, "l2": v["share"] * sms} if "share" in v
+                                               else {**nominal, **v})), free)
+    ghz, direct = fit.values.get("tensor_ghz", nominal.get("tensor_ghz")), fit.values["direct"]
     share = fit.values.get("share", one)
     binding = share < 0.999 * one
     p = replace(base, tensor_ghz=ghz, throttled_ghz=ghz, direct_store_bytes_per_ns=direct,
@@ -1532,7 +1634,7 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
             for r in sca:
                 ghz = trace_clock_ghz(r)
                 q = replace(p, scale_load_ns=vals["load"], scale_load_ns_per_rate=vals.get("per_rate", 0.0),
-                            tensor_ghz=ghz, throttled_ghz=ghz)
+                            tensor_ghz=ghz, throttled_ghz=ghz, form_clock=())
                 out.append(log_ratio(predict(record_form(_trace_record(r)), r["M"], r["N"], r["K"], sms=r["grid"],
                                              params=q).time_ms, r["median_ms"]))
             return np.array(out)
@@ -1563,6 +1665,9 @@ def calibrate(records: Sequence[dict], *, wgmma=None, timing=None, fit_l2: bool 
               "the whole- and partial-wave clocks of the k-block traces of "
               + "; ".join(f"{v} at {s[0]}x{s[1]}x{s[2]} ({d})" for d, v, s in WAVE_CLOCK_CALIBRATION) if wave_clock
               else "")
+           + (f"; form_clock (c0 {form_clock[0]:.4f}, c1 {form_clock[1]:.4f} per GHz): Nsight Compute's clocks of "
+              f"{FORM_CLOCK_DATASET} at " + ", ".join("x".join(map(str, x)) for x in FORM_CLOCK_SHAPES)
+              + f"; smem_write_weight {smem_write_weight:.2f}: its cycles" if form_clock else "")
            + "; wgmma: h100lab.tensorcore.timing.calibrated(); copies: h100lab.validation.timing.fit()")
     return replace(p, source=src, notes=tuple(notes))
 
@@ -1656,6 +1761,85 @@ def wave_clock_constants(params: PerfParams | None = None) -> tuple:
     return (sum(r["budget"] for r in rows) / len(rows), sum(r["last_ghz"] for r in rows) / len(rows))
 
 
+#: the Nsight Compute run of every bf16 form (``benchmarks/ncu_gemm_forms.py``) and the shapes of it the form clock
+#: and the write weight are fitted on (:func:`form_clock_constants`, :func:`smem_write_weight_fit`): 4096³ and
+#: 8192³ (18 forms × shapes); its 1280 × 3840 × 8192, 1408 × 3072 × 8192 and 16384³ launches are held out
+FORM_CLOCK_DATASET = "l08/gemm_ncu_forms"
+FORM_CLOCK_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
+#: the write weights :func:`smem_write_weight_fit` tries
+SMEM_WRITE_WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
+
+
+def _form_counters(shapes: Sequence = FORM_CLOCK_SHAPES) -> dict:
+    """{(variant, M, N, K): its launches' mean ``ghz``, ``mcycles`` and ``busy``} of :data:`FORM_CLOCK_DATASET` at
+    ``shapes``; {} without the dataset."""
+    from .. import data
+
+    if not data.available(FORM_CLOCK_DATASET):
+        return {}
+    acc: dict = {}
+    for r in data.load(FORM_CLOCK_DATASET).records:
+        if r.get("kind") == "ncu_form" and (r["M"], r["N"], r["K"]) in set(map(tuple, shapes)):
+            acc.setdefault((r["variant"], r["M"], r["N"], r["K"]), []).append(r["metrics"])
+    out = {}
+    for k, ms in acc.items():
+        n = len(ms)
+        out[k] = {"ghz": sum(m["gpc__cycles_elapsed.max.per_second"] for m in ms) / n * 1e-9,
+                  "mcycles": sum(m["gpc__cycles_elapsed.max"] for m in ms) / n * 1e-6,
+                  "busy": sum(m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] for m in ms)
+                  / n / 100}
+    return out
+
+
+def form_clock_constants(shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:
+    """(``c0``, ``c1``) of :attr:`PerfParams.form_clock`: least squares of ``1 / f = c0 + c1 · a`` over the launches
+    of :data:`FORM_CLOCK_DATASET` at ``shapes`` (whole waves but a last partial one), ``f`` the clock Nsight Compute
+    read (``gpc__cycles_elapsed.max.per_second``), ``a`` the form's shared-memory bytes per clock at the dense rate
+    over 128 (:func:`h100lab.design.tiles.smem_bytes_per_clock`) × the tensor pipe's busy fraction it read — from the
+    counters alone, no time and no model period. () without the dataset."""
+    import numpy as np
+
+    rows = _form_counters(shapes)
+    if not rows:
+        return ()
+    A, y = [], []
+    for (v, *_), c in rows.items():
+        sm = form(v).smem
+        A.append((1.0, sm.total / sm.limit * c["busy"]))
+        y.append(1.0 / c["ghz"])
+    c, *_ = np.linalg.lstsq(np.array(A), np.array(y), rcond=None)
+    return (float(c[0]), float(c[1]))
+
+
+def _model_mcycles(f: Form, M: int, N: int, K: int, p: PerfParams) -> float:
+    """The model's SM cycles of one launch (millions): each wave's mainloop and exposed epilogue at its own clock,
+    the fill, and a ping-pong CTA's last epilogue."""
+    pr = predict(f, M, N, K, params=p, launches=1)
+    cyc = pr.fill_ns * pr.clock_ghz + sum((wv.mainloop_ns + wv.exposed_ns) * (wv.clock_ghz or pr.clock_ghz)
+                                          for wv in pr.waves)
+    if f.pingpong:
+        cyc += (pr.drain_ns + pr.epilogue_ns) * pr.clock_ghz
+    return cyc * 1e-6
+
+
+def smem_write_weight_fit(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:
+    """(ω, rms): the :attr:`PerfParams.smem_write_weight` of :data:`SMEM_WRITE_WEIGHTS` whose model cycles
+    (:func:`_model_mcycles`, ``p`` with that weight) match Nsight Compute's (``gpc__cycles_elapsed.max``) of
+    :data:`FORM_CLOCK_DATASET` at ``shapes`` best (least root-mean-square log ratio) — cycles, not times, so the
+    clock does not enter. (1.0, nan) without the dataset."""
+    rows = _form_counters(shapes)
+    if not rows:
+        return 1.0, math.nan
+    best = None
+    for om in SMEM_WRITE_WEIGHTS:
+        q = replace(p, smem_write_weight=om)
+        e = [math.log(_model_mcycles(form(v), M, N, K, q) / c["mcycles"]) for (v, M, N, K), c in rows.items()]
+        rms = math.sqrt(sum(x * x for x in e) / len(e))
+        if best is None or rms < best[1] - 1e-12:
+            best = (om, rms)
+    return best
+
+
 def _fit_inputs(w, tt) -> list:
     """What the model's fit reads besides the package's code (the key of its :mod:`h100lab.fitcache` entry): the
     bytes of every committed dataset :func:`calibrated` loads (:data:`DATASETS`, :data:`CLUSTER_CALIBRATION`'s,
@@ -1700,7 +1884,47 @@ def _fit_model() -> tuple:
     return fitcache.memo("l08_perf_params", _fit_inputs(w, tt), fit)
 
 
-def calibrated(smem_shared: bool = False, wave_clock: bool = True) -> PerfParams:
+def _fit_form_clock() -> PerfParams:
+    """The form-clock hypothesis's constants (:func:`calibrated` ``(form_clock=True)``): on today's records
+    (:func:`todays_records`) of the calibration subset, with the model's wave-clock cap, the form clock from
+    Nsight Compute (:func:`form_clock_constants`) and the write weight from its cycles (:func:`smem_write_weight_fit`;
+    from ω = 0.5, the time constants refitted at each weight until the weight repeats — a fixed point), every time
+    constant refitted at that weight. Run with the reuse
+    window off, as the model's own fit."""
+    from .. import data, fitcache
+
+    own = calibrated()
+    extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
+    trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
+    fc = form_clock_constants()
+    if not fc:
+        raise ValueError(f"the form clock needs {FORM_CLOCK_DATASET} (data/l08)")
+
+    def fit():
+        recs = todays_records(load_records(DATASETS + extra))
+        kw = dict(trace=trace, wave_clock=own.wave_clock, form_clock=fc)
+        om, seen = 0.5, []
+        while om not in seen and len(seen) < 6:          # a fixed point of the weight and the refitted constants
+            seen.append(om)
+            q = calibrate(recs, smem_write_weight=om, **kw)
+            om, rms = smem_write_weight_fit(q)
+        q = calibrate(recs, smem_write_weight=om, **kw)
+        return replace(q, notes=q.notes + (f"smem_write_weight {om:.2f}: Nsight Compute's cycles at "
+                                           f"{len(_form_counters())} forms × shapes, rms log ratio {rms:.4f}",))
+
+    import hashlib
+
+    inputs = _fit_inputs(own.wgmma, own.timing) + [
+        {n: hashlib.sha256(data._path(n).read_bytes()).hexdigest() if data.available(n) else None
+         for n in (FORM_CLOCK_DATASET, *TODAY_TABLES.values())}, repr(own.wave_clock), list(SMEM_WRITE_WEIGHTS)]
+    del _MEMO["params"]                       # the window off while fitting, as for the model's own fit
+    try:
+        return fitcache.memo("l08_perf_params_form_clock", inputs, fit)
+    finally:
+        _MEMO["params"] = own
+
+
+def calibrated(smem_shared: bool = False, wave_clock: bool = True, form_clock: bool = False) -> PerfParams:
     """The model's constants: :func:`calibrate` on the committed datasets that hold calibration records
     (:data:`DATASETS`, the cluster pair's), the k-block trace (:data:`TRACE_DATASET`, when committed) and the
     per-wave clock (:attr:`PerfParams.wave_clock`, its two constants from the traces of
@@ -1712,6 +1936,10 @@ def calibrated(smem_shared: bool = False, wave_clock: bool = True) -> PerfParams
     same partial-wave misses, so fitted without the wave clock), fitted the same way: in the same state as the
     model's own fit — the ping-pong reuse window of :mod:`h100lab.design.traffic` off while it fits
     (:func:`h100lab.design.traffic.window_for`), on afterwards (the model's window, fitted with the model)."""
+    if form_clock:
+        if "params_form" not in _MEMO:
+            _MEMO["params_form"] = _fit_form_clock()
+        return _MEMO["params_form"]
     if smem_shared:
         if "params_shared" not in _MEMO:
             from .. import data

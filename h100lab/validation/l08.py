@@ -1532,3 +1532,82 @@ def _forms_ncu(ds: Dataset) -> CheckResult:
                        f"time {s['time']}/{s['n']} within ±{TOLERANCE:.0%}; cycles {s['cycles']}/{s['n']} (median "
                        f"{100 * s['cycle_error_median']:+.1f} %); clock {s['clock']}/{s['n']} within "
                        f"±{TOLERANCE / 2:.0%} (median {100 * s['clock_error_median']:+.1f} %)")
+
+
+# ------------------------------------------------------------------------------------------------
+# the form clock: a hypothesis with the cycles and the clock right
+
+#: what the form-clock hypothesis achieves on the launches of :data:`FORMS_NCU_DATASET` it was not fitted on
+#: (1280 × 3840 × 8192, 1408 × 3072 × 8192, 16384³): time and cycles within ±TOLERANCE at every one
+ACHIEVED_FORM_CLOCK_NCU = 1.0
+
+
+def _held_rows(p, today: bool, tol: float = TOLERANCE) -> tuple[list, dict]:
+    """(held-out rows, family → (within, n)) of every timing record under ``p``; ``today``: the first bf16 tables
+    timed as the kernel that runs now (:func:`h100lab.design.perf.todays_records`)."""
+    from ..design import perf
+
+    recs = perf.load_records(perf.timing_datasets())
+    if today:
+        recs = perf.todays_records(recs)
+    rs, _ = rows(recs, p)
+    held = [r for r in rs if r.part == "held-out"]
+    fam: dict = {}
+    for r in held:
+        w, n = fam.get(r.family, (0, 0))
+        fam[r.family] = (w + (abs(r.error) <= tol), n + 1)
+    return held, fam
+
+
+def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
+    """The form-clock hypothesis (``perf.calibrated(form_clock=True)``: every wave at the clock its own activity
+    gives it, two constants from Nsight Compute's clocks of every bf16 form at 4096³ and 8192³, the TMA's writes
+    weighed ω in the shared-memory bound, ω from the same launches' cycles, and today's kernel's repeats as the
+    first tables' times; :func:`h100lab.design.perf.form_clock_ratio`) against the model. Per model (``model``,
+    ``form``) and reference (``first``: the committed first tables; ``today``: their five-process repeats): the
+    held-out count (``within``, ``n``), per family, the misses (label → error) and the worst |error|; the Nsight
+    Compute launches (:func:`form_counter_summary`) and the kernel A/B run's today's side
+    (:func:`kernel_ab_summary`) under each model; the hypothesis's constants (``form_clock``, ``omega``,
+    ``throttled_ghz``)."""
+    from ..design import perf
+
+    out: dict = {}
+    for name, p in (("model", perf.calibrated()), ("form", perf.calibrated(form_clock=True))):
+        d = {}
+        for ref in ("first", "today"):
+            held, fam = _held_rows(p, ref == "today", tol)
+            d[ref] = {"within": sum(abs(r.error) <= tol for r in held), "n": len(held), "families": fam,
+                      "worst": max(abs(r.error) for r in held),
+                      "misses": {f"{r.label}": r.error for r in held if abs(r.error) > tol}}
+        s = form_counter_summary(params=p, tol=tol)
+        d["ncu"] = {k: s[k] for k in ("n", "time", "cycles", "clock", "cycle_error_median", "clock_error_median")}
+        held_ncu = [r for r in form_counter_rows(params=p)
+                    if tuple(r["shape"]) not in set(map(tuple, perf.FORM_CLOCK_SHAPES))]
+        d["ncu_held"] = {"n": len(held_ncu), "time": sum(abs(r["error"]) <= tol for r in held_ncu),
+                         "cycles": sum(abs(r["cycle_error"]) <= tol for r in held_ncu)}
+        d["kernel_ab"] = kernel_ab_summary(params=p, tol=tol)["model_new"]
+        out[name] = d
+    p = perf.calibrated(form_clock=True)
+    out.update(form_clock=p.form_clock, omega=p.smem_write_weight, throttled_ghz=p.throttled_ghz,
+               tensor_ghz=perf.calibrated().tensor_ghz)
+    return out
+
+
+@silicon_check(f"Form-clock hypothesis (a hypothesis, not the model: each wave at its own activity's clock, the TMA's "
+               f"writes weighed in the shared-memory bound; fitted on the 4096³ and 8192³ launches of "
+               f"l08/gemm_ncu_forms): at least {ACHIEVED_FORM_CLOCK_NCU:.0%} of the other launches (1280 × 3840 × 8192, "
+               f"1408 × 3072 × 8192, 16384³) within ±{TOLERANCE:.0%} in time and in SM cycles", lesson=8,
+               dataset=FORMS_NCU_DATASET)
+def _form_clock_ncu(ds: Dataset) -> CheckResult:
+    from ..design import perf
+
+    p = perf.calibrated(form_clock=True)
+    held = [r for r in form_counter_rows(ds, params=p)
+            if tuple(r["shape"]) not in set(map(tuple, perf.FORM_CLOCK_SHAPES))]
+    good = [abs(r["error"]) <= TOLERANCE and abs(r["cycle_error"]) <= TOLERANCE for r in held]
+    return CheckResult(len(held), beyond_floor(len(held), len(held) - sum(good), ACHIEVED_FORM_CLOCK_NCU),
+                       [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+                         "time": f"{100 * r['error']:+.1f} %", "cycles": f"{100 * r['cycle_error']:+.1f} %",
+                         "clock": f"{100 * r['clock_error']:+.1f} %"} for r, g in zip(held, good) if not g][:5],
+                       f"{sum(good)}/{len(held)} within ±{TOLERANCE:.0%} in time and cycles; ω = "
+                       f"{p.smem_write_weight:.2f}, 1/f = {p.form_clock[0]:.3f} + {p.form_clock[1]:.3f} · a per GHz")

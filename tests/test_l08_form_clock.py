@@ -1,0 +1,99 @@
+"""The form-clock hypothesis of the lesson-8 time model (issue 17): each wave at the clock its own activity gives
+it (h100lab.design.perf.form_clock_ratio, two constants from Nsight Compute's clocks), the TMA's writes weighed in
+the shared-memory bound (smem_write_weight, from Nsight Compute's cycles), today's kernel as the first tables'
+reference (todays_records) — and h100lab.validation.l08.form_clock_diagnosis / its check."""
+import copy
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from h100lab import data
+from h100lab.data import Dataset
+from h100lab.design import perf
+from h100lab.validation import l08
+
+pytestmark = pytest.mark.skipif(not data.available(perf.FORM_CLOCK_DATASET), reason="the ncu run is not committed")
+
+
+def test_the_model_itself_is_unchanged():
+    p = perf.calibrated()
+    assert p.form_clock == () and p.smem_write_weight == 1.0
+    assert perf.form_clock_ratio(p, 100.0, 10, 132) == 1.0
+
+
+def test_form_clock_constants_reproduce_the_clocks_they_were_fitted_on():
+    c0, c1 = perf.form_clock_constants()
+    assert c0 > 0 and c1 > 0 and c0 > 2 * c1          # most of the budget is drawn whatever the form does
+    for (v, *_), c in perf._form_counters().items():
+        sm = perf.form(v).smem
+        assert 1 / (c0 + c1 * sm.total / sm.limit * c["busy"]) == pytest.approx(c["ghz"], rel=0.05)
+
+
+def test_the_write_weight_is_the_cycles_best_and_not_one():
+    p = perf.calibrated(form_clock=True)
+    om = p.smem_write_weight
+    assert 0.0 < om < 1.0 and any("smem_write_weight" in n for n in p.notes)
+    e = [math.log(perf._model_mcycles(perf.form(v), M, N, K, p) / c["mcycles"])
+         for (v, M, N, K), c in perf._form_counters().items()]
+    rms = math.sqrt(sum(x * x for x in e) / len(e))
+    for other in (0.0, 1.0):
+        e = [math.log(perf._model_mcycles(perf.form(v), M, N, K, replace(p, smem_write_weight=other)) / c["mcycles"])
+             for (v, M, N, K), c in perf._form_counters().items()]
+        assert rms < math.sqrt(sum(x * x for x in e) / len(e))
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=st.floats(1.0, 250.0), da=st.floats(0.0, 100.0), active=st.integers(1, 132), less=st.integers(0, 131))
+def test_the_clock_falls_with_activity_and_rises_in_a_partial_wave(a, da, active, less):
+    p = perf.calibrated(form_clock=True)
+    r = perf.form_clock_ratio
+    assert r(p, a + da, active, 132) <= r(p, a, active, 132) + 1e-12
+    fewer = max(1, active - less)
+    assert r(p, a, fewer, 132) >= r(p, a, active, 132) - 1e-12
+    cap = p.wave_clock[1]
+    assert r(p, a, active, 132) * p.tensor_ghz <= cap + 1e-9
+    # the throttled regime: the same clock × throttled / sustained, over the throttled clock
+    assert r(p, a, active, 132, "throttled") == pytest.approx(r(p, a, active, 132))
+
+
+def test_todays_records_swap_the_first_tables_only():
+    recs = perf.load_records(perf.timing_datasets())
+    today = perf.todays_records(recs)
+    assert len(today) == len(recs)
+    swapped = [(a, b) for a, b in zip(recs, today) if a is not b]
+    assert swapped and all(b["dataset"] in perf.TODAY_TABLES and b["first_ms"] == a["median_ms"]
+                           for a, b in swapped)
+    assert all(a is b for a, b in zip(recs, today) if a["dataset"] not in perf.TODAY_TABLES)
+    # the 128 × 128 form at 8192³: today's kernel is faster than the first table's
+    n128 = next(b for a, b in swapped if b["variant"] == "cooperative_n128" and b["M"] == 8192)
+    assert n128["median_ms"] < 0.9 * n128["first_ms"]
+
+
+def test_the_diagnosis():
+    d = l08.form_clock_diagnosis()
+    m, f = d["model"], d["form"]
+    # right in cycles and in clock on every Nsight Compute launch, where the model is right in time only
+    assert f["ncu"]["cycles"] == f["ncu"]["n"] == 39 and m["ncu"]["cycles"] < 20
+    assert abs(f["ncu"]["cycle_error_median"]) < 0.03 < m["ncu"]["cycle_error_median"]
+    assert f["ncu_held"]["time"] == f["ncu_held"]["cycles"] == f["ncu_held"]["n"]
+    # today's kernel: every configuration of the kernel A/B run; held out as many as the model on the first tables
+    assert f["kernel_ab"] == 20 > m["kernel_ab"]
+    assert f["today"]["within"] >= m["first"]["within"] - 1
+    assert f["today"]["families"]["capstone"][0] >= m["first"]["families"]["capstone"][0]
+    # its one capstone miss is the launch-level reuse state of l08/gemm_l2_n128_a/_b
+    cap = [k for k in f["today"]["misses"] if "fp8" not in k and "step" not in k and "persistent" not in k]
+    assert cap == ["16384×16384×16384 cooperative_n128_inflight [gemm_bench]"]
+
+
+def test_the_check_passes_and_fails_on_planted_cycles():
+    ds = data.load(l08.FORMS_NCU_DATASET)
+    assert l08._form_clock_ncu(ds).mismatches == 0
+    recs = copy.deepcopy(ds.records)
+    for r in recs:
+        if r["M"] == 16384:
+            r["metrics"]["gpc__cycles_elapsed.max"] *= 1.25
+    res = l08._form_clock_ncu(Dataset(ds.name, ds.meta, recs))
+    assert res.mismatches == 3 and all(e["case"].startswith("16384") for e in res.examples)

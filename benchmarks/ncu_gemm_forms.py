@@ -30,32 +30,43 @@ FORMS = ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative
 #: the shapes of the bf16 tables (16384³: three forms, the longest launches)
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (1280, 3840, 8192), (1408, 3072, 8192))
 BIG = ((16384, 16384, 16384), ("cooperative", "cooperative_n128", "pingpong"))
+#: ``--fp8``: the FP8 forms of the FP8 tables (128 × 128 with direct and TMA stores, staggered, 128 × 192, 256 × 128,
+#: the scale ring, the cluster pair) at the same shapes, two at 16384³
+FORMS_FP8 = ("fp8_cooperative", "fp8_cooperative_tmastore", "fp8_cooperative_staggered_tmastore",
+             "fp8_cooperative_n192_tmastore", "fp8_cooperative_n192_staggered_tmastore", "fp8_cooperative_m256_tmastore",
+             "fp8_cooperative_tmastore_lead2", "fp8_cooperative_tmastore_cluster2")
+BIG_FP8 = ((16384, 16384, 16384), ("fp8_cooperative_tmastore", "fp8_cooperative_n192_tmastore"))
 #: the counters kept per launch
 METRICS = ("gpu__time_duration.sum", "gpc__cycles_elapsed.max", "gpc__cycles_elapsed.max.per_second",
            "sm__cycles_active.avg", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
            "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum")
 
 
-def plan():
+def plan(fp8: bool = False):
     """(shape, variant) in launch order."""
-    out = [(s, v) for s in SHAPES for v in FORMS]
-    return out + [(BIG[0], v) for v in BIG[1]]
+    forms, big = (FORMS_FP8, BIG_FP8) if fp8 else (FORMS, BIG)
+    out = [(s, v) for s in SHAPES for v in forms]
+    return out + [(big[0], v) for v in big[1]]
 
 
-def launch(launches: int) -> None:
+def launch(launches: int, fp8: bool = False) -> None:
     """The child ncu profiles: every (shape, variant) of :func:`plan`, ``launches`` times each."""
     from bench_gemm import TorchCuda
 
     be = TorchCuda()
     sms = be.sm_count()
-    for i, ((M, N, K), variant) in enumerate(plan()):
-        A, B, _ = be.inputs(M, N, K, seed=i)
+    for i, ((M, N, K), variant) in enumerate(plan(fp8)):
         C = be.torch.empty((M, N), device="cuda", dtype=be.torch.bfloat16)
-        fn = be.ours(variant, A, B, C, M, N, K, sms=sms)
+        ctas = be.slots(variant, sms)              # a cluster pair's grid: the pairs the GPU holds at once
+        if fp8:
+            fn = be.ours_fp8(variant, be.fp8_inputs(M, N, K, seed=i), C, sms=ctas)
+        else:
+            A, B, _ = be.inputs(M, N, K, seed=i)
+            fn = be.ours(variant, A, B, C, M, N, K, sms=ctas)
         for _ in range(launches):
             fn()
             be.sync()
-        print(f"launched {M}x{N}x{K} {variant} x{launches}", flush=True)
+        print(f"launched {M}x{N}x{K} {variant} x{launches} on {ctas} CTAs", flush=True)
 
 
 def main(argv=None) -> int:
@@ -63,12 +74,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="data folder (default: the repo's)")
     ap.add_argument("--name", default="l08/gemm_ncu_forms")
     ap.add_argument("--launches", type=int, default=2)
+    ap.add_argument("--fp8", action="store_true", help="the FP8 forms (FORMS_FP8) into l08/gemm_ncu_forms_fp8")
     ap.add_argument("--launch", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.out:
         os.environ["H100LAB_DATA"] = str(Path(a.out).resolve())    # the data folder of a device run
+    if a.fp8 and a.name == "l08/gemm_ncu_forms":
+        a.name = "l08/gemm_ncu_forms_fp8"
     if a.launch:
-        launch(a.launches)
+        launch(a.launches, a.fp8)
         return 0
     from bench_gemm import TorchCuda
 
@@ -78,29 +92,32 @@ def main(argv=None) -> int:
     ncu = find_ncu()
     if ncu is None:
         raise SystemExit("Nsight Compute (ncu) not found")
-    cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:^gemm_bf16$", "--metrics", ",".join(METRICS),
+    entry = "gemm_e4m3" if a.fp8 else "gemm_bf16"
+    cmd = [ncu, "--clock-control", "none", "--kernel-name", f"regex:^{entry}$", "--metrics", ",".join(METRICS),
            "--csv", "--print-units", "base", sys.executable, str(Path(__file__).resolve()), "--launch", "--launches",
-           str(a.launches)]
+           str(a.launches)] + (["--fp8"] if a.fp8 else [])
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"ncu exited {p.returncode}: {p.stderr[-2000:]} {p.stdout[-2000:]}")
     launches = parse_ncu_csv(p.stdout)
-    order = [(s, v, j) for s, v in plan() for j in range(a.launches)]
+    order = [(s, v, j) for s, v in plan(a.fp8) for j in range(a.launches)]
     if len(launches) != len(order):
         raise SystemExit(f"{len(launches)} profiled launches, expected {len(order)}")
-    recs = [dict(kind="ncu_form", M=M, N=N, K=K, variant=v, launch=j, group=8, raster=0,
+    be = TorchCuda()
+    grid = {v: be.slots(v, be.sm_count()) for _, v, _ in order}
+    recs = [dict(kind="ncu_form", M=M, N=N, K=K, variant=v, launch=j, group=8, raster=0, grid=grid[v],
                  metrics={k: float(x["metrics"][k]) for k in METRICS})
             for ((M, N, K), v, j), x in zip(order, launches)]
-    be = TorchCuda()
     meta = be.metadata("PYTHONPATH=. python3 benchmarks/ncu_gemm_forms.py " + " ".join(argv or sys.argv[1:]))
     meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", ncu_command=" ".join(
         ["ncu", *cmd[1:cmd.index(sys.executable)], "python3 benchmarks/ncu_gemm_forms.py --launch --launches",
-         str(a.launches)]), ncu_version=subprocess.run([ncu, "--version"], capture_output=True, text=True)
+         str(a.launches)] + (["--fp8"] if a.fp8 else [])), ncu_version=subprocess.run([ncu, "--version"], capture_output=True, text=True)
         .stdout.strip().splitlines()[-1], metrics=list(METRICS), sm_count=be.sm_count(),
         wall_s=round(time.time() - t0, 1),
-        note="C = A*B^T bf16, f32 accumulate; group 8, raster M, 132 CTAs; each launch profiled by Nsight Compute "
-             "(--clock-control none; one replay pass per counter group, L2 flushed before each)")
+        note=("C = A*B^T " + ("e4m3 with per-block scales (A 1x128, B 128x128)" if a.fp8 else "bf16")
+              + ", f32 accumulate, bf16 out; group 8, raster M, 132 CTAs; each launch profiled by Nsight Compute "
+             "(--clock-control none; one replay pass per counter group, L2 flushed before each)"))
     path = data.write(a.name, recs, meta)
     print(f"wrote {path} ({len(recs)} records)")
     return 0

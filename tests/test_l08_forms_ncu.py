@@ -42,3 +42,18 @@ def test_the_check_passes_and_fails_on_planted_times():
         r["metrics"]["gpu__time_duration.sum"] *= 0.8
     res = l08._forms_ncu(Dataset(ds.name, ds.meta, recs))
     assert res.mismatches > 0 and all(e["time"].startswith("+") for e in res.examples)
+
+
+@pytest.mark.skipif(not data.available(l08.FORMS_NCU_FP8_DATASET), reason="the FP8 ncu run is not committed")
+def test_the_fp8_forms_under_ncu():
+    rs = l08.form_counter_rows(l08.FORMS_NCU_FP8_DATASET)
+    assert len(rs) == 34 and {r["shape"][0] for r in rs} == {4096, 8192, 1280, 1408, 16384}
+    for r in rs:
+        assert r["mcycles"] / r["ghz"] == pytest.approx(r["ms"], rel=0.02)
+        assert 0.1 < r["tensor_busy"] < 0.8 and 0.1 < r["model_busy"] < 0.9      # FP8 leaves its tensor pipe idle
+    ds = data.load(l08.FORMS_NCU_FP8_DATASET)
+    assert l08._forms_ncu_fp8(ds).mismatches == 0
+    recs = copy.deepcopy(ds.records)
+    for r in recs[: 2 * 8]:
+        r["metrics"]["gpu__time_duration.sum"] *= 1.3
+    assert l08._forms_ncu_fp8(Dataset(ds.name, ds.meta, recs)).mismatches > 0

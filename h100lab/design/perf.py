@@ -281,7 +281,7 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "scale_load_latency", "scale_read_bytes", "wave_clock_ratio",
            "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants", "form_clock_ratio",
            "FORM_CLOCK_DATASET", "FORM_CLOCK_SHAPES", "SMEM_WRITE_WEIGHTS", "form_clock_constants",
-           "smem_write_weight_fit", "TODAY_TABLES", "todays_records"]
+           "smem_write_weight_fit", "TODAY_TABLES", "todays_records", "launch_mcycles"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
 #: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)
@@ -1811,15 +1811,19 @@ def form_clock_constants(shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:
     return (float(c[0]), float(c[1]))
 
 
-def _model_mcycles(f: Form, M: int, N: int, K: int, p: PerfParams) -> float:
-    """The model's SM cycles of one launch (millions): each wave's mainloop and exposed epilogue at its own clock,
-    the fill, and a ping-pong CTA's last epilogue."""
-    pr = predict(f, M, N, K, params=p, launches=1)
+def launch_mcycles(pr: Prediction) -> float:
+    """A prediction's SM cycles (millions): each wave's mainloop and exposed epilogue at its own clock, the fill,
+    and a ping-pong CTA's last epilogue — what Nsight Compute's ``gpc__cycles_elapsed.max`` counts."""
     cyc = pr.fill_ns * pr.clock_ghz + sum((wv.mainloop_ns + wv.exposed_ns) * (wv.clock_ghz or pr.clock_ghz)
                                           for wv in pr.waves)
-    if f.pingpong:
+    if pr.form.pingpong:
         cyc += (pr.drain_ns + pr.epilogue_ns) * pr.clock_ghz
     return cyc * 1e-6
+
+
+def _model_mcycles(f: Form, M: int, N: int, K: int, p: PerfParams) -> float:
+    """:func:`launch_mcycles` of one launch of ``f`` on every SM."""
+    return launch_mcycles(predict(f, M, N, K, params=p, launches=1))
 
 
 def smem_write_weight_fit(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:

@@ -1448,21 +1448,28 @@ for _name in N128_DATASETS:
 #: ``benchmarks/ncu_gemm_forms.py``: the nine bf16 forms of the two bf16 tables at their four shapes below 16384³ and
 #: three forms at 16384³, two launches each under Nsight Compute (``--clock-control none``)
 FORMS_NCU_DATASET = "l08/gemm_ncu_forms"
+#: the same for the FP8 forms (``--fp8``: eight forms at the four shapes, two at 16384³)
+FORMS_NCU_FP8_DATASET = "l08/gemm_ncu_forms_fp8"
 #: what the model achieves on those launches' times (goal: all within ±TOLERANCE; then the cycles and the clock each)
 ACHIEVED_FORMS_NCU = 0.94
+ACHIEVED_FORMS_NCU_FP8 = 0.9
 
 
 def form_counter_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
-    """Per (shape, variant) of :data:`FORMS_NCU_DATASET`, the mean of its profiled launches — ``ms``, ``ghz``
+    """Per (shape, variant) of :data:`FORMS_NCU_DATASET` (or :data:`FORMS_NCU_FP8_DATASET`; a record's ``grid`` is its
+    persistent grid), the mean of its profiled launches — ``ms``, ``ghz``
     (``gpc__cycles_elapsed.max.per_second``), ``mcycles`` (``gpc__cycles_elapsed.max``, millions), ``tensor_busy``
     (``sm__pipe_tensor_cycles_active``, fraction of elapsed), ``dram_gb`` (read), ``l2_hit`` (%) — and the model for
     one launch (the sustained clock): ``model_ms``, ``model_ghz`` (its first wave's clock), ``model_mcycles`` (each
-    wave's mainloop and exposed epilogue at its own clock, plus the fill), ``model_busy`` (the launch's MACs at the
-    dense rate, 2048 per SM clock, over the SMs and the model's cycles: the busy fraction a tensor pipe that is busy
-    exactly its MACs' cycles would read), and the errors ``error`` (time), ``cycle_error`` and ``clock_error`` (model
+    wave's mainloop and exposed epilogue at its own clock, plus the fill: :func:`h100lab.design.perf.launch_mcycles`),
+    ``model_busy`` (the launch's MACs at the dense rate of its type — 2048 per SM clock for bf16, 4096 for e4m3 —
+    over the SMs and the model's cycles: the busy fraction a tensor pipe that is busy exactly its MACs' cycles would
+    read), and the errors ``error`` (time), ``cycle_error`` and ``clock_error`` (model
     / measured − 1). [] without the dataset."""
     from ..design import perf
     from ..specs import FLOP_PER_SM_PER_CLOCK, H200_SXM
+
+    from ..design.tiles import _DTYPES
 
     ds = _dataset(ds, FORMS_NCU_DATASET)
     if ds is None:
@@ -1471,19 +1478,17 @@ def form_counter_rows(ds: Dataset | str | None = None, params=None) -> list[dict
     acc: dict = {}
     for r in ds.records:
         if r.get("kind") == "ncu_form":
-            acc.setdefault((r["variant"], r["M"], r["N"], r["K"]), []).append(r["metrics"])
+            acc.setdefault((r["variant"], r["M"], r["N"], r["K"], r.get("grid")), []).append(r["metrics"])
     sms = ds.meta.get("sm_count", H200_SXM.sm_count)
-    rate = FLOP_PER_SM_PER_CLOCK["bf16"] / 2
     out = []
-    for (v, M, N, K), ms in acc.items():
+    for (v, M, N, K, grid), ms in acc.items():
         def mean(k):
             return sum(m[k] for m in ms) / len(ms)
 
-        pr = perf.predict(v, M, N, K, sms=sms, params=p, launches=1)
-        cyc = pr.fill_ns * pr.clock_ghz + sum((w.mainloop_ns + w.exposed_ns) * (w.clock_ghz or pr.clock_ghz)
-                                              for w in pr.waves)
-        if perf.form(v).pingpong:
-            cyc += (pr.drain_ns + pr.epilogue_ns) * pr.clock_ghz
+        f = perf.form(v)
+        rate = FLOP_PER_SM_PER_CLOCK[_DTYPES[f.atype][1]] / 2
+        pr = perf.predict(f, M, N, K, sms=grid or sms, params=p, launches=1)
+        cyc = perf.launch_mcycles(pr) * 1e6
         row = {"variant": v, "shape": (M, N, K), "launches": len(ms), "ms": mean("gpu__time_duration.sum") * 1e-6,
                "ghz": mean("gpc__cycles_elapsed.max.per_second") * 1e-9,
                "mcycles": mean("gpc__cycles_elapsed.max") * 1e-6,
@@ -1566,7 +1571,7 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     first tables' times; :func:`h100lab.design.perf.form_clock_ratio`) against the model. Per model (``model``,
     ``form``) and reference (``first``: the committed first tables; ``today``: their five-process repeats): the
     held-out count (``within``, ``n``), per family, the misses (label → error) and the worst |error|; the Nsight
-    Compute launches (:func:`form_counter_summary`) and the kernel A/B run's today's side
+    Compute launches (:func:`form_counter_summary`: ``ncu``, the FP8 ones ``ncu_fp8``) and the kernel A/B run's today's side
     (:func:`kernel_ab_summary`) under each model; the hypothesis's constants (``form_clock``, ``omega``,
     ``throttled_ghz``)."""
     from ..design import perf
@@ -1585,6 +1590,9 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
                     if tuple(r["shape"]) not in set(map(tuple, perf.FORM_CLOCK_SHAPES))]
         d["ncu_held"] = {"n": len(held_ncu), "time": sum(abs(r["error"]) <= tol for r in held_ncu),
                          "cycles": sum(abs(r["cycle_error"]) <= tol for r in held_ncu)}
+        f8 = form_counter_summary(FORMS_NCU_FP8_DATASET, params=p, tol=tol)
+        d["ncu_fp8"] = {k: f8[k] for k in ("n", "time", "cycles", "clock", "cycle_error_median",
+                                           "clock_error_median")} if f8["n"] else {}
         d["kernel_ab"] = kernel_ab_summary(params=p, tol=tol)["model_new"]
         out[name] = d
     p = perf.calibrated(form_clock=True)
@@ -1611,3 +1619,21 @@ def _form_clock_ncu(ds: Dataset) -> CheckResult:
                          "clock": f"{100 * r['clock_error']:+.1f} %"} for r, g in zip(held, good) if not g][:5],
                        f"{sum(good)}/{len(held)} within ±{TOLERANCE:.0%} in time and cycles; ω = "
                        f"{p.smem_write_weight:.2f}, 1/f = {p.form_clock[0]:.3f} + {p.form_clock[1]:.3f} · a per GHz")
+
+
+@silicon_check(f"Capstone GEMM time model on every FP8 form under Nsight Compute (l08/gemm_ncu_forms_fp8, eight forms at "
+               f"four shapes and two at 16384³, one launch each; nothing fitted on it): at least "
+               f"{ACHIEVED_FORMS_NCU_FP8:.0%} of the times within ±{TOLERANCE:.0%} (goal: the time, the cycles and the "
+               "clock each; the cycles are short at the small shapes and long at 8192³)", lesson=8,
+               dataset=FORMS_NCU_FP8_DATASET)
+def _forms_ncu_fp8(ds: Dataset) -> CheckResult:
+    rs = form_counter_rows(ds)
+    s = form_counter_summary(ds)
+    return CheckResult(s["n"], beyond_floor(s["n"], s["n"] - s["time"], ACHIEVED_FORMS_NCU_FP8),
+                       [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+                         "time": f"{100 * r['error']:+.1f} %", "cycles": f"{100 * r['cycle_error']:+.1f} %",
+                         "clock": f"{100 * r['clock_error']:+.1f} %"}
+                        for r in sorted(rs, key=lambda r: -abs(r["error"])) if abs(r["error"]) > TOLERANCE][:5],
+                       f"time {s['time']}/{s['n']} within ±{TOLERANCE:.0%}; cycles {s['cycles']}/{s['n']} (median "
+                       f"{100 * s['cycle_error_median']:+.1f} %); clock {s['clock']}/{s['n']} within "
+                       f"±{TOLERANCE / 2:.0%} (median {100 * s['clock_error_median']:+.1f} %)")

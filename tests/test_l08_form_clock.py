@@ -108,3 +108,12 @@ def test_the_check_passes_and_fails_on_planted_cycles():
             r["metrics"]["gpc__cycles_elapsed.max"] *= 1.25
     res = l08._form_clock_ncu(Dataset(ds.name, ds.meta, recs))
     assert res.mismatches == 3 and all(e["case"].startswith("16384") for e in res.examples)
+
+
+def test_the_held_out_check(monkeypatch):
+    ds = data.load(l08.FORMS_NCU_DATASET)
+    assert l08._form_clock_held(ds).mismatches == 0
+    d = copy.deepcopy(l08.form_clock_diagnosis())
+    d["form"]["today"]["within"] = d["model"]["first"]["within"] - 1       # fewer than the model: not worth having
+    monkeypatch.setattr(l08, "form_clock_diagnosis", lambda: d)
+    assert l08._form_clock_held(ds).mismatches >= 1

@@ -1521,11 +1521,6 @@ def form_counter_summary(ds: Dataset | str | None = None, params=None, tol: floa
             "clock_range": {v: (min(c), max(c)) for v, c in clocks.items()}}
 
 
-@silicon_check(f"Capstone GEMM time model on every bf16 form under Nsight Compute (l08/gemm_ncu_forms, nine forms at "
-               f"four shapes and three at 16384³, one launch each; nothing fitted on it): at least "
-               f"{ACHIEVED_FORMS_NCU:.0%} of the times within ±{TOLERANCE:.0%} (goal: the time, and the cycles and the "
-               "clock each; the model's cycles are high and its one clock is high, and the two cancel)", lesson=8,
-               dataset=FORMS_NCU_DATASET)
 def _forms_ncu_result(ds: Dataset, floor: float) -> CheckResult:
     """A check of the model on an Nsight Compute forms run: the times at least ``floor`` within ±TOLERANCE; the
     five worst misses with their cycle and clock errors; the cycle and clock agreement in the note."""
@@ -1541,6 +1536,11 @@ def _forms_ncu_result(ds: Dataset, floor: float) -> CheckResult:
                        f"±{TOLERANCE / 2:.0%} (median {100 * s['clock_error_median']:+.1f} %)")
 
 
+@silicon_check(f"Capstone GEMM time model on every bf16 form under Nsight Compute (l08/gemm_ncu_forms, nine forms at "
+               f"four shapes and three at 16384³, one launch each; nothing fitted on it): at least "
+               f"{ACHIEVED_FORMS_NCU:.0%} of the times within ±{TOLERANCE:.0%} (goal: the time, and the cycles and the "
+               "clock each; the model's cycles are high and its one clock is high, and the two cancel)", lesson=8,
+               dataset=FORMS_NCU_DATASET)
 def _forms_ncu(ds: Dataset) -> CheckResult:
     return _forms_ncu_result(ds, ACHIEVED_FORMS_NCU)
 

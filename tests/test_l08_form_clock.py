@@ -29,7 +29,9 @@ def test_form_clock_constants_reproduce_the_clocks_they_were_fitted_on():
     assert c0 > 0 and c1 > 0 and c0 > 2 * c1          # most of the budget is drawn whatever the form does
     for (v, *_), c in perf._form_counters().items():
         sm = perf.form(v).smem
-        assert 1 / (c0 + c1 * sm.total / sm.limit * c["busy"]) == pytest.approx(c["ghz"], rel=0.05)
+        busy = c["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] / 100
+        ghz = c["gpc__cycles_elapsed.max.per_second"] * 1e-9
+        assert 1 / (c0 + c1 * sm.total / sm.limit * busy) == pytest.approx(ghz, rel=0.05)
 
 
 def test_the_fp8_scale_loads_fitted_on_cycles():
@@ -43,12 +45,13 @@ def test_the_write_weight_is_the_cycles_best_and_not_one():
     p = perf.calibrated(form_clock=True)
     om = p.smem_write_weight
     assert 0.0 < om < 1.0 and any("smem_write_weight" in n for n in p.notes)
-    e = [math.log(perf._model_mcycles(perf.form(v), M, N, K, p) / c["mcycles"])
-         for (v, M, N, K), c in perf._form_counters().items()]
+    e = [math.log(perf._model_mcycles(perf.form(v), M, N, K, p) / (c["gpc__cycles_elapsed.max"] * 1e-6))
+         for (v, M, N, K, _), c in perf._form_counters().items()]
     rms = math.sqrt(sum(x * x for x in e) / len(e))
     for other in (0.0, 1.0):
-        e = [math.log(perf._model_mcycles(perf.form(v), M, N, K, replace(p, smem_write_weight=other)) / c["mcycles"])
-             for (v, M, N, K), c in perf._form_counters().items()]
+        e = [math.log(perf._model_mcycles(perf.form(v), M, N, K, replace(p, smem_write_weight=other))
+                      / (c["gpc__cycles_elapsed.max"] * 1e-6))
+             for (v, M, N, K, _), c in perf._form_counters().items()]
         assert rms < math.sqrt(sum(x * x for x in e) / len(e))
 
 

@@ -284,7 +284,8 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "scale_load_latency", "scale_read_bytes", "wave_clock_ratio",
            "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants", "form_clock_ratio",
            "FORM_CLOCK_DATASET", "FORM_CLOCK_SHAPES", "SMEM_WRITE_WEIGHTS", "form_clock_constants",
-           "smem_write_weight_fit", "TODAY_TABLES", "todays_records", "launch_mcycles", "FORM_CLOCK_FP8_DATASET"]
+           "smem_write_weight_fit", "TODAY_TABLES", "todays_records", "launch_mcycles", "FORM_CLOCK_FP8_DATASET",
+           "form_counter_means"]
 
 #: the datasets the model is calibrated on (``benchmarks/bench_gemm.py``: the capstone's variants next to cuBLAS);
 #: every other ``data/l08`` timing dataset is held out entirely (:func:`timing_datasets`)
@@ -1776,25 +1777,22 @@ FORM_CLOCK_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192))
 SMEM_WRITE_WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
 
 
-def _form_counters(shapes: Sequence = FORM_CLOCK_SHAPES) -> dict:
-    """{(variant, M, N, K): its launches' mean ``ghz``, ``mcycles`` and ``busy``} of :data:`FORM_CLOCK_DATASET` at
-    ``shapes``; {} without the dataset."""
+def form_counter_means(records: Iterable[dict], shapes: Sequence | None = None) -> dict:
+    """{(variant, M, N, K, grid): {``launches``, and the mean of every counter of its launches}} of the ``ncu_form``
+    records (``benchmarks/ncu_gemm_forms.py``) at ``shapes`` (None: every shape)."""
+    want = None if shapes is None else set(map(tuple, shapes))
+    acc: dict = {}
+    for r in records:
+        if r.get("kind") == "ncu_form" and (want is None or (r["M"], r["N"], r["K"]) in want):
+            acc.setdefault((r["variant"], r["M"], r["N"], r["K"], r.get("grid")), []).append(r["metrics"])
+    return {k: {"launches": len(ms), **{m: sum(x[m] for x in ms) / len(ms) for m in ms[0]}} for k, ms in acc.items()}
+
+
+def _form_counters(dataset: str = FORM_CLOCK_DATASET, shapes: Sequence = FORM_CLOCK_SHAPES) -> dict:
+    """:func:`form_counter_means` of a committed Nsight Compute forms run at ``shapes``; {} without it."""
     from .. import data
 
-    if not data.available(FORM_CLOCK_DATASET):
-        return {}
-    acc: dict = {}
-    for r in data.load(FORM_CLOCK_DATASET).records:
-        if r.get("kind") == "ncu_form" and (r["M"], r["N"], r["K"]) in set(map(tuple, shapes)):
-            acc.setdefault((r["variant"], r["M"], r["N"], r["K"]), []).append(r["metrics"])
-    out = {}
-    for k, ms in acc.items():
-        n = len(ms)
-        out[k] = {"ghz": sum(m["gpc__cycles_elapsed.max.per_second"] for m in ms) / n * 1e-9,
-                  "mcycles": sum(m["gpc__cycles_elapsed.max"] for m in ms) / n * 1e-6,
-                  "busy": sum(m["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] for m in ms)
-                  / n / 100}
-    return out
+    return form_counter_means(data.load(dataset).records, shapes) if data.available(dataset) else {}
 
 
 def form_clock_constants(shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:
@@ -1805,14 +1803,14 @@ def form_clock_constants(shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:
     counters alone, no time and no model period. () without the dataset."""
     import numpy as np
 
-    rows = _form_counters(shapes)
+    rows = _form_counters(shapes=shapes)
     if not rows:
         return ()
     A, y = [], []
     for (v, *_), c in rows.items():
         sm = form(v).smem
-        A.append((1.0, sm.total / sm.limit * c["busy"]))
-        y.append(1.0 / c["ghz"])
+        A.append((1.0, sm.total / sm.limit * c["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] / 100))
+        y.append(1e9 / c["gpc__cycles_elapsed.max.per_second"])
     c, *_ = np.linalg.lstsq(np.array(A), np.array(y), rcond=None)
     return (float(c[0]), float(c[1]))
 
@@ -1827,9 +1825,15 @@ def launch_mcycles(pr: Prediction) -> float:
     return cyc * 1e-6
 
 
-def _model_mcycles(f: Form, M: int, N: int, K: int, p: PerfParams) -> float:
-    """:func:`launch_mcycles` of one launch of ``f`` on every SM."""
-    return launch_mcycles(predict(f, M, N, K, params=p, launches=1))
+def _model_mcycles(f: Form, M: int, N: int, K: int, p: PerfParams, sms: int | None = None) -> float:
+    """:func:`launch_mcycles` of one launch of ``f`` on ``sms`` CTAs (default every SM)."""
+    return launch_mcycles(predict(f, M, N, K, sms=sms, params=p, launches=1))
+
+
+def _cycle_residuals(rows: dict, p: PerfParams) -> list:
+    """log(model / Nsight Compute) of the SM cycles of each launch of ``rows`` (:func:`form_counter_means`)."""
+    return [math.log(_model_mcycles(form(v), M, N, K, p, g) / (c["gpc__cycles_elapsed.max"] * 1e-6))
+            for (v, M, N, K, g), c in rows.items()]
 
 
 def smem_write_weight_fit(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:
@@ -1837,31 +1841,30 @@ def smem_write_weight_fit(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) -
     (:func:`_model_mcycles`, ``p`` with that weight) match Nsight Compute's (``gpc__cycles_elapsed.max``) of
     :data:`FORM_CLOCK_DATASET` at ``shapes`` best (least root-mean-square log ratio) — cycles, not times, so the
     clock does not enter. (1.0, nan) without the dataset."""
-    rows = _form_counters(shapes)
+    rows = _form_counters(shapes=shapes)
     if not rows:
         return 1.0, math.nan
     best = None
     for om in SMEM_WRITE_WEIGHTS:
-        q = replace(p, smem_write_weight=om)
-        e = [math.log(_model_mcycles(form(v), M, N, K, q) / c["mcycles"]) for (v, M, N, K), c in rows.items()]
+        e = _cycle_residuals(rows, replace(p, smem_write_weight=om))
         rms = math.sqrt(sum(x * x for x in e) / len(e))
         if best is None or rms < best[1] - 1e-12:
             best = (om, rms)
     return best
 
 
-def _fit_inputs(w, tt) -> list:
+def _fit_inputs(w, tt, extra: Sequence[str] = ()) -> list:
     """What the model's fit reads besides the package's code (the key of its :mod:`h100lab.fitcache` entry): the
     bytes of every committed dataset :func:`calibrated` loads (:data:`DATASETS`, :data:`CLUSTER_CALIBRATION`'s,
     :data:`TRACE_DATASET`, :data:`SCALE_CALIBRATION`'s, :data:`WAVE_CLOCK_CALIBRATION`'s, lesson 1's latency
-    ladder; an absent one as None) and the lesson-7 and memory-model constants it starts from."""
+    ladder, and ``extra``; an absent one as None) and the lesson-7 and memory-model constants it starts from."""
     import hashlib
 
     from .. import data
 
     names = (DATASETS + tuple(d for d, _, _ in CLUSTER_CALIBRATION) + (TRACE_DATASET,)
              + tuple(d for d, _, _ in SCALE_CALIBRATION) + tuple(d for d, _, _ in WAVE_CLOCK_CALIBRATION)
-             + ("l01/latency_ladder",))
+             + ("l01/latency_ladder",) + tuple(extra))
     files = {n: (hashlib.sha256(data._path(n).read_bytes()).hexdigest() if data.available(n) else None)
              for n in dict.fromkeys(names)}
     return [files, repr(w), repr(tt)]
@@ -1901,21 +1904,15 @@ def _fit_scale_on_cycles(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) ->
     times, :data:`SCALE_CALIBRATION`, are times at the traces' clocks). ``p`` unchanged without the dataset."""
     import numpy as np
 
-    from .. import data
-    from ..validation.fit import FitParam, least_squares, log_ratio
+    from ..validation.fit import FitParam, least_squares
 
-    if not data.available(FORM_CLOCK_FP8_DATASET):
+    rows = _form_counters(FORM_CLOCK_FP8_DATASET, shapes)
+    if not rows:
         return p, ()
-    acc: dict = {}
-    for r in data.load(FORM_CLOCK_FP8_DATASET).records:
-        if r.get("kind") == "ncu_form" and (r["M"], r["N"], r["K"]) in set(map(tuple, shapes)):
-            acc.setdefault((r["variant"], r["M"], r["N"], r["K"], r.get("grid")), []).append(
-                r["metrics"]["gpc__cycles_elapsed.max"] * 1e-6)
 
     def res(vals):
-        q = replace(p, scale_load_ns=vals["load"], scale_load_ns_per_rate=vals["per_rate"])
-        return np.array([log_ratio(launch_mcycles(predict(v, M, N, K, sms=g, params=q, launches=1)), sum(c) / len(c))
-                         for (v, M, N, K, g), c in acc.items()])
+        return np.array(_cycle_residuals(rows, replace(p, scale_load_ns=vals["load"],
+                                                       scale_load_ns_per_rate=vals["per_rate"])))
 
     fit = least_squares(res, [FitParam("load", 300.0, 1.0, 5000.0), FitParam("per_rate", 0.1, 1e-4, 5.0)])
     return replace(p, scale_load_ns=fit.values["load"], scale_load_ns_per_rate=fit.values["per_rate"]), \
@@ -1947,7 +1944,8 @@ def _fit_form_clock() -> PerfParams:
             seen.append(om)
             q = calibrate(recs, smem_write_weight=om, **kw)
             om, rms = smem_write_weight_fit(q)
-        q = calibrate(recs, smem_write_weight=om, **kw)
+        if om != seen[-1]:                                # a cycle: the weight it returned to, refitted
+            q = calibrate(recs, smem_write_weight=om, **kw)
         q, sres = _fit_scale_on_cycles(q)
         return replace(q, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
@@ -1956,12 +1954,8 @@ def _fit_form_clock() -> PerfParams:
             f"{q.scale_load_ns:.0f} ns + {q.scale_load_ns_per_rate:.3f} ns per B/ns; residuals "
             + ", ".join(f"{x:+.3f}" for x in sres)))
 
-    import hashlib
-
-    inputs = _fit_inputs(own.wgmma, own.timing) + [
-        {n: hashlib.sha256(data._path(n).read_bytes()).hexdigest() if data.available(n) else None
-         for n in (FORM_CLOCK_DATASET, FORM_CLOCK_FP8_DATASET, *TODAY_TABLES.values())}, repr(own.wave_clock),
-        list(SMEM_WRITE_WEIGHTS)]
+    inputs = _fit_inputs(own.wgmma, own.timing, (FORM_CLOCK_DATASET, FORM_CLOCK_FP8_DATASET, *TODAY_TABLES.values())) \
+        + [repr(own.wave_clock), list(SMEM_WRITE_WEIGHTS)]
     del _MEMO["params"]                       # the window off while fitting, as for the model's own fit
     try:
         return fitcache.memo("l08_perf_params_form_clock", inputs, fit)

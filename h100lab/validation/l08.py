@@ -1467,35 +1467,27 @@ def form_counter_rows(ds: Dataset | str | None = None, params=None) -> list[dict
     read), and the errors ``error`` (time), ``cycle_error`` and ``clock_error`` (model
     / measured − 1). [] without the dataset."""
     from ..design import perf
-    from ..specs import FLOP_PER_SM_PER_CLOCK, H200_SXM
-
     from ..design.tiles import _DTYPES
+    from ..specs import FLOP_PER_SM_PER_CLOCK, H200_SXM
 
     ds = _dataset(ds, FORMS_NCU_DATASET)
     if ds is None:
         return []
     p = params if params is not None else perf.calibrated()
-    acc: dict = {}
-    for r in ds.records:
-        if r.get("kind") == "ncu_form":
-            acc.setdefault((r["variant"], r["M"], r["N"], r["K"], r.get("grid")), []).append(r["metrics"])
     sms = ds.meta.get("sm_count", H200_SXM.sm_count)
     out = []
-    for (v, M, N, K, grid), ms in acc.items():
-        def mean(k):
-            return sum(m[k] for m in ms) / len(ms)
-
+    for (v, M, N, K, grid), c in perf.form_counter_means(ds.records).items():
         f = perf.form(v)
         rate = FLOP_PER_SM_PER_CLOCK[_DTYPES[f.atype][1]] / 2
         pr = perf.predict(f, M, N, K, sms=grid or sms, params=p, launches=1)
-        cyc = perf.launch_mcycles(pr) * 1e6
-        row = {"variant": v, "shape": (M, N, K), "launches": len(ms), "ms": mean("gpu__time_duration.sum") * 1e-6,
-               "ghz": mean("gpc__cycles_elapsed.max.per_second") * 1e-9,
-               "mcycles": mean("gpc__cycles_elapsed.max") * 1e-6,
-               "tensor_busy": mean("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed") / 100,
-               "dram_gb": mean("dram__bytes_read.sum") * 1e-9, "l2_hit": mean("lts__t_sector_hit_rate.pct"),
+        mc = perf.launch_mcycles(pr)
+        row = {"variant": v, "shape": (M, N, K), "launches": c["launches"], "ms": c["gpu__time_duration.sum"] * 1e-6,
+               "ghz": c["gpc__cycles_elapsed.max.per_second"] * 1e-9,
+               "mcycles": c["gpc__cycles_elapsed.max"] * 1e-6,
+               "tensor_busy": c["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"] / 100,
+               "dram_gb": c["dram__bytes_read.sum"] * 1e-9, "l2_hit": c["lts__t_sector_hit_rate.pct"],
                "model_ms": pr.time_ms, "model_ghz": pr.waves[0].clock_ghz or pr.clock_ghz,
-               "model_mcycles": cyc * 1e-6, "model_busy": M * N * K / rate / sms / cyc}
+               "model_mcycles": mc, "model_busy": M * N * K / rate / sms / (mc * 1e6)}
         row.update(error=row["model_ms"] / row["ms"] - 1, cycle_error=row["model_mcycles"] / row["mcycles"] - 1,
                    clock_error=row["model_ghz"] / row["ghz"] - 1)
         out.append(row)
@@ -1573,6 +1565,15 @@ def _held_rows(p, today: bool, tol: float = TOLERANCE) -> tuple[list, dict]:
     return held, fam
 
 
+def _held_ncu_rows(p, ds: Dataset | str | None = None) -> list[dict]:
+    """:func:`form_counter_rows` under ``p`` of the launches the form clock is not fitted on (shapes other than
+    :data:`h100lab.design.perf.FORM_CLOCK_SHAPES`)."""
+    from ..design import perf
+
+    fitted = set(map(tuple, perf.FORM_CLOCK_SHAPES))
+    return [r for r in form_counter_rows(ds, params=p) if tuple(r["shape"]) not in fitted]
+
+
 def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     """The form-clock hypothesis (``perf.calibrated(form_clock=True)``: every wave at the clock its own activity
     gives it, two constants from Nsight Compute's clocks of every bf16 form at 4096³ and 8192³, the TMA's writes
@@ -1595,8 +1596,7 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
                       "misses": {f"{r.label}": r.error for r in held if abs(r.error) > tol}}
         s = form_counter_summary(params=p, tol=tol)
         d["ncu"] = {k: s[k] for k in ("n", "time", "cycles", "clock", "cycle_error_median", "clock_error_median")}
-        held_ncu = [r for r in form_counter_rows(params=p)
-                    if tuple(r["shape"]) not in set(map(tuple, perf.FORM_CLOCK_SHAPES))]
+        held_ncu = _held_ncu_rows(p)
         d["ncu_held"] = {"n": len(held_ncu), "time": sum(abs(r["error"]) <= tol for r in held_ncu),
                          "cycles": sum(abs(r["cycle_error"]) <= tol for r in held_ncu)}
         f8 = form_counter_summary(FORMS_NCU_FP8_DATASET, params=p, tol=tol)
@@ -1619,8 +1619,7 @@ def _form_clock_ncu(ds: Dataset) -> CheckResult:
     from ..design import perf
 
     p = perf.calibrated(form_clock=True)
-    held = [r for r in form_counter_rows(ds, params=p)
-            if tuple(r["shape"]) not in set(map(tuple, perf.FORM_CLOCK_SHAPES))]
+    held = _held_ncu_rows(p, ds)
     good = [abs(r["error"]) <= TOLERANCE and abs(r["cycle_error"]) <= TOLERANCE for r in held]
     return CheckResult(len(held), beyond_floor(len(held), len(held) - sum(good), ACHIEVED_FORM_CLOCK_NCU),
                        [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",

@@ -175,16 +175,14 @@ def test_shared_memory_bound(params):
 
 def test_l2_share_not_needed(params, records, trace):
     """With the shared-memory bound, fitting the L2 share (calibrate(fit_l2=True), in the state the model is fitted
-    in: its per-wave clock on, the ping-pong reuse window off) gains no family a held-out record within ±10 %: the
+    in: its per-wave clock on, the ping-pong forms in step; then the model's reuse window) gains no family a held-out record within ±10 %: the
     only bf16 verdict it changes is a record on the line (the row-major ping-pong step at 4096³, +10.00 % ->
     +10.03 %), FP8 moves by at most two records of ~130 — the default leaves it out."""
     assert params.l2_bytes_per_ns == 0
-    own = perf._MEMO.pop("params")                        # the window off while fitting, as calibrated() does
-    try:
-        with_l2 = perf.calibrate(records, wgmma=params.wgmma, timing=params.timing, fit_l2=True, trace=trace,
-                                 wave_clock=params.wave_clock)
-    finally:
-        perf._MEMO["params"] = own
+    with_l2 = perf.calibrate(records, wgmma=params.wgmma, timing=params.timing, fit_l2=True, trace=trace,
+                             wave_clock=params.wave_clock)
+    assert with_l2.reuse_window is None                   # fitted in step, as calibrated() fits
+    with_l2 = replace(with_l2, reuse_window=params.reuse_window)
     a, b = l08.report(records, params), l08.report(records, with_l2)
     assert all(b.by_family[k].within <= v.within for k, v in a.by_family.items())
     assert abs(a.by_family["fp8"].within - b.by_family["fp8"].within) <= 2

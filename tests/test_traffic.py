@@ -1,5 +1,7 @@
 """h100lab.design.traffic: DRAM reads of a tile order with a reuse window, its fit, and what the committed DRAM
 counters (data/l08/gemm_l2_traffic) say of it."""
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -84,14 +86,11 @@ def test_window_is_fitted_on_the_calibration_subset_only(monkeypatch):
     seen = []
     real = traffic.fit_window
     monkeypatch.setattr(traffic, "fit_window", lambda rs, p, **k: seen.append(list(rs)) or real(rs, p, **k))
-    monkeypatch.setattr(traffic, "_MEMO", {})
-    from h100lab import fitcache
-    memo = fitcache.memo
-    monkeypatch.setattr(fitcache, "memo", lambda name, parts, compute: compute() if name == "l08_reuse_window"
-                        else memo(name, parts, compute))
-    w = traffic.calibrated_window()
+    p = perf.calibrated()
+    w = traffic.fit_window_for(replace(p, reuse_window=None))      # refitted here, with the model's constants
     assert w in traffic.WINDOWS and w is not None
-    assert seen and all(traffic.is_calibration(r) for r in seen[0])
+    assert w == p.reuse_window == traffic.calibrated_window()
+    assert seen and all(traffic.is_calibration(r) for r in seen[0]) and len(seen[0]) == len(cal)
 
 
 @needs_orders

@@ -193,7 +193,7 @@ Assumptions (each a limit of the model, not of the kernel):
   The FP8 clock run (``data/l08/clock_under_load_fp8``) is predicted at its clock with these cycles;
 * a CUDA-core kernel (step 1, ``naive``) is out of scope (:class:`NotModelled`): no tensor cores, no TMA.
 
-**The form-clock hypothesis** (not the model yet: :func:`calibrated` ``(form_clock=True)``,
+**The form-clock hypothesis** (not the model: :func:`calibrated` ``(form_clock=True)``,
 :func:`h100lab.validation.l08.form_clock_diagnosis`). Nsight Compute on every bf16 form at every shape
 (``data/l08/gemm_ncu_forms``, :func:`h100lab.validation.l08.form_counter_rows`) shows the model right in time for
 the wrong reasons: its cycles a median 12 % too many (the shared-memory bound, with every TMA-written byte taking a
@@ -206,15 +206,19 @@ counters alone, no time); the TMA's writes weighed ω in the shared-memory bound
 :func:`smem_write_weight_fit`: the weight whose cycles match those launches', a fixed point with the refitted time
 constants: 0.45); no clock fitted on a time (the sustained records fit the direct stores alone, the throttled
 record the throttled clock); the first tables timed as the kernel that runs now (:func:`todays_records`: their
-five-process repeats — their 128 × 128 and ping-pong forms ran an older epilogue). On the committed data: every
+five-process repeats — their 128 × 128 and ping-pong forms ran an older epilogue); its own reuse window, refitted
+with its constants (:attr:`PerfParams.reuse_window`: 20 CTAs, the model's 24). On the committed data: every
 Nsight Compute launch within ±10 % in time and in cycles (21 of them held out); every configuration of the kernel
 A/B run's today's side; with the FP8 scale loads' two constants fitted on Nsight Compute's FP8 cycles at the same
-shapes (:func:`_fit_scale_on_cycles`, ``data/l08/gemm_ncu_forms_fp8``) held out 279 of 286 against today's kernel
-(the model: 274; on the first tables both 277) — capstone 87 of 88, its miss the in-flight 128 × 128 form at
-16384³, whose launches lose L2 reuse by a varying amount (``data/l08/gemm_l2_n128_a``/``_b``); FP8 125 of 130 as
-the model. Its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not (24 of 34 within
-±10 %: short at the small shapes, long at 8192³ — one latency linear in the wave's DRAM read rate does not follow
-the shape).
+shapes (:func:`_fit_scale_on_cycles`, ``data/l08/gemm_ncu_forms_fp8``) held out 276 of 286 against today's kernel
+(the model: 274 there, 277 on the first tables as first recorded) — capstone 87 of 88, its miss the in-flight
+128 × 128 form at 16384³, whose launches lose L2 reuse by a varying amount (``data/l08/gemm_l2_n128_a``/``_b``);
+FP8 125 of 130 as the model; the steps 26 of 28: its window puts the row-major ping-pong at 4096³ +25 % (four
+records; the order sweep at 8192³ cannot tell 20 from 24, 4096³ wants 24–28 — one window in CTAs does not carry
+across shapes). Where it loses: its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not
+(24 of 34 within ±10 %: short at the small shapes, long at 8192³ — one latency linear in the wave's DRAM read rate
+does not follow the shape), so the FP8 forms of the k-block traces at their clocks come out 72 of 81 against the
+model's 79 (:func:`h100lab.validation.l08.form_clock_diagnosis`). Not the model until it holds every family.
 
 :func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock
 vs the datasheet's tensor clock), wave quantization (SMs idle in a partial last wave, tile padding), tensor-core
@@ -281,7 +285,7 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "CLUSTER_CALIBRATION", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
-           "scale_load_latency", "scale_read_bytes", "wave_clock_ratio",
+           "scale_load_latency", "scale_read_bytes", "wave_clock_ratio", "at_clock",
            "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants", "form_clock_ratio",
            "FORM_CLOCK_DATASET", "FORM_CLOCK_SHAPES", "SMEM_WRITE_WEIGHTS", "form_clock_constants",
            "smem_write_weight_fit", "TODAY_TABLES", "todays_records", "launch_mcycles", "FORM_CLOCK_FP8_DATASET",
@@ -573,7 +577,9 @@ class PerfParams:
     shared-memory bytes its k-block moves per SM clock over 128, all of them; capped at ``wave_clock``'s cap), in
     place of one fitted clock (:func:`form_clock_constants`); ``throttled_ghz`` is then the throttled runs' clock as
     a fraction of it. ``smem_write_weight`` (ω, default 1): the share of the TMA's stage writes that takes bank
-    cycles from the wgmmas' reads in the shared-memory bound (:func:`smem_write_weight_fit`)."""
+    cycles from the wgmmas' reads in the shared-memory bound (:func:`smem_write_weight_fit`). ``reuse_window``
+    (CTAs; default None, in step — what every fit runs with): the ping-pong forms' L2 reuse window of
+    :mod:`h100lab.design.traffic`, fitted after the other constants with them (:func:`_with_window`)."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -593,6 +599,7 @@ class PerfParams:
     wave_clock: tuple = ()
     form_clock: tuple = ()
     smem_write_weight: float = 1.0
+    reuse_window: int | None = None
     source: str = ""
     notes: tuple = ()
 
@@ -987,6 +994,14 @@ def wave_clock_ratio(p: PerfParams, activity: float, active: int, sms: int) -> f
     return max(1.0, part / full)
 
 
+def at_clock(p: PerfParams, ghz: float) -> PerfParams:
+    """``p`` with its whole waves at ``ghz``, a clock read on silicon (a k-block trace's clock64 over globaltimer,
+    nvidia-smi during a clock run), in both regimes: the form clock off (it would put each wave at its own
+    activity's clock, :func:`form_clock_ratio`), the per-wave clock's rise in a partial wave kept
+    (:func:`wave_clock_ratio`: the reads are of whole waves). What the model's cycles give at that clock."""
+    return replace(p, tensor_ghz=ghz, throttled_ghz=ghz, form_clock=())
+
+
 def form_clock_ratio(p: PerfParams, activity: float, active: int, sms: int, regime: str = "sustained",
                      limit: float = 128.0) -> float:
     """The clock of a wave with ``active`` CTAs whose SMs move ``activity`` shared-memory bytes per SM clock, over
@@ -1125,7 +1140,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     sms = H200_SXM.sm_count if sms is None else int(sms)
     if window == "model":              # the reuse window of h100lab.design.traffic: None (in step) unless ping-pong
         from .traffic import window_for
-        window = window_for(f)
+        window = window_for(f, p)
     M, N, K, group, raster = int(M), int(N), int(K), int(group), int(raster)
     if launches is not None:
         first = _predict(f, M, N, K, sms, group, raster, p, "sustained", window)
@@ -1874,8 +1889,9 @@ def _fit_model() -> tuple:
     """(the model's constants, the same fit without the per-wave clock): :func:`calibrate` on the committed
     calibration records without :attr:`PerfParams.wave_clock`; the wave clock's two constants from the k-block
     traces at that fit's activity (:func:`wave_clock_constants`); every constant refitted with it on the same
-    subset; the wave clock's constants read again at the refitted clock and everything refitted once more. Run with
-    the ping-pong reuse window off (:func:`h100lab.design.traffic.window_for`: ``_MEMO["params"]`` not set yet)."""
+    subset; the wave clock's constants read again at the refitted clock and everything refitted once more; each
+    then with its own reuse window (:func:`_with_window`). Every fit runs with the ping-pong forms in step
+    (:attr:`PerfParams.reuse_window` None)."""
     from .. import data
     from ..tensorcore import timing as wt
 
@@ -1888,13 +1904,31 @@ def _fit_model() -> tuple:
         plain = calibrate(recs, wgmma=w, timing=tt, trace=trace)
         wc = wave_clock_constants(plain)
         if not wc:
+            plain = _with_window(plain)
             return plain, plain
         q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wc)
         q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wave_clock_constants(q))
-        return q, plain
+        return _with_window(q), _with_window(plain)
 
     from .. import fitcache
-    return fitcache.memo("l08_perf_params", _fit_inputs(w, tt), fit)
+    return fitcache.memo("l08_perf_params", _fit_inputs(w, tt, _window_inputs()), fit)
+
+
+def _window_inputs() -> tuple:
+    from .traffic import ORDERS_DATASET
+    return (ORDERS_DATASET,)
+
+
+def _with_window(p: PerfParams) -> PerfParams:
+    """``p`` with its ping-pong reuse window (:attr:`PerfParams.reuse_window`): the window of
+    :data:`h100lab.design.traffic.WINDOWS` that puts the most of the order sweep's calibration records within ±10 %
+    with ``p``'s constants (:func:`h100lab.design.traffic.fit_window_for`; ties: the smallest median |error|) — fitted
+    after the time constants, with them, so each model has its own."""
+    from .traffic import fit_window_for
+    w = fit_window_for(p)
+    return replace(p, reuse_window=w, notes=p.notes + (
+        f"reuse window of the ping-pong forms: {w} CTAs (l08/gemm_orders, the ping-pong form at 8192³ in every tile "
+        f"order)",))
 
 
 def _fit_scale_on_cycles(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) -> tuple:
@@ -1925,8 +1959,8 @@ def _fit_form_clock() -> PerfParams:
     Nsight Compute (:func:`form_clock_constants`) and the write weight from its cycles (:func:`smem_write_weight_fit`;
     from ω = 0.5, the time constants refitted at each weight until the weight repeats — a fixed point), every time
     constant refitted at that weight, then the FP8 scale loads' two constants on Nsight Compute's FP8 cycles
-    (:func:`_fit_scale_on_cycles`). Run with the reuse
-    window off, as the model's own fit."""
+    (:func:`_fit_scale_on_cycles`), then its reuse window (:func:`_with_window`). Every fit runs with the ping-pong
+    forms in step, as the one-clock model's own."""
     from .. import data, fitcache
 
     own = calibrated()
@@ -1947,34 +1981,33 @@ def _fit_form_clock() -> PerfParams:
         if om != seen[-1]:                                # a cycle: the weight it returned to, refitted
             q = calibrate(recs, smem_write_weight=om, **kw)
         q, sres = _fit_scale_on_cycles(q)
-        return replace(q, notes=q.notes + (
+        return _with_window(replace(q, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
             f"ratio {rms:.4f}",
             f"FP8 scale loads on Nsight Compute's FP8 cycles ({FORM_CLOCK_FP8_DATASET} at the same shapes): "
             f"{q.scale_load_ns:.0f} ns + {q.scale_load_ns_per_rate:.3f} ns per B/ns; residuals "
-            + ", ".join(f"{x:+.3f}" for x in sres)))
+            + ", ".join(f"{x:+.3f}" for x in sres))))
 
-    inputs = _fit_inputs(own.wgmma, own.timing, (FORM_CLOCK_DATASET, FORM_CLOCK_FP8_DATASET, *TODAY_TABLES.values())) \
+    inputs = _fit_inputs(own.wgmma, own.timing, (FORM_CLOCK_DATASET, FORM_CLOCK_FP8_DATASET, *TODAY_TABLES.values(),
+                                                 *_window_inputs())) \
         + [repr(own.wave_clock), list(SMEM_WRITE_WEIGHTS)]
-    del _MEMO["params"]                       # the window off while fitting, as for the model's own fit
-    try:
-        return fitcache.memo("l08_perf_params_form_clock", inputs, fit)
-    finally:
-        _MEMO["params"] = own
+    return fitcache.memo("l08_perf_params_form_clock", inputs, fit)
 
 
 def calibrated(smem_shared: bool = False, wave_clock: bool = True, form_clock: bool = False) -> PerfParams:
     """The model's constants: :func:`calibrate` on the committed datasets that hold calibration records
     (:data:`DATASETS`, the cluster pair's), the k-block trace (:data:`TRACE_DATASET`, when committed) and the
     per-wave clock (:attr:`PerfParams.wave_clock`, its two constants from the traces of
-    :data:`WAVE_CLOCK_CALIBRATION`, every other constant fitted with it on: :func:`_fit_model`), once per process
-    and kept by :mod:`h100lab.fitcache` across processes. Raises ValueError when the sustained calibration records
-    are missing. ``wave_clock=False``: the model without the per-wave clock (every wave at the fitted clock), fitted
-    on the same subset (what :func:`h100lab.validation.l08.wave_clock_diagnosis` compares with).
-    ``smem_shared``: the hypothesis of :attr:`PerfParams.smem_shared` (not the model; another explanation of the
-    same partial-wave misses, so fitted without the wave clock), fitted the same way: in the same state as the
-    model's own fit — the ping-pong reuse window of :mod:`h100lab.design.traffic` off while it fits
-    (:func:`h100lab.design.traffic.window_for`), on afterwards (the model's window, fitted with the model)."""
+    :data:`WAVE_CLOCK_CALIBRATION`, every other constant fitted with it on: :func:`_fit_model`), then its reuse
+    window (:func:`_with_window`), once per process and kept by :mod:`h100lab.fitcache` across processes. Raises
+    ValueError when the sustained calibration records are missing. ``wave_clock=False``: the model without the
+    per-wave clock (every wave at the fitted clock), fitted on the same subset (what
+    :func:`h100lab.validation.l08.wave_clock_diagnosis` compares with). ``smem_shared``: the hypothesis of
+    :attr:`PerfParams.smem_shared` (not the model; another explanation of the same partial-wave misses, so fitted
+    without the wave clock). ``form_clock``: the form-clock hypothesis (not the model: :func:`_fit_form_clock`,
+    :func:`h100lab.validation.l08.form_clock_diagnosis`; raises ValueError without :data:`FORM_CLOCK_DATASET`). Every
+    fit runs in the same state: the ping-pong forms in step while it fits (:attr:`PerfParams.reuse_window` None),
+    each model's reuse window of :mod:`h100lab.design.traffic` fitted after its constants, with them."""
     if form_clock:
         if "params_form" not in _MEMO:
             _MEMO["params_form"] = _fit_form_clock()
@@ -1983,14 +2016,10 @@ def calibrated(smem_shared: bool = False, wave_clock: bool = True, form_clock: b
         if "params_shared" not in _MEMO:
             from .. import data
 
-            own = calibrated()
             extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
             trace = data.load(TRACE_DATASET).records if data.available(TRACE_DATASET) else None
-            del _MEMO["params"]                   # the window off while fitting, as for the model's own fit
-            try:
-                _MEMO["params_shared"] = calibrate(load_records(DATASETS + extra), trace=trace, smem_shared=True)
-            finally:
-                _MEMO["params"] = own
+            _MEMO["params_shared"] = _with_window(calibrate(load_records(DATASETS + extra), trace=trace,
+                                                            smem_shared=True))
         return _MEMO["params_shared"]
     if "params" not in _MEMO:
         q, plain = _fit_model()

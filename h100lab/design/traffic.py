@@ -32,7 +32,10 @@ bytes / k-blocks / lesson 5's HBM read ceiling, ``sim.timing.read_ceiling``) and
 **Calibration** (:func:`calibrated_window`): ``window`` is the one constant, fitted with the lesson-8 time model on a
 documented subset — :data:`CALIBRATION`: the ping-pong form in every tile order at 8192 × 8192 × 8192 on 132
 CTAs in ``l08/gemm_orders`` — as the window that puts the most of those records within ±10 % (ties: the smallest
-median |error|); it comes out 24 CTAs. Everything else is held out: the ping-pong records at the other shapes, K,
+median |error|), after the time model's other constants and with them, so each set of constants has its own
+(:attr:`h100lab.design.perf.PerfParams.reuse_window`, :func:`fit_window_for`): 24 CTAs with the model's, 20 with
+the form-clock hypothesis's — the sweep at 8192³ barely tells them apart (7 of 10 either way under the hypothesis)
+while the row-major ping-pong at 4096³ moves by ~15 points between them. Everything else is held out: the ping-pong records at the other shapes, K,
 grids and the pairs schedule of the sweep (:func:`orders_report`), and every record of the lesson-8 time
 validation (:mod:`h100lab.validation.l08`).
 
@@ -107,7 +110,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
-           "l2_estimate", "drifts", "is_calibration", "fit_window", "calibrated_window", "window_for",
+           "l2_estimate", "drifts", "is_calibration", "fit_window", "fit_window_for", "window_records",
+           "calibrated_window", "window_for",
            "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes",
            "DeliveryRow", "l2_delivery_rows", "DRIFT_CALIBRATION", "DRIFTS", "capacity_reads", "is_drift_calibration",
            "fit_drift", "calibrated_drift", "CapacityRow", "capacity_rows", "LRC_CALIBRATION", "lrc_parts", "lrc_bytes",
@@ -247,44 +251,51 @@ def fit_window(records: Sequence[dict], predict: Callable, windows: Sequence = W
     return best[1]
 
 
-def _predict_ms(r: dict, window) -> float:
+def _predict_ms(r: dict, window, params=None) -> float:
     from .perf import predict
     return predict(r["variant"], r["M"], r["N"], r["K"], sms=int(r["grid"]) if r.get("schedule") == "persistent"
-                   else None, group=int(r["group"]), raster=int(r["raster"]), window=window).time_ms
+                   else None, group=int(r["group"]), raster=int(r["raster"]), params=params, window=window).time_ms
 
 
 _MEMO: dict = {}
 
 
+def window_records() -> list[dict]:
+    """The :data:`CALIBRATION` records of the committed order sweep (what the window is fitted on); [] when it is
+    not committed."""
+    return [r for r in orders_records() if is_calibration(r)]
+
+
+def fit_window_for(params) -> int | None:
+    """:func:`fit_window` on :func:`window_records` with the lesson-8 time model at ``params`` (every drifting form
+    in step while it fits: ``params.reuse_window`` is not read, each window is passed); None (in step) when the
+    sweep is not committed. :func:`h100lab.design.perf.calibrated` fits it after each model's own constants and
+    keeps it as :attr:`h100lab.design.perf.PerfParams.reuse_window`."""
+    recs = window_records()
+    if not recs:
+        return None
+    return fit_window(recs, lambda r, w: _predict_ms(r, w, params))
+
+
 def calibrated_window() -> int | None:
-    """:func:`fit_window` on the :data:`CALIBRATION` records of the committed order sweep with the lesson-8 time
-    model (remembered in the process and by :mod:`h100lab.fitcache`); None (in step) when the sweep is not
-    committed."""
-    if "window" not in _MEMO:
-        recs = [r for r in orders_records() if is_calibration(r)]
-        if not recs:
-            _MEMO["window"] = None
-        else:
-            from .. import fitcache
-            parts = [{k: r[k] for k in ("variant", "schedule", "M", "N", "K", "grid", "group", "raster",
-                                        "median_ms")} for r in recs]
-            _MEMO["window"] = fitcache.memo("l08_reuse_window", [parts, list(WINDOWS)],
-                                            lambda: fit_window(recs, _predict_ms))
-    return _MEMO["window"]
+    """The model's reuse window: :attr:`h100lab.design.perf.PerfParams.reuse_window` of
+    :func:`h100lab.design.perf.calibrated` (:func:`fit_window_for` with the model's constants)."""
+    from .perf import calibrated
+    return calibrated().reuse_window
 
 
-def window_for(f) -> int | None:
-    """The reuse window the time model uses for form ``f``: :func:`calibrated_window` for a drifting form
-    (:func:`drifts`), None (in step) otherwise — and None while the time model's own constants are being fitted
-    (:func:`h100lab.design.perf.calibrated` not done yet): those are fitted with the in-step estimate (their
-    records are grouped orders, group 8 along M, whose sharers of a B panel run on neighbouring CTAs; the window
-    is fitted after them, with them)."""
+def window_for(f, params=None) -> int | None:
+    """The reuse window the time model uses for form ``f`` under ``params`` (default the model,
+    :func:`h100lab.design.perf.calibrated`): its :attr:`~h100lab.design.perf.PerfParams.reuse_window` for a drifting
+    form (:func:`drifts`), None (in step) otherwise. Constants being fitted have ``reuse_window`` None: they are
+    fitted with the in-step estimate (their records are grouped orders, group 8 along M, whose sharers of a B panel
+    run on neighbouring CTAs; the window is fitted after them, with them)."""
     if not drifts(f):
         return None
-    from . import perf
-    if "params" not in perf._MEMO:
-        return None
-    return calibrated_window()
+    if params is None:
+        from .perf import calibrated
+        params = calibrated()
+    return params.reuse_window
 
 
 @dataclass(frozen=True)

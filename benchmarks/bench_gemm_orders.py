@@ -536,6 +536,8 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     ap.add_argument("--variants", default=None, help="comma-separated capstone variants (default: %s)"
                     % ",".join(VARIANTS))
     ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s)")
+    ap.add_argument("--shapes", default=None, help="comma-separated MxNxK shapes to sweep instead of SHAPES (e.g. "
+                    "8192x8192x2048,4096x4096x16384: the drift law's fresh depths, --name l08/gemm_orders_k)")
     ap.add_argument("--skew", action="store_true", help="only the traced launches of SKEW_RUNS (records of kind "
                     "'skew': when CTA grid / 2 starts and runs its tiles against CTA 0), into l08/gemm_skew")
     ap.add_argument("--l2", action="store_true", help="only the runs of L2_RUNS under Nsight Compute (DRAM bytes, L2 "
@@ -571,6 +573,13 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     if args.l2 and args.name == DATASET:
         args.name = L2_DATASET
     sms = be.sm_count()
+    if args.shapes:
+        try:
+            shapes = [tuple(int(x) for x in sh.lower().split("x")) for sh in args.shapes.split(",")]
+        except ValueError:
+            ap.error(f"--shapes: {args.shapes!r} is not a comma-separated list of MxNxK")
+        if any(len(sh) != 3 or min(sh) <= 0 for sh in shapes):
+            ap.error(f"--shapes: {args.shapes!r}: each shape is three positive integers MxNxK")
     shapes = SHAPES if shapes is None else shapes
     orders = ORDERS if orders is None else orders
     pair_orders = PAIR_ORDERS if pair_orders is None else pair_orders

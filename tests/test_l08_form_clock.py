@@ -98,6 +98,8 @@ def test_the_diagnosis():
     rm = [e for k, e in f["today"]["misses"].items() if k.startswith("4096×4096×4096") and "group 1 raster M" in k]
     assert len(rm) == 4 and all(e > 0.2 for e in rm)
     assert f["today"]["families"]["steps"][0] < m["today"]["families"]["steps"][0]
+    # and yet, on the order sweep's held-out ping-pong records, each with its own window, it is far ahead
+    assert f["orders"][1] == m["orders"][1] > 40 and f["orders"][0] > m["orders"][0] + 8
     # FP8: the clock right on its launches, the cycles not yet — and the k-block traces worse than the model's
     assert abs(f["ncu_fp8"]["clock_error_median"]) < 0.02 and f["ncu_fp8"]["cycles"] < f["ncu_fp8"]["n"]
     assert f["traces"][1] == m["traces"][1] > 0 and f["traces"][0] < m["traces"][0]

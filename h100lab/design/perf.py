@@ -215,7 +215,8 @@ shapes (:func:`_fit_scale_on_cycles`, ``data/l08/gemm_ncu_forms_fp8``) held out 
 128 × 128 form at 16384³, whose launches lose L2 reuse by a varying amount (``data/l08/gemm_l2_n128_a``/``_b``);
 FP8 125 of 130 as the model; the steps 26 of 28: its window puts the row-major ping-pong at 4096³ +25 % (four
 records; the order sweep at 8192³ cannot tell 20 from 24, 4096³ wants 24–28 — one window in CTAs does not carry
-across shapes). Where it loses: its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not
+across shapes), though on the order sweep's held-out ping-pong records it has 39 of 53 within ±10 % (the model,
+with its window: 27). Where it loses: its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not
 (24 of 34 within ±10 %: short at the small shapes, long at 8192³ — one latency linear in the wave's DRAM read rate
 does not follow the shape), so the FP8 forms of the k-block traces at their clocks come out 72 of 81 against the
 model's 79 (:func:`h100lab.validation.l08.form_clock_diagnosis`). Not the model until it holds every family.
@@ -579,7 +580,10 @@ class PerfParams:
     a fraction of it. ``smem_write_weight`` (ω, default 1): the share of the TMA's stage writes that takes bank
     cycles from the wgmmas' reads in the shared-memory bound (:func:`smem_write_weight_fit`). ``reuse_window``
     (CTAs; default None, in step — what every fit runs with): the ping-pong forms' L2 reuse window of
-    :mod:`h100lab.design.traffic`, fitted after the other constants with them (:func:`_with_window`)."""
+    :mod:`h100lab.design.traffic`, fitted after the other constants with them (:func:`_with_window`), at
+    K = :data:`h100lab.design.traffic.WINDOW_K` (where its calibration records are); ``window_k_exponent`` (default
+    0: the same window at every K): the window at another K is ``reuse_window · (WINDOW_K / K) ** exponent``
+    (:func:`h100lab.design.traffic.window_at`; 0.5: the drift hypothesis of the form clock)."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -600,6 +604,7 @@ class PerfParams:
     form_clock: tuple = ()
     smem_write_weight: float = 1.0
     reuse_window: int | None = None
+    window_k_exponent: float = 0.0
     source: str = ""
     notes: tuple = ()
 
@@ -1140,7 +1145,7 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
     sms = H200_SXM.sm_count if sms is None else int(sms)
     if window == "model":              # the reuse window of h100lab.design.traffic: None (in step) unless ping-pong
         from .traffic import window_for
-        window = window_for(f, p)
+        window = window_for(f, p, K)
     M, N, K, group, raster = int(M), int(N), int(K), int(group), int(raster)
     if launches is not None:
         first = _predict(f, M, N, K, sms, group, raster, p, "sustained", window)
@@ -1959,9 +1964,11 @@ def _fit_form_clock() -> PerfParams:
     Nsight Compute (:func:`form_clock_constants`) and the write weight from its cycles (:func:`smem_write_weight_fit`;
     from ω = 0.5, the time constants refitted at each weight until the weight repeats — a fixed point), every time
     constant refitted at that weight, then the FP8 scale loads' two constants on Nsight Compute's FP8 cycles
-    (:func:`_fit_scale_on_cycles`), then its reuse window (:func:`_with_window`). Every fit runs with the ping-pong
-    forms in step, as the one-clock model's own."""
+    (:func:`_fit_scale_on_cycles`), then its reuse window (:func:`_with_window`, at K = 8192) with the drift law
+    across K (:data:`h100lab.design.traffic.DRIFT_EXPONENT`, :func:`h100lab.design.traffic.window_at`). Every fit
+    runs with the ping-pong forms in step, as the one-clock model's own."""
     from .. import data, fitcache
+    from .traffic import DRIFT_EXPONENT
 
     own = calibrated()
     extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
@@ -1981,7 +1988,7 @@ def _fit_form_clock() -> PerfParams:
         if om != seen[-1]:                                # a cycle: the weight it returned to, refitted
             q = calibrate(recs, smem_write_weight=om, **kw)
         q, sres = _fit_scale_on_cycles(q)
-        return _with_window(replace(q, notes=q.notes + (
+        return _with_window(replace(q, window_k_exponent=DRIFT_EXPONENT, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
             f"ratio {rms:.4f}",
             f"FP8 scale loads on Nsight Compute's FP8 cycles ({FORM_CLOCK_FP8_DATASET} at the same shapes): "

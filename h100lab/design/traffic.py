@@ -110,7 +110,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
-           "l2_estimate", "drifts", "is_calibration", "fit_window", "fit_window_for", "window_records",
+           "l2_estimate", "drifts", "is_calibration", "fit_window", "fit_window_for", "window_records", "window_at", "WINDOW_K", "DRIFT_EXPONENT",
            "calibrated_window", "window_for",
            "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes",
            "DeliveryRow", "l2_delivery_rows", "DRIFT_CALIBRATION", "DRIFTS", "capacity_reads", "is_drift_calibration",
@@ -126,6 +126,10 @@ BISTABLE_DATASET = "l08/gemm_l2_bistable"
 #: the calibration subset of the order sweep: (variant, schedule, M, N, K, grid) — the ping-pong form, persistent on
 #: 132 CTAs, at 8192³, in every tile order it was run in (10)
 CALIBRATION = (("pingpong", "persistent", 8192, 8192, 8192, 132),)
+#: the depth K of :data:`CALIBRATION`: where a fitted window is the window (:func:`window_at`)
+WINDOW_K = 8192
+#: the drift law's exponent (:func:`window_at`; the form-clock hypothesis's ``window_k_exponent``)
+DRIFT_EXPONENT = 0.5
 #: the windows :func:`fit_window` tries (CTAs); ``None``: no window (the whole wave shares, in step)
 WINDOWS = (2, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, None)
 
@@ -284,18 +288,32 @@ def calibrated_window() -> int | None:
     return calibrated().reuse_window
 
 
-def window_for(f, params=None) -> int | None:
-    """The reuse window the time model uses for form ``f`` under ``params`` (default the model,
+def window_at(window: int | None, K: int, exponent: float = 0.0) -> int | None:
+    """The reuse window at depth ``K`` of a window fitted at :data:`WINDOW_K`: ``round(window · (WINDOW_K / K) **
+    exponent)`` CTAs, at least 1 (None stays None: in step). ``exponent`` 0: one window at every K (the model).
+    ``exponent`` 0.5 [hypothesis — the drift law]: the CTAs' k-loops drift apart as a random walk, by ∝ √(time) ∝ √K
+    k-slices over a tile, so the CTAs still close enough to share a k-slice in L2 fall as 1 / √K. Chosen after the
+    order sweep's best window per shape had been seen (28 CTAs at K = 4096, 20–24 at 8192, 16 at 16384 under the
+    form-clock hypothesis): the sweep is not a clean test of it; ``data/l08/gemm_orders_k`` (K values never run
+    before, predictions committed first, :func:`h100lab.validation.l08.drift_law_predictions`) is."""
+    if window is None or not exponent:
+        return window
+    return max(1, round(window * (WINDOW_K / int(K)) ** exponent))
+
+
+def window_for(f, params=None, K: int | None = None) -> int | None:
+    """The reuse window the time model uses for form ``f`` at depth ``K`` under ``params`` (default the model,
     :func:`h100lab.design.perf.calibrated`): its :attr:`~h100lab.design.perf.PerfParams.reuse_window` for a drifting
-    form (:func:`drifts`), None (in step) otherwise. Constants being fitted have ``reuse_window`` None: they are
-    fitted with the in-step estimate (their records are grouped orders, group 8 along M, whose sharers of a B panel
-    run on neighbouring CTAs; the window is fitted after them, with them)."""
+    form (:func:`drifts`) — at ``K`` by :func:`window_at` with its ``window_k_exponent`` — None (in step)
+    otherwise. Constants being fitted have ``reuse_window`` None: they are fitted with the in-step estimate (their
+    records are grouped orders, group 8 along M, whose sharers of a B panel run on neighbouring CTAs; the window is
+    fitted after them, with them)."""
     if not drifts(f):
         return None
     if params is None:
         from .perf import calibrated
         params = calibrated()
-    return params.reuse_window
+    return window_at(params.reuse_window, WINDOW_K if K is None else K, params.window_k_exponent)
 
 
 @dataclass(frozen=True)
@@ -337,15 +355,18 @@ def _counter_runs(dataset: str, metric: str) -> list[dict]:
     return [r for r in data.load(dataset).records if _is_counter_run(r, metric)]
 
 
-def orders_report(records: Sequence[dict] | None = None, window="model") -> list[OrdersRow]:
-    """Every ping-pong record of the order sweep (:func:`orders_records`) predicted with the calibrated window
-    (``window``: another to try) and in step."""
+def orders_report(records: Sequence[dict] | None = None, window="model", params=None) -> list[OrdersRow]:
+    """Every ping-pong record of the order sweep (:func:`orders_records`) predicted under ``params`` (default the
+    model, :func:`h100lab.design.perf.calibrated`) with its reuse window (``window``: another to try) and in step."""
+    from .perf import calibrated
+
     recs = orders_records() if records is None else records
-    w = calibrated_window() if window == "model" else window
+    params = calibrated() if params is None else params
     out = []
     for r in recs:
-        p = _predict_ms(r, w)
-        p0 = _predict_ms(r, None)
+        w = window_at(params.reuse_window, r["K"], params.window_k_exponent) if window == "model" else window
+        p = _predict_ms(r, w, params)
+        p0 = _predict_ms(r, None, params)
         m = float(r["median_ms"])
         out.append(OrdersRow(_run_label(r), "calibration" if is_calibration(r) else "held-out", m, p, p / m - 1,
                              p0 / m - 1))
@@ -402,7 +423,7 @@ def dram_rows(dataset: str = L2_DATASET) -> list[DramRow]:
         t = timed.get((r["variant"], r["schedule"], r["group"], r["raster"], r["M"], r["N"], r["K"],
                        r.get("ctas_arg")), {})
         args = _run_args(r)
-        w = window_for(form(r["variant"], schedule=r["schedule"]))
+        w = window_for(form(r["variant"], schedule=r["schedule"]), None, r["K"])
         dur = m.get("gpu__time_duration.sum", float("nan")) * 1e-6
         out.append(DramRow(_run_label(r), r["variant"], m["dram__bytes_read.sum"], dur,
                            m["dram__bytes_read.sum"] / dur * 1e-9 if dur > 0 else float("nan"),

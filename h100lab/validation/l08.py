@@ -1610,10 +1610,13 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     ``ncu_fp8``); the kernel A/B run's today's side (:func:`kernel_ab_summary`); the FP8 forms of the four k-block
     trace runs at each trace's clock (``traces``: within, n — :func:`trace_rows`, :func:`h100lab.design.perf.at_clock`);
     the clock runs (``clock_runs``: each run's error at the clock nvidia-smi read and at the model's own clock,
-    :func:`clock_rows`); its ``window``. Also the hypothesis's constants (``form_clock``, ``omega``,
+    :func:`clock_rows`); its ``window`` and the order sweep's held-out ping-pong records with it (``orders``:
+    within, n — :func:`h100lab.design.traffic.orders_report`). Also the hypothesis's constants (``form_clock``, ``omega``,
     ``throttled_ghz``) and the model's clock ``tensor_ghz``. Remembered per process (the chapter, its check and the
     tests read the same)."""
     from ..design import perf
+
+    from ..design import traffic
 
     if ("form_clock", tol) in _CACHE:
         return _CACHE[("form_clock", tol)]
@@ -1635,6 +1638,8 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
         d["clock_runs"] = {f"{r['gemm']} {r['M']}³": (r["error"], r["model_fitted_clock_ms"] / r["measured_ms"] - 1)
                            for r in clock_rows("all", p)}
         d["window"] = p.reuse_window
+        orders = [r for r in traffic.orders_report(params=p) if r.part == "held-out"]
+        d["orders"] = (sum(abs(r.error) <= tol for r in orders), len(orders))
         out[name] = d
     p = perf.calibrated(form_clock=True)
     out.update(form_clock=p.form_clock, omega=p.smem_write_weight, throttled_ghz=p.throttled_ghz,
@@ -1687,3 +1692,38 @@ def _form_clock_held(ds: Dataset) -> CheckResult:
                        f"{f['today']['within']}/{n} within ±{TOLERANCE:.0%} on today's kernel (the model: "
                        f"{m['today']['within']}; on the first tables as first recorded {f['first']['within']} and "
                        f"{m['first']['within']}); reuse windows {f['window']} and {m['window']} CTAs")
+
+
+# ------------------------------------------------------------------------------------------------
+# the drift law: the reuse window across K, tested on depths never run before
+
+#: the order sweep's fresh depths (``bench_gemm_orders.py --shapes ... --variants pingpong --name
+#: l08/gemm_orders_k``): where the drift law (:func:`h100lab.design.traffic.window_at`, exponent 0.5) and one window
+#: at every K predict different times for some tile orders; predicted (:func:`drift_law_predictions`,
+#: ``benchmarks/predictions/l08_gemm_orders_k.json``) and committed before the run
+DRIFT_SHAPES = ((8192, 8192, 2048), (8192, 8192, 12288), (8192, 8192, 24576), (4096, 4096, 16384), (4096, 4096, 2048))
+DRIFT_DATASET = "l08/gemm_orders_k"
+#: the tile orders of the sweep: (group, raster), as ``bench_gemm_orders.ORDERS``
+DRIFT_ORDERS = tuple((g, r) for r in (0, 1) for g in (1, 2, 4, 8, 16))
+
+
+def drift_law_predictions(shapes: Sequence = DRIFT_SHAPES) -> list[dict]:
+    """The persistent ping-pong form on 132 CTAs at each of ``shapes`` in every tile order of :data:`DRIFT_ORDERS`,
+    predicted three ways (ms): ``law`` — the form-clock hypothesis with the drift law (its window at K,
+    :func:`h100lab.design.traffic.window_at`), ``const`` — the same constants with its window at every K, ``model`` —
+    the model (one clock, its own window at every K); with each ``window`` used. [model]"""
+    from dataclasses import replace as _replace
+
+    from ..design import perf, traffic
+
+    f, m = perf.calibrated(form_clock=True), perf.calibrated()
+    const = _replace(f, window_k_exponent=0.0)
+    out = []
+    for M, N, K in shapes:
+        for g, r in DRIFT_ORDERS:
+            t = {k: perf.predict("pingpong", M, N, K, sms=132, group=g, raster=r, params=p).time_ms
+                 for k, p in (("law", f), ("const", const), ("model", m))}
+            out.append({"M": M, "N": N, "K": K, "group": g, "raster": r, **t,
+                        "law_window": traffic.window_at(f.reuse_window, K, f.window_k_exponent),
+                        "const_window": f.reuse_window, "model_window": m.reuse_window})
+    return out

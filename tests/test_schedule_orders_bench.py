@@ -178,3 +178,21 @@ def test_l2_mode_maps_each_launch_of_a_run_to_its_record(tmp_path, monkeypatch):
     assert all(r["ok"] for r in l2)
     assert [[m["dram__bytes_read.sum"] for m in r["launch_metrics"]] for r in l2[:2]] == [[1000, 1001, 1002],
                                                                                            [1003, 1004, 1005]]
+
+
+def test_shapes_option_sweeps_the_given_depths(tmp_path):
+    """--shapes (the drift law's fresh depths, --name l08/gemm_orders_k): the shapes given, in order, and nothing
+    else; a malformed list is refused."""
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    fake = _module("fake_l08_bench", HERE / "test_l08_bench.py")
+    be = fake.FakeBackend(fail=set())
+    be.sm_count = lambda: 2
+    out = bench.main(["--out", str(tmp_path), "--variants", "pingpong", "--shapes", "128x512x64,64x256x128",
+                      "--name", "l08/gemm_orders_k"], backend=be, orders=((1, 0),), log=lambda *a: None)
+    obj = json.loads(Path(out["path"]).read_text())
+    assert Path(out["path"]).name == "gemm_orders_k.json" and "--shapes 128x512x64,64x256x128" in obj["meta"]["command"]
+    shapes = list(dict.fromkeys((r["M"], r["N"], r["K"]) for r in obj["records"]))
+    assert shapes == [(128, 512, 64), (64, 256, 128)] and out["failed"] == 0
+    for bad in ("128x512", "axbxc", "128x0x64"):
+        with pytest.raises(SystemExit):
+            bench.main(["--out", str(tmp_path), "--shapes", bad], backend=be, log=lambda *a: None)

@@ -216,7 +216,9 @@ shapes (:func:`_fit_scale_on_cycles`, ``data/l08/gemm_ncu_forms_fp8``) held out 
 FP8 125 of 130 as the model; the steps 26 of 28: its window puts the row-major ping-pong at 4096³ +25 % (four
 records; the order sweep at 8192³ cannot tell 20 from 24, 4096³ wants 24–28 — one window in CTAs does not carry
 across shapes), though on the order sweep's held-out ping-pong records it has 39 of 53 within ±10 % (the model,
-with its window: 27). Where it loses: its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not
+with its window: 27). A window shrinking as 1 / √K (the drift law, :func:`h100lab.design.traffic.window_at`) would
+have fixed the 4096³ records, but was chosen after seeing the sweep; its predictions for five depths never run,
+committed first, failed on silicon (``data/l08/gemm_orders_k``: 36 of 50, one window 35, the model 38). Where it loses: its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not
 (24 of 34 within ±10 %: short at the small shapes, long at 8192³ — one latency linear in the wave's DRAM read rate
 does not follow the shape), so the FP8 forms of the k-block traces at their clocks come out 72 of 81 against the
 model's 79 (:func:`h100lab.validation.l08.form_clock_diagnosis`). Not the model until it holds every family.
@@ -583,7 +585,8 @@ class PerfParams:
     :mod:`h100lab.design.traffic`, fitted after the other constants with them (:func:`_with_window`), at
     K = :data:`h100lab.design.traffic.WINDOW_K` (where its calibration records are); ``window_k_exponent`` (default
     0: the same window at every K): the window at another K is ``reuse_window · (WINDOW_K / K) ** exponent``
-    (:func:`h100lab.design.traffic.window_at`; 0.5: the drift hypothesis of the form clock)."""
+    (:func:`h100lab.design.traffic.window_at`; 0.5: the drift law, refuted on fresh depths —
+    :func:`h100lab.validation.l08.drift_law_rows`)."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -1964,11 +1967,9 @@ def _fit_form_clock() -> PerfParams:
     Nsight Compute (:func:`form_clock_constants`) and the write weight from its cycles (:func:`smem_write_weight_fit`;
     from ω = 0.5, the time constants refitted at each weight until the weight repeats — a fixed point), every time
     constant refitted at that weight, then the FP8 scale loads' two constants on Nsight Compute's FP8 cycles
-    (:func:`_fit_scale_on_cycles`), then its reuse window (:func:`_with_window`, at K = 8192) with the drift law
-    across K (:data:`h100lab.design.traffic.DRIFT_EXPONENT`, :func:`h100lab.design.traffic.window_at`). Every fit
-    runs with the ping-pong forms in step, as the one-clock model's own."""
+    (:func:`_fit_scale_on_cycles`), then its reuse window (:func:`_with_window`). Every fit runs with the ping-pong
+    forms in step, as the one-clock model's own."""
     from .. import data, fitcache
-    from .traffic import DRIFT_EXPONENT
 
     own = calibrated()
     extra = tuple(dict.fromkeys(d for d, _, _ in CLUSTER_CALIBRATION))
@@ -1988,7 +1989,7 @@ def _fit_form_clock() -> PerfParams:
         if om != seen[-1]:                                # a cycle: the weight it returned to, refitted
             q = calibrate(recs, smem_write_weight=om, **kw)
         q, sres = _fit_scale_on_cycles(q)
-        return _with_window(replace(q, window_k_exponent=DRIFT_EXPONENT, notes=q.notes + (
+        return _with_window(replace(q, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
             f"ratio {rms:.4f}",
             f"FP8 scale loads on Nsight Compute's FP8 cycles ({FORM_CLOCK_FP8_DATASET} at the same shapes): "

@@ -143,6 +143,7 @@ def test_the_report_keeps_the_first_tables_apart():
         assert r.first_error == pytest.approx(by[(r.label, r.dataset)].error, rel=1e-9, abs=1e-12)
         assert r.first_error == pytest.approx(r.predicted_ms / r.first_ms - 1)
     assert today.first_build.within == sum(abs(by[(r.label, r.dataset)].error) <= l08.TOLERANCE for r in held)
+    assert str(today.first_build) in today.summary() and str(today.first_build) not in first.summary()
 
 
 @settings(max_examples=20, deadline=None)

@@ -197,6 +197,8 @@ class PerfReport:
                   for k, a in self.by_shape.items()]
         lines += [f"  miss: {r.label}: {100 * r.error:+.1f} %" for r in self.misses("capstone")]
         lines += [f"  not modelled: {k} ({v})" for k, v in self.not_modelled.items()]
+        if self.first_build is not None:
+            lines.append(str(self.first_build))
         return "\n".join(lines + self.notes)
 
 

@@ -218,9 +218,10 @@ records; the order sweep at 8192³ cannot tell 20 from 24, 4096³ wants 24–28 
 across shapes), though on the order sweep's held-out ping-pong records it has 39 of 53 within ±10 % (the model,
 with its window: 27). A window shrinking as 1 / √K (the drift law, :func:`h100lab.design.traffic.window_at`) would
 have fixed the 4096³ records, but was chosen after seeing the sweep; its predictions for five depths never run,
-committed first, failed on silicon (``data/l08/gemm_orders_k``: 36 of 50, one window 35, the model 38). Where it loses: its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not
-(24 of 34 within ±10 %: short at the small shapes, long at 8192³ — one latency linear in the wave's DRAM read rate
-does not follow the shape), so the FP8 forms of the k-block traces at their clocks come out 72 of 81 against the
+committed first, failed on silicon (``data/l08/gemm_orders_k``: 36 of 50, one window 35, the model 38). Where it
+loses: its FP8 clock is right (median +0.5 % on the FP8 launches), its FP8 cycles are not (24 of 34 within ±10 %:
+short at the small shapes, long at 8192³ — one latency linear in the wave's DRAM read rate does not follow the
+shape), so the FP8 forms of the k-block traces at their clocks come out 72 of 81 against the
 model's 79 (:func:`h100lab.validation.l08.form_clock_diagnosis`). Not the model until it holds every family.
 
 :func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock

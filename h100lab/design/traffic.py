@@ -35,9 +35,9 @@ CTAs in ``l08/gemm_orders`` — as the window that puts the most of those record
 median |error|), after the time model's other constants and with them, so each set of constants has its own
 (:attr:`h100lab.design.perf.PerfParams.reuse_window`, :func:`fit_window_for`): 24 CTAs with the model's, 20 with
 the form-clock hypothesis's — the sweep at 8192³ barely tells them apart (7 of 10 either way under the hypothesis)
-while the row-major ping-pong at 4096³ moves by ~15 points between them. Everything else is held out: the ping-pong records at the other shapes, K,
-grids and the pairs schedule of the sweep (:func:`orders_report`), and every record of the lesson-8 time
-validation (:mod:`h100lab.validation.l08`).
+while the row-major ping-pong at 4096³ moves by ~15 points between them. Everything else is held out: the ping-pong
+records at the other shapes, K, grids and the pairs schedule of the sweep (:func:`orders_report`), and every
+record of the lesson-8 time validation (:mod:`h100lab.validation.l08`).
 
 **What the DRAM counters say** (``data/l08/gemm_l2_traffic``, :func:`dram_rows`; Nsight Compute on 52 runs, nothing
 fitted on it) — the window is a *time* model, not a faithful byte count:
@@ -110,8 +110,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
-           "l2_estimate", "drifts", "is_calibration", "fit_window", "fit_window_for", "window_records", "window_at", "WINDOW_K", "DRIFT_EXPONENT",
-           "calibrated_window", "window_for",
+           "l2_estimate", "drifts", "is_calibration", "fit_window", "fit_window_for", "window_records",
+           "window_at", "WINDOW_K", "DRIFT_EXPONENT", "calibrated_window", "window_for",
            "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes",
            "DeliveryRow", "l2_delivery_rows", "DRIFT_CALIBRATION", "DRIFTS", "capacity_reads", "is_drift_calibration",
            "fit_drift", "calibrated_drift", "CapacityRow", "capacity_rows", "LRC_CALIBRATION", "lrc_parts", "lrc_bytes",
@@ -369,8 +369,7 @@ def orders_report(records: Sequence[dict] | None = None, window="model", params=
     params = calibrated() if params is None else params
     out = []
     for r in recs:
-        w = window_at(params.reuse_window, r["K"], params.window_k_exponent) if window == "model" else window
-        p = _predict_ms(r, w, params)
+        p = _predict_ms(r, window, params)         # "model": the params' window at the record's K (window_for)
         p0 = _predict_ms(r, None, params)
         m = float(r["median_ms"])
         out.append(OrdersRow(_run_label(r), "calibration" if is_calibration(r) else "held-out", m, p, p / m - 1,
@@ -412,11 +411,10 @@ def dram_rows(dataset: str = L2_DATASET) -> list[DramRow]:
     """The model's DRAM bytes next to Nsight Compute's for every profiled run of ``dataset`` (held out: nothing is
     fitted on it). ``[]`` when it is not committed."""
     from .. import data
-    from .perf import calibrated, form
+    from .perf import form
 
     if not data.available(dataset):
         return []
-    calibrated()                                   # the window is fitted after the time model's constants
     recs = data.load(dataset).records
     timed = {(r["variant"], r["schedule"], r["group"], r["raster"], r["M"], r["N"], r["K"], r.get("ctas_arg")): r
              for r in recs if r.get("kind") == "l2time" and r.get("ok")}

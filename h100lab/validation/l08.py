@@ -435,8 +435,8 @@ def _build_notes(held: Sequence, p, tol: float) -> list[str]:
     for r in misses:
         b = ab.get((r.dataset, r.kernel, r.shape, r.group, r.raster))
         if b is not None and b["model_vs_new"] is not None and abs(b["new_vs_old"]) > BUILD_SAME:
-            out.append(f"superseded build: {r.label} ({100 * r.first_error:+.1f} %) is a record of the first table's build; "
-                       f"side by side today's kernel ran {100 * b['new_vs_old']:+.1f} % against it, and the model is "
+            out.append(f"superseded build: {r.label} ({100 * r.first_error:+.1f} %) is a record of the first "
+                       f"table's build; side by side today's kernel ran {100 * b['new_vs_old']:+.1f} % against it, and the model is "
                        f"{100 * b['model_vs_new']:+.1f} % from today's ({BUILDS_DATASET})")
     return out
 
@@ -576,8 +576,6 @@ def clock_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
     the tensor clock the model fits is the SM clock nvidia-smi reports; these runs test that assumption — and, for
     the FP8 forms, whose clocks differ at the same shape, the FP8 mechanism: the scale load's
     ``scale_load_ns`` is a time, not cycles, so the k-block it bounds does not follow the clock.]"""
-    from dataclasses import replace
-
     from .. import data
     from ..design import capstone as cap
     from ..design import perf
@@ -591,11 +589,11 @@ def clock_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
         return []
     out = []
     for d in sets:
-        out += _clock_rows_of(d, p, cap, perf, replace)
+        out += _clock_rows_of(d, p, cap, perf)
     return out
 
 
-def _clock_rows_of(ds: Dataset, p, cap, perf, replace) -> list[dict]:
+def _clock_rows_of(ds: Dataset, p, cap, perf) -> list[dict]:
     out = []
     for r in ds.records:
         if not r.get("ok") or r["gemm"].startswith("cublas"):
@@ -675,8 +673,6 @@ def trace_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
     promotion and the next scales' copy) — and the model's same k-block (:func:`h100lab.design.perf.issue_events`
     at the trace's clock, and the per-k-block period of its first wave, all bounds in) and its time at the trace's
     clock. [] when the dataset is not committed or the model cannot calibrate."""
-    from dataclasses import replace
-
     from .. import data
     from ..design import perf
 
@@ -841,8 +837,8 @@ def partial_wave_diagnosis(tol: float = TOLERANCE) -> dict:
 def wave_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     """What the model's per-wave clock (:attr:`h100lab.design.perf.PerfParams.wave_clock`, on by default; nothing
     fitted on a held-out record) is worth: the model against the same model with it off, every constant refitted on
-    the same calibration subset (``perf.calibrated(wave_clock=False)``), each with its own reuse window. The wave clock: each wave at the clock the
-    power limit gives its active CTAs — ``min(cap, budget · SMs / (activity · active))`` over the whole wave's, the
+    the same calibration subset (``perf.calibrated(wave_clock=False)``), each with its own reuse window. The wave
+    clock: each wave at the clock the power limit gives its active CTAs — ``min(cap, budget · SMs / (activity · active))`` over the whole wave's, the
     activity the model's shared-memory bytes per clock (:func:`h100lab.design.perf.wave_clock_ratio`), ``budget``
     and ``cap`` from the two bf16 k-block traces at 1280 × 3840 × 8192
     (:data:`h100lab.design.perf.WAVE_CLOCK_CALIBRATION`: whole waves 1.59 / 1.53 GHz, partial waves 1.73 / 1.81).
@@ -1537,16 +1533,21 @@ def form_counter_summary(ds: Dataset | str | None = None, params=None, tol: floa
             "clock_range": {v: (min(c), max(c)) for v, c in clocks.items()}}
 
 
+def _ncu_example(r: dict) -> dict:
+    """A check's example of one Nsight Compute launch (:func:`form_counter_rows`): its shape and form, and the errors
+    of the time, the cycles and the clock."""
+    return {"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}", "time": f"{100 * r['error']:+.1f} %",
+            "cycles": f"{100 * r['cycle_error']:+.1f} %", "clock": f"{100 * r['clock_error']:+.1f} %"}
+
+
 def _forms_ncu_result(ds: Dataset, floor: float) -> CheckResult:
     """A check of the model on an Nsight Compute forms run: the times at least ``floor`` within ±TOLERANCE; the
     five worst misses with their cycle and clock errors; the cycle and clock agreement in the note."""
     rs = form_counter_rows(ds)
     s = form_counter_summary(ds)
     return CheckResult(s["n"], beyond_floor(s["n"], s["n"] - s["time"], floor),
-                       [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
-                         "time": f"{100 * r['error']:+.1f} %", "cycles": f"{100 * r['cycle_error']:+.1f} %",
-                         "clock": f"{100 * r['clock_error']:+.1f} %"}
-                        for r in sorted(rs, key=lambda r: -abs(r["error"])) if abs(r["error"]) > TOLERANCE][:5],
+                       [_ncu_example(r) for r in sorted(rs, key=lambda r: -abs(r["error"]))
+                        if abs(r["error"]) > TOLERANCE][:5],
                        f"time {s['time']}/{s['n']} within ±{TOLERANCE:.0%}; cycles {s['cycles']}/{s['n']} (median "
                        f"{100 * s['cycle_error_median']:+.1f} %); clock {s['clock']}/{s['n']} within "
                        f"±{TOLERANCE / 2:.0%} (median {100 * s['clock_error_median']:+.1f} %)")
@@ -1610,15 +1611,13 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     count (``within``, ``n``), per family, the misses (label → error) and the worst |error| (:func:`_held_counts`);
     the Nsight Compute launches (:func:`form_counter_summary`: ``ncu``, the held-out ones ``ncu_held``, the FP8 ones
     ``ncu_fp8``); the kernel A/B run's today's side (:func:`kernel_ab_summary`); the FP8 forms of the four k-block
-    trace runs at each trace's clock (``traces``: within, n — :func:`trace_rows`, :func:`h100lab.design.perf.at_clock`);
-    the clock runs (``clock_runs``: each run's error at the clock nvidia-smi read and at the model's own clock,
-    :func:`clock_rows`); its ``window`` and the order sweep's held-out ping-pong records with it (``orders``:
-    within, n — :func:`h100lab.design.traffic.orders_report`). Also the hypothesis's constants (``form_clock``, ``omega``,
-    ``throttled_ghz``) and the model's clock ``tensor_ghz``. Remembered per process (the chapter, its check and the
+    trace runs at each trace's clock (``traces``: within, n — :func:`trace_rows`,
+    :func:`h100lab.design.perf.at_clock`); the clock runs (``clock_runs``: each run's error at the clock nvidia-smi
+    read and at the model's own clock, :func:`clock_rows`); its ``window`` and the order sweep's held-out ping-pong
+    records with it (``orders``: within, n — :func:`h100lab.design.traffic.orders_report`). Also the hypothesis's
+    constants (``form_clock``, ``omega``, ``throttled_ghz``) and the model's clock ``tensor_ghz``. Remembered per process (the chapter, its check and the
     tests read the same)."""
-    from ..design import perf
-
-    from ..design import traffic
+    from ..design import perf, traffic
 
     if ("form_clock", tol) in _CACHE:
         return _CACHE[("form_clock", tol)]
@@ -1662,9 +1661,7 @@ def _form_clock_ncu(ds: Dataset) -> CheckResult:
     held = _held_ncu_rows(p, ds)
     good = [abs(r["error"]) <= TOLERANCE and abs(r["cycle_error"]) <= TOLERANCE for r in held]
     return CheckResult(len(held), beyond_floor(len(held), len(held) - sum(good), ACHIEVED_FORM_CLOCK_NCU),
-                       [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
-                         "time": f"{100 * r['error']:+.1f} %", "cycles": f"{100 * r['cycle_error']:+.1f} %",
-                         "clock": f"{100 * r['clock_error']:+.1f} %"} for r, g in zip(held, good) if not g][:5],
+                       [_ncu_example(r) for r, g in zip(held, good) if not g][:5],
                        f"{sum(good)}/{len(held)} within ±{TOLERANCE:.0%} in time and cycles; ω = "
                        f"{p.smem_write_weight:.2f}, 1/f = {p.form_clock[0]:.3f} + {p.form_clock[1]:.3f} · a per GHz")
 

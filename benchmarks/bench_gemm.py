@@ -700,6 +700,8 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     ap.add_argument("--quick", action="store_true", help="only 4096³ and the ragged checks, and (unless --variants "
                     "says otherwise) only the default variant, its 128-column partner and the first cooperative form")
     ap.add_argument("--variants", default=None, help="comma-separated variants (default: all of VARIANTS)")
+    ap.add_argument("--shapes", default=None, help="comma-separated MxNxK shapes to time (default: SHAPES; with "
+                    "--quick its first)")
     ap.add_argument("--bias-relu", action="store_true", help="the bias + ReLU epilogue: checks and its time at "
                     "8192^3 next to the plain one (default variants: EPI_VARIANTS; dataset l08/gemm_bench_epilogue)")
     ap.add_argument("--fp8", action="store_true", help="the FP8 form against cuBLAS FP8 (default variants: "
@@ -720,6 +722,13 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     t0 = time.time()
     be = backend if backend is not None else TorchCuda()
     sms = be.sm_count()
+    if shapes is None and args.shapes:
+        try:
+            shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
+        except ValueError:
+            ap.error(f"--shapes {args.shapes!r}: comma-separated MxNxK, e.g. 6144x6144x6144")
+        if any(len(s) != 3 or min(s) < 1 for s in shapes):
+            ap.error(f"--shapes {args.shapes!r}: each shape three positive sizes MxNxK")
     shapes = shapes if shapes is not None else (SHAPES[:1] if args.quick else SHAPES)
     from h100lab.design import capstone as cap
     known = cap.FP8_VARIANTS if mode == "fp8" else cap.VARIANTS

@@ -288,6 +288,22 @@ def test_dataset_name_option(tmp_path):
     assert Path(out["path"]).name.startswith("gemm_bench_x") and out["failed"] == 0
 
 
+def test_shapes_option_times_the_given_shapes(tmp_path):
+    """--shapes (the fresh-shape test, --name l08/gemm_fresh): exactly the shapes given are timed, in order, in both
+    modes; a malformed list is refused."""
+    import json
+    for extra, kind, v in (([], "time", "cooperative"), (["--fp8"], "fp8_time", "fp8_cooperative_tmastore")):
+        out = bench.main(["--out", str(tmp_path), *extra, "--variants", v, "--shapes", "128x256x64,256x128x128",
+                          "--name", "l08/gemm_fresh_x"], backend=FakeBackend(), checks=[])
+        obj = json.loads(Path(out["path"]).read_text())
+        assert "--shapes 128x256x64,256x128x128" in obj["meta"]["command"] and out["failed"] == 0
+        timed = [(r["M"], r["N"], r["K"]) for r in obj["records"] if r["kind"] == kind and r["variant"] == v]
+        assert timed == [(128, 256, 64), (256, 128, 128)]
+    for bad in ("128x256", "axbxc", "128x0x64"):
+        with pytest.raises(SystemExit):
+            bench.main(["--out", str(tmp_path), "--shapes", bad], backend=FakeBackend(), checks=[])
+
+
 def test_unknown_variant_is_refused(tmp_path):
     with pytest.raises(SystemExit):
         bench.main(["--out", str(tmp_path), "--variants", "nope"], backend=FakeBackend(), shapes=[], checks=[])

@@ -1801,3 +1801,74 @@ def _drift(ds: Dataset) -> CheckResult:
                dataset=DRIFT_DATASET + "_b")
 def _drift_b(ds: Dataset) -> CheckResult:
     return _drift_check(ds)
+
+
+# ------------------------------------------------------------------------------------------------
+# the fresh-shape test: every form of the kernel at shapes no run had timed, predicted before the run
+
+#: seven shapes no earlier run had timed (issue 17: a timing model predicts): a cube between the measured ones, a
+#: wide shallow shape, a deep narrow one, a short-and-wide and a tall-and-thin pair (the same tiles, transposed), a
+#: mid-size deep one and a cube whose 23 launches of the bf16 forms (~120–180 ms) sit just past the model's
+#: sustained/throttled boundary (:attr:`h100lab.design.perf.PerfParams.long_run_ms`)
+FRESH_SHAPES = ((6144, 6144, 6144), (10240, 10240, 4096), (3072, 3072, 16384), (2048, 12288, 8192),
+                (12288, 2048, 8192), (5120, 5120, 10240), (12288, 12288, 12288))
+#: the runs (``benchmarks/bench_gemm.py --shapes ... --name``; each in two processes, the second ``_b``) by mode
+FRESH_DATASETS = {"bf16": "l08/gemm_fresh", "fp8": "l08/gemm_fresh_fp8"}
+#: the forms each run times: bench_gemm.py's defaults for the mode (``tests/test_l08_fresh.py`` checks they agree)
+FRESH_VARIANTS = {
+    "bf16": ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
+             "pingpong_inflight", "pingpong_n128_inflight", "cooperative_inflight_tmastore",
+             "cooperative_n128_inflight_tmastore", "cooperative_tmastore", "cooperative_inflight_cluster2",
+             "cooperative_n128_inflight_cluster2", "cooperative_inflight_tmastore_cluster2",
+             "cooperative_inflight_tmastore_cluster2_ctascope"),
+    "fp8": ("fp8_cooperative_staggered_tmastore", "fp8_cooperative_tmastore", "fp8_cooperative_staggered",
+            "fp8_cooperative", "fp8_cooperative_staggered_tmastore_cluster2_ctascope",
+            "fp8_cooperative_tmastore_cluster2", "fp8_cooperative_n192_staggered_tmastore",
+            "fp8_cooperative_n192_tmastore", "fp8_cooperative_n192_staggered", "fp8_cooperative_n192",
+            "fp8_cooperative_m256_tmastore", "fp8_cooperative_m256", "fp8_cooperative_n192_tmastore_lead2",
+            "fp8_cooperative_n192_tmastore_lead3", "fp8_cooperative_tmastore_lead2",
+            "fp8_cooperative_m256_tmastore_lead2")}
+#: the launches of each timed record (bench_gemm.py's default ``--warmup`` 3 + ``--repeats`` 20): what sets the
+#: regime a prediction is made in
+FRESH_LAUNCHES = 23
+
+
+def _fresh_record(variant: str, shape: Sequence[int], dataset: str) -> dict:
+    """The timing record the run will write for ``variant`` at ``shape``, as far as a prediction reads it: the
+    persistent grid of ``benchmarks/bench_gemm.py`` (:func:`h100lab.design.capstone.grid_size` on every SM — the
+    committed runs held 66 clusters of two, so 132 slots for every form), group 8 along M, the launches."""
+    from ..design import capstone as cap
+    from ..specs import H200_SXM
+
+    M, N, K = (int(x) for x in shape)
+    return {"variant": variant, "M": M, "N": N, "K": K, "group": 8, "raster": 0, "dataset": dataset,
+            "grid": cap.grid_size(cap.variant(variant), M, N, H200_SXM.sm_count), "launches": FRESH_LAUNCHES}
+
+
+def fresh_predictions(shapes: Sequence = FRESH_SHAPES) -> list[dict]:
+    """Every form of :data:`FRESH_VARIANTS` at each of ``shapes`` on the run's grid (:func:`_fresh_record`),
+    predicted by the model (``model`` ms and its ``regime``) and by the form-clock hypothesis (``form`` ms) — what
+    ``benchmarks/predict_fresh.py`` commits before the run. [model]"""
+    from ..design import perf
+
+    m, h = perf.calibrated(), perf.calibrated(form_clock=True)
+    out = []
+    for mode, variants in FRESH_VARIANTS.items():
+        for shape in shapes:
+            for v in variants:
+                r = _fresh_record(v, shape, FRESH_DATASETS[mode])
+                a, b = perf.predict_record(r, m), perf.predict_record(r, h)
+                out.append({"mode": mode, "variant": v, "M": r["M"], "N": r["N"], "K": r["K"], "grid": r["grid"],
+                            "model": a.time_ms, "regime": a.regime, "form": b.time_ms})
+    return out
+
+
+def fresh_params_key() -> str:
+    """SHA-256 of the two models' constants (``repr`` of :func:`h100lab.design.perf.calibrated` with and without
+    the form clock): the predictions file records it, so a later model's predictions are told from the ones
+    registered before the run."""
+    import hashlib
+
+    from ..design import perf
+
+    return hashlib.sha256((repr(perf.calibrated()) + repr(perf.calibrated(form_clock=True))).encode()).hexdigest()

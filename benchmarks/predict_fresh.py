@@ -1,0 +1,42 @@
+"""Write the model's predictions for the fresh-shape test, before the run.
+
+    PYTHONPATH=. python3 benchmarks/predict_fresh.py
+
+Writes ``benchmarks/predictions/l08_gemm_fresh.json``: h100lab.validation.l08.fresh_predictions() — every form of
+the kernel (bf16 and FP8, l08.FRESH_VARIANTS) at each shape of l08.FRESH_SHAPES, shapes no run had timed, predicted
+by the model and by the form-clock hypothesis — with the git commit it was written at and the key of the two
+models' constants (l08.fresh_params_key). Committed before ``bench_gemm.py --shapes ... --name l08/gemm_fresh``
+(and ``--fp8 ... --name l08/gemm_fresh_fp8``) ran on the H200: the figures compared with the run are these, as
+written down first (h100lab.validation.l08.fresh_rows); tests/test_l08_fresh.py checks the file is the code's
+while the constants are the same.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "benchmarks" / "predictions" / "l08_gemm_fresh.json"
+
+
+def main() -> int:
+    from h100lab.validation import l08
+
+    rows = l08.fresh_predictions()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"shapes": [list(s) for s in l08.FRESH_SHAPES],
+                               "written_at_commit": head.stdout.strip() if head.returncode == 0 else None,
+                               "params_key": l08.fresh_params_key(), "launches": l08.FRESH_LAUNCHES,
+                               "rows": rows}, indent=1) + "\n")
+    print(f"{len(rows)} predictions -> {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -147,3 +147,18 @@ def names() -> list[str]:
     found = {str(p.relative_to(root)).removesuffix(".gz").removesuffix(".json")
              for pat in ("*/*.json", "*/*.json.gz") for p in root.glob(pat)}
     return sorted(found)
+
+
+def digest() -> str:
+    """SHA-256 of every dataset of the data folder (:func:`names`: each one's name and file bytes): the key of a
+    result computed from the committed measurements as a whole (:mod:`h100lab.fitcache`) — a changed, added or
+    removed dataset is a new key."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for n in names():
+        h.update(n.encode())
+        h.update(b"\0")
+        h.update(_path(n).read_bytes())
+        h.update(b"\1")
+    return h.hexdigest()

@@ -1615,12 +1615,20 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     :func:`h100lab.design.perf.at_clock`); the clock runs (``clock_runs``: each run's error at the clock nvidia-smi
     read and at the model's own clock, :func:`clock_rows`); its ``window`` and the order sweep's held-out ping-pong
     records with it (``orders``: within, n — :func:`h100lab.design.traffic.orders_report`). Also the hypothesis's
-    constants (``form_clock``, ``omega``, ``throttled_ghz``) and the model's clock ``tensor_ghz``. Remembered per process (the chapter, its check and the
-    tests read the same)."""
+    constants (``form_clock``, ``omega``, ``throttled_ghz``) and the model's clock ``tensor_ghz``. Remembered per
+    process and by :mod:`h100lab.fitcache` under the committed data (:func:`h100lab.data.digest`): the chapter, its
+    checks and the tests read the same."""
+    from .. import data, fitcache
+
+    if ("form_clock", tol) not in _CACHE:
+        _CACHE[("form_clock", tol)] = fitcache.memo("l08_form_clock_diagnosis", [data.digest(), tol],
+                                                   lambda: _form_clock_diagnosis(tol))
+    return _CACHE[("form_clock", tol)]
+
+
+def _form_clock_diagnosis(tol: float) -> dict:
     from ..design import perf, traffic
 
-    if ("form_clock", tol) in _CACHE:
-        return _CACHE[("form_clock", tol)]
     out: dict = {}
     today = perf.todays_records(perf.load_records(perf.timing_datasets()))
     for name, p in (("model", perf.calibrated()), ("form", perf.calibrated(form_clock=True))):
@@ -1645,7 +1653,6 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     p = perf.calibrated(form_clock=True)
     out.update(form_clock=p.form_clock, omega=p.smem_write_weight, throttled_ghz=p.throttled_ghz,
                tensor_ghz=perf.calibrated().tensor_ghz)
-    _CACHE[("form_clock", tol)] = out
     return out
 
 
@@ -1872,3 +1879,74 @@ def fresh_params_key() -> str:
     from ..design import perf
 
     return hashlib.sha256((repr(perf.calibrated()) + repr(perf.calibrated(form_clock=True))).encode()).hexdigest()
+
+
+def fresh_registered() -> dict:
+    """The predictions registered before the fresh-shape run (``benchmarks/predictions/l08_gemm_fresh.json``, the
+    repository's): {(mode, variant, M, N, K): row of :func:`fresh_predictions` as written then}; {} when the file is
+    not there (an installed package without the repository)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictions" / "l08_gemm_fresh.json"
+    if not path.is_file():
+        return {}
+    rows = json.loads(path.read_text())["rows"]
+    return {(r["mode"], r["variant"], r["M"], r["N"], r["K"]): r for r in rows}
+
+
+def _fresh_mode(name: str) -> str | None:
+    base = name[:-2] if name.endswith("_b") else name
+    return next((m for m, d in FRESH_DATASETS.items() if d == base), None)
+
+
+def fresh_rows(ds: Dataset | str, params=None) -> list[dict]:
+    """Each timed record of one fresh-shape run (a :data:`FRESH_DATASETS` dataset or its second process ``_b``) in
+    the tile order predicted (group 8 along M): the measured median ``ms``; ``registered`` and ``form`` — the
+    errors of the model's and the form-clock hypothesis's predictions as registered before the run
+    (:func:`fresh_registered`); ``model`` — the error of the model as it is now (``params``, default
+    :func:`h100lab.design.perf.calibrated`) on the record itself, and its ``regime`` and ``bound``. [] when the run
+    is not committed. Nothing was fitted on these records."""
+    from .. import data
+    from ..design import perf
+
+    if isinstance(ds, str):
+        if not data.available(ds):
+            return []
+        ds = data.load(ds)
+    mode = _fresh_mode(ds.name)
+    if mode is None:
+        raise ValueError(f"{ds.name}: not a fresh-shape run ({sorted(FRESH_DATASETS.values())}, or _b)")
+    reg = fresh_registered()
+    p = params if params is not None else perf.calibrated()
+    out = []
+    for r in ds.records:
+        if (r.get("kind") not in perf.TIME_KINDS or not r.get("ok") or "median_ms" not in r
+                or r.get("variant") not in FRESH_VARIANTS[mode] or (r.get("group", 8), r.get("raster", 0)) != (8, 0)):
+            continue
+        rec = dict(r, dataset=ds.name, launches=int(r.get("warmup", 0)) + int(r.get("repeats", 1)))
+        ms = float(r["median_ms"])
+        pr = perf.predict_record(rec, p)
+        g = reg.get((mode, r["variant"], r["M"], r["N"], r["K"]))
+        out.append({"mode": mode, "variant": r["variant"], "shape": (r["M"], r["N"], r["K"]), "ms": ms,
+                    "registered": g["model"] / ms - 1 if g else None, "form": g["form"] / ms - 1 if g else None,
+                    "model": pr.time_ms / ms - 1, "regime": pr.regime, "bound": pr.bound})
+    return out
+
+
+def fresh_summary(tol: float = TOLERANCE) -> dict:
+    """Per committed fresh-shape run: ``n`` and the records within ±``tol`` of each prediction (``registered``,
+    ``form``, ``model``: :func:`fresh_rows`), and per shape the registered model's (within, n)."""
+    out = {}
+    for base in FRESH_DATASETS.values():
+        for name in (base, base + "_b"):
+            rs = fresh_rows(name)
+            if not rs:
+                continue
+            d = {"n": len(rs), **{k: sum(r[k] is not None and abs(r[k]) <= tol for r in rs)
+                                  for k in ("registered", "form", "model")}}
+            d["by_shape"] = {s: (sum(abs(r["registered"]) <= tol for r in rs if r["shape"] == s and
+                                     r["registered"] is not None), sum(r["shape"] == s for r in rs))
+                             for s in dict.fromkeys(r["shape"] for r in rs)}
+            out[name] = d
+    return out

@@ -1,8 +1,9 @@
 """Write the model's predictions for the fresh-shape test, before the run.
 
-    PYTHONPATH=. python3 benchmarks/predict_fresh.py
+    PYTHONPATH=. python3 benchmarks/predict_fresh.py [--round 2]
 
-Writes ``benchmarks/predictions/l08_gemm_fresh.json``: h100lab.validation.l08.fresh_predictions() — every form of
+Writes ``benchmarks/predictions/l08_gemm_fresh.json`` (round 2: ``l08_gemm_fresh2.json``, l08.FRESH2_SHAPES):
+h100lab.validation.l08.fresh_predictions() — every form of
 the kernel (bf16 and FP8, l08.FRESH_VARIANTS) at each shape of l08.FRESH_SHAPES, shapes no run had timed, predicted
 by the model and by the form-clock hypothesis — with the git commit it was written at and the key of the two
 models' constants (l08.fresh_params_key). Committed before ``bench_gemm.py --shapes ... --name l08/gemm_fresh``
@@ -21,20 +22,24 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "benchmarks" / "predictions" / "l08_gemm_fresh.json"
+def main(argv=None) -> int:
+    import argparse
 
-
-def main() -> int:
     from h100lab.validation import l08
 
-    rows = l08.fresh_predictions()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--round", type=int, default=1, choices=range(1, len(l08.FRESH_ROUNDS) + 1))
+    args = ap.parse_args(argv)
+    shapes, datasets, file = l08.FRESH_ROUNDS[args.round - 1]
+    out = ROOT / "benchmarks" / "predictions" / file
+    rows = l08.fresh_predictions(shapes, datasets)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"shapes": [list(s) for s in l08.FRESH_SHAPES],
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"shapes": [list(s) for s in shapes],
                                "written_at_commit": head.stdout.strip() if head.returncode == 0 else None,
                                "params_key": l08.fresh_params_key(), "launches": l08.FRESH_LAUNCHES,
                                "rows": rows}, indent=1) + "\n")
-    print(f"{len(rows)} predictions -> {OUT.relative_to(ROOT)}")
+    print(f"{len(rows)} predictions -> {out.relative_to(ROOT)}")
     return 0
 
 

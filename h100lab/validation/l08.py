@@ -1822,6 +1822,17 @@ FRESH_SHAPES = ((6144, 6144, 6144), (10240, 10240, 4096), (3072, 3072, 16384), (
 #: the runs (``benchmarks/bench_gemm.py --shapes ... --name``; each in two processes, the second ``_b``) by mode:
 #: :data:`h100lab.design.perf.PROSPECTIVE_DATASETS`, kept out of :func:`report`'s campaign
 FRESH_DATASETS = {"bf16": "l08/gemm_fresh", "fp8": "l08/gemm_fresh_fp8"}
+#: the second prospective round, registered after the first round's FP8 misses gave the scale loads' DRAM rate its
+#: LRU panels (:func:`h100lab.design.perf.scale_read_bytes`): seven more shapes, chosen to put B (re-read by every
+#: group of tile rows) in and out of L2 — a tall and a wide pair (B 34 against 67 MB), 8192 × 8192 at a shallow K
+#: (B 34 MB, the same M and N as 8192³), a cube whose B just fits, one whose B just spills, a tall-thin shape
+#: (B 25 MB) and its transpose
+FRESH2_SHAPES = ((8192, 4096, 8192), (4096, 8192, 8192), (8192, 8192, 4096), (7168, 7168, 5120),
+                 (9216, 9216, 6144), (16384, 3072, 8192), (3072, 16384, 8192))
+FRESH2_DATASETS = {"bf16": "l08/gemm_fresh2", "fp8": "l08/gemm_fresh2_fp8"}
+#: each round: its runs by mode and its predictions file under ``benchmarks/predictions``
+FRESH_ROUNDS = ((FRESH_SHAPES, FRESH_DATASETS, "l08_gemm_fresh.json"),
+                (FRESH2_SHAPES, FRESH2_DATASETS, "l08_gemm_fresh2.json"))
 #: the forms each run times: bench_gemm.py's defaults for the mode (``tests/test_l08_fresh.py`` checks they agree)
 FRESH_VARIANTS = {
     "bf16": ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
@@ -1853,7 +1864,7 @@ def _fresh_record(variant: str, shape: Sequence[int], dataset: str) -> dict:
             "grid": cap.grid_size(cap.variant(variant), M, N, H200_SXM.sm_count), "launches": FRESH_LAUNCHES}
 
 
-def fresh_predictions(shapes: Sequence = FRESH_SHAPES) -> list[dict]:
+def fresh_predictions(shapes: Sequence = FRESH_SHAPES, datasets: dict = FRESH_DATASETS) -> list[dict]:
     """Every form of :data:`FRESH_VARIANTS` at each of ``shapes`` on the run's grid (:func:`_fresh_record`),
     predicted by the model (``model`` ms and its ``regime``) and by the form-clock hypothesis (``form`` ms) — what
     ``benchmarks/predict_fresh.py`` commits before the run. [model]"""
@@ -1864,7 +1875,7 @@ def fresh_predictions(shapes: Sequence = FRESH_SHAPES) -> list[dict]:
     for mode, variants in FRESH_VARIANTS.items():
         for shape in shapes:
             for v in variants:
-                r = _fresh_record(v, shape, FRESH_DATASETS[mode])
+                r = _fresh_record(v, shape, datasets[mode])
                 a, b = perf.predict_record(r, m), perf.predict_record(r, h)
                 out.append({"mode": mode, "variant": v, "M": r["M"], "N": r["N"], "K": r["K"], "grid": r["grid"],
                             "model": a.time_ms, "regime": a.regime, "form": b.time_ms})
@@ -1882,27 +1893,28 @@ def fresh_params_key() -> str:
     return hashlib.sha256((repr(perf.calibrated()) + repr(perf.calibrated(form_clock=True))).encode()).hexdigest()
 
 
-def fresh_registered() -> dict:
-    """The predictions registered before the fresh-shape run (``benchmarks/predictions/l08_gemm_fresh.json``, the
-    repository's): {(mode, variant, M, N, K): row of :func:`fresh_predictions` as written then}; {} when the file is
-    not there (an installed package without the repository)."""
+def fresh_registered(file: str = "l08_gemm_fresh.json") -> dict:
+    """The predictions registered before a fresh-shape round (``benchmarks/predictions/<file>``, the repository's;
+    :data:`FRESH_ROUNDS`): {(mode, variant, M, N, K): row of :func:`fresh_predictions` as written then}; {} when the
+    file is not there (an installed package without the repository)."""
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictions" / "l08_gemm_fresh.json"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictions" / file
     if not path.is_file():
         return {}
     rows = json.loads(path.read_text())["rows"]
     return {(r["mode"], r["variant"], r["M"], r["N"], r["K"]): r for r in rows}
 
 
-def _fresh_mode(name: str) -> str | None:
+def _fresh_mode(name: str) -> tuple:
+    """(mode, predictions file) of a fresh-shape run's dataset, (None, None) for any other."""
     base = name[:-2] if name.endswith("_b") else name
-    return next((m for m, d in FRESH_DATASETS.items() if d == base), None)
+    return next(((m, file) for _, ds, file in FRESH_ROUNDS for m, d in ds.items() if d == base), (None, None))
 
 
 def fresh_rows(ds: Dataset | str, params=None) -> list[dict]:
-    """Each timed record of one fresh-shape run (a :data:`FRESH_DATASETS` dataset or its second process ``_b``) in
+    """Each timed record of one fresh-shape run (a dataset of :data:`FRESH_ROUNDS` or its second process ``_b``) in
     the tile order predicted (group 8 along M): the measured median ``ms``; ``registered`` and ``form`` — the
     errors of the model's and the form-clock hypothesis's predictions as registered before the run
     (:func:`fresh_registered`); ``model`` — the error of the model as it is now (``params``, default
@@ -1915,10 +1927,11 @@ def fresh_rows(ds: Dataset | str, params=None) -> list[dict]:
         if not data.available(ds):
             return []
         ds = data.load(ds)
-    mode = _fresh_mode(ds.name)
+    mode, file = _fresh_mode(ds.name)
     if mode is None:
-        raise ValueError(f"{ds.name}: not a fresh-shape run ({sorted(FRESH_DATASETS.values())}, or _b)")
-    reg = fresh_registered()
+        raise ValueError(f"{ds.name}: not a fresh-shape run "
+                         f"({sorted(d for _, ds_, _ in FRESH_ROUNDS for d in ds_.values())}, or _b)")
+    reg = fresh_registered(file)
     p = params if params is not None else perf.calibrated()
     out = []
     for r in ds.records:
@@ -1939,7 +1952,7 @@ def fresh_summary(tol: float = TOLERANCE) -> dict:
     """Per committed fresh-shape run: ``n`` and the records within ±``tol`` of each prediction (``registered``,
     ``form``, ``model``: :func:`fresh_rows`), and per shape the registered model's (within, n)."""
     out = {}
-    for base in FRESH_DATASETS.values():
+    for base in (d for _, ds, _ in FRESH_ROUNDS for d in ds.values()):
         for name in (base, base + "_b"):
             rs = fresh_rows(name)
             if not rs:

@@ -82,17 +82,32 @@ def test_the_prospective_runs_are_not_campaign_records():
 
 @needs_run
 def test_what_the_registered_predictions_got():
-    """The prospective test's outcome (every timed form at every fresh shape, both processes): the hypothesis far
-    ahead of the model on bf16, the two level on FP8; the model's own figures as registered while its constants
-    are the same."""
+    """The prospective test's outcome (every timed form at every fresh shape, both processes, both rounds): the
+    hypothesis far ahead of the model on bf16, the two level on FP8; the model's own figures as registered while
+    its constants are those the round's file records."""
     s = l08.fresh_summary()
     got = {n.split("/")[-1]: (v["n"], v["registered"], v["form"]) for n, v in s.items()}
     assert got == {"gemm_fresh": (98, 78, 97), "gemm_fresh_b": (98, 79, 95), "gemm_fresh_fp8": (112, 96, 94),
-                   "gemm_fresh_fp8_b": (112, 96, 95)}
-    if json.loads(PREDICTIONS.read_text())["params_key"] == l08.fresh_params_key():
-        assert all(v["model"] == v["registered"] for v in s.values())
-    for v in s.values():
-        assert sum(n for _, n in v["by_shape"].values()) == v["n"] and set(v["by_shape"]) == set(l08.FRESH_SHAPES)
+                   "gemm_fresh_fp8_b": (112, 96, 95), "gemm_fresh2": (98, 86, 98), "gemm_fresh2_b": (98, 88, 98),
+                   "gemm_fresh2_fp8": (112, 93, 96), "gemm_fresh2_fp8_b": (112, 93, 95)}
+    for shapes, datasets, file in l08.FRESH_ROUNDS:
+        if json.loads((PREDICTIONS.parent / file).read_text())["params_key"] == l08.fresh_params_key():
+            assert all(s[d + x]["model"] == s[d + x]["registered"] for d in datasets.values() for x in ("", "_b"))
+        for d in datasets.values():
+            for x in ("", "_b"):
+                v = s[d + x]
+                assert sum(n for _, n in v["by_shape"].values()) == v["n"] and set(v["by_shape"]) == set(shapes)
+
+
+@needs_run
+def test_the_capacity_rule_was_refuted():
+    """The LRU capacity rule registered for the second round is not in the model: on that round's FP8 records it
+    did no better than the model without it (which the first round's rows were registered with)."""
+    v = l08.fresh_lru_verdict()
+    assert set(v) == {l08.FRESH2_DATASETS["fp8"], l08.FRESH2_DATASETS["fp8"] + "_b"}
+    for r in v.values():
+        assert r["n"] == 112 and r["with_rule"] < r["without"]
+    assert json.loads(PREDICTIONS.read_text())["params_key"] == l08.fresh_params_key()   # the model: round 1's
 
 
 @needs_run

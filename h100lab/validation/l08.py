@@ -1815,7 +1815,7 @@ def _drift_b(ds: Dataset) -> CheckResult:
 
 #: seven shapes no earlier run had timed (issue 17: a timing model predicts): a cube between the measured ones, a
 #: wide shallow shape, a deep narrow one, a short-and-wide and a tall-and-thin pair (the same tiles, transposed), a
-#: mid-size deep one and a cube whose 23 launches of the bf16 forms (~120–180 ms) sit just past the model's
+#: mid-size deep one and a cube whose runs of 23 launches (predicted ~70–260 ms, form by form) straddle the model's
 #: sustained/throttled boundary (:attr:`h100lab.design.perf.PerfParams.long_run_ms`)
 FRESH_SHAPES = ((6144, 6144, 6144), (10240, 10240, 4096), (3072, 3072, 16384), (2048, 12288, 8192),
                 (12288, 2048, 8192), (5120, 5120, 10240), (12288, 12288, 12288))

@@ -141,3 +141,17 @@ def test_the_checks_pass_and_fail_on_planted_times():
                 r["median_ms"] *= 1.25
         assert l08._fresh_check(Dataset(ds.name, ds.meta, recs)).mismatches > 0
     assert l08._fresh_check(Dataset(l08.FRESH_DATASETS["bf16"], {}, [])).mismatches == 1
+
+
+def test_the_fifth_trace_held_out():
+    """data/l08/gemm_trace_stagger (2026-12-03, nothing fitted on it): every FP8 form within ±10 % at the clock
+    its trace read; the staggered 128 × 128 k-block at least as long as the plain one in the same run."""
+    if not data.available(l08.STAGGER_TRACE_DATASET):
+        pytest.skip("the fifth trace is not committed")
+    rows = {r["variant"]: r for r in l08.trace_rows(l08.STAGGER_TRACE_DATASET)}
+    assert len(rows) == 7 and all(abs(r["error"]) <= l08.TOLERANCE for r in rows.values())
+    for plain in ("fp8_cooperative_tmastore", "fp8_cooperative", "fp8_cooperative_n192_tmastore"):
+        stag = plain.replace("cooperative", "cooperative_staggered", 1) if "n192" not in plain else \
+            "fp8_cooperative_n192_staggered_tmastore"
+        assert rows[stag]["trace_period"] >= rows[plain]["trace_period"]
+    assert l08.STAGGER_TRACE_DATASET not in l08.TRACE_RUNS

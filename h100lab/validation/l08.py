@@ -757,6 +757,18 @@ def _trace_cluster(ds: Dataset) -> CheckResult:
     return check_trace(ds, tol=ACHIEVED_TRACE_CLUSTER)
 
 
+#: the fifth trace (2026-12-03, nothing fitted on it, not among :data:`TRACE_RUNS`): the staggered forms beside the
+#: plain ones, the 128 × 192 and 256 × 128 forms, at 8192³ — a calibration trace of the staggered chain to come
+STAGGER_TRACE_DATASET = "l08/gemm_trace_stagger"
+
+
+@silicon_check(f"FP8 capstone time model at the SM clock of the fifth k-block trace (the staggered and plain 128 × 128 "
+               f"forms, 128 × 192 and 256 × 128 at 8192³; nothing fitted on it): every FP8 form within ±{TOLERANCE:.0%}",
+               lesson=8, dataset=STAGGER_TRACE_DATASET)
+def _trace_stagger(ds: Dataset) -> CheckResult:
+    return check_trace(ds)
+
+
 # ------------------------------------------------------------------------------------------------
 # the bf16 misses left (issue 17): the shared-memory bound in SM cycles, partial waves, records that do not repeat
 

@@ -340,6 +340,18 @@ def attempt_all(part, rec: dict, label: str, log) -> list[dict]:
     return out if "error" not in rec else out + [rec]
 
 
+def parse_shapes(ap: argparse.ArgumentParser, text: str) -> list[tuple]:
+    """A ``--shapes`` value, comma-separated MxNxK (``6144x6144x6144,2048x12288x8192``), as (M, N, K) tuples;
+    anything else is refused through ``ap.error`` (exit status 2)."""
+    try:
+        shapes = [tuple(int(x) for x in s.lower().split("x")) for s in text.split(",")]
+    except ValueError:
+        ap.error(f"--shapes {text!r}: comma-separated MxNxK, e.g. 6144x6144x6144")
+    if any(len(s) != 3 or min(s) < 1 for s in shapes):
+        ap.error(f"--shapes {text!r}: each shape three positive sizes MxNxK")
+    return shapes
+
+
 def dataset_saver(name: str, recs: list, meta: dict, t0: float):
     """``save(done)``: the records so far written to dataset ``name`` with ``meta``, the wall time since ``t0`` and
     ``complete`` = done — called after each part, so a run cut short (a hang, a time limit) keeps its data."""
@@ -723,12 +735,7 @@ def main(argv=None, backend=None, shapes=None, checks=None, log=print, variants=
     be = backend if backend is not None else TorchCuda()
     sms = be.sm_count()
     if shapes is None and args.shapes:
-        try:
-            shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes.split(",")]
-        except ValueError:
-            ap.error(f"--shapes {args.shapes!r}: comma-separated MxNxK, e.g. 6144x6144x6144")
-        if any(len(s) != 3 or min(s) < 1 for s in shapes):
-            ap.error(f"--shapes {args.shapes!r}: each shape three positive sizes MxNxK")
+        shapes = parse_shapes(ap, args.shapes)
     shapes = shapes if shapes is not None else (SHAPES[:1] if args.quick else SHAPES)
     from h100lab.design import capstone as cap
     known = cap.FP8_VARIANTS if mode == "fp8" else cap.VARIANTS

@@ -574,12 +574,7 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
         args.name = L2_DATASET
     sms = be.sm_count()
     if args.shapes:
-        try:
-            shapes = [tuple(int(x) for x in sh.lower().split("x")) for sh in args.shapes.split(",")]
-        except ValueError:
-            ap.error(f"--shapes: {args.shapes!r} is not a comma-separated list of MxNxK")
-        if any(len(sh) != 3 or min(sh) <= 0 for sh in shapes):
-            ap.error(f"--shapes: {args.shapes!r}: each shape is three positive integers MxNxK")
+        shapes = bench_gemm.parse_shapes(ap, args.shapes)
     shapes = SHAPES if shapes is None else shapes
     orders = ORDERS if orders is None else orders
     pair_orders = PAIR_ORDERS if pair_orders is None else pair_orders

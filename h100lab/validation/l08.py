@@ -436,8 +436,8 @@ def _build_notes(held: Sequence, p, tol: float) -> list[str]:
         b = ab.get((r.dataset, r.kernel, r.shape, r.group, r.raster))
         if b is not None and b["model_vs_new"] is not None and abs(b["new_vs_old"]) > BUILD_SAME:
             out.append(f"superseded build: {r.label} ({100 * r.first_error:+.1f} %) is a record of the first "
-                       f"table's build; side by side today's kernel ran {100 * b['new_vs_old']:+.1f} % against it, and the model is "
-                       f"{100 * b['model_vs_new']:+.1f} % from today's ({BUILDS_DATASET})")
+                       f"table's build; side by side today's kernel ran {100 * b['new_vs_old']:+.1f} % against it, "
+                       f"and the model is {100 * b['model_vs_new']:+.1f} % from today's ({BUILDS_DATASET})")
     return out
 
 
@@ -762,9 +762,9 @@ def _trace_cluster(ds: Dataset) -> CheckResult:
 STAGGER_TRACE_DATASET = "l08/gemm_trace_stagger"
 
 
-@silicon_check(f"FP8 capstone time model at the SM clock of the fifth k-block trace (the staggered and plain 128 × 128 "
-               f"forms, 128 × 192 and 256 × 128 at 8192³; nothing fitted on it): every FP8 form within ±{TOLERANCE:.0%}",
-               lesson=8, dataset=STAGGER_TRACE_DATASET)
+@silicon_check(f"FP8 capstone time model at the SM clock of the fifth k-block trace (the staggered and plain "
+               f"128 × 128 forms, 128 × 192 and 256 × 128 at 8192³; nothing fitted on it): every FP8 form within "
+               f"±{TOLERANCE:.0%}", lesson=8, dataset=STAGGER_TRACE_DATASET)
 def _trace_stagger(ds: Dataset) -> CheckResult:
     return check_trace(ds)
 
@@ -850,7 +850,8 @@ def wave_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     """What the model's per-wave clock (:attr:`h100lab.design.perf.PerfParams.wave_clock`, on by default; nothing
     fitted on a held-out record) is worth: the model against the same model with it off, every constant refitted on
     the same calibration subset (``perf.calibrated(wave_clock=False)``), each with its own reuse window. The wave
-    clock: each wave at the clock the power limit gives its active CTAs — ``min(cap, budget · SMs / (activity · active))`` over the whole wave's, the
+    clock: each wave at the clock the power limit gives its active CTAs —
+    ``min(cap, budget · SMs / (activity · active))`` over the whole wave's, the
     activity the model's shared-memory bytes per clock (:func:`h100lab.design.perf.wave_clock_ratio`), ``budget``
     and ``cap`` from the two bf16 k-block traces at 1280 × 3840 × 8192
     (:data:`h100lab.design.perf.WAVE_CLOCK_CALIBRATION`: whole waves 1.59 / 1.53 GHz, partial waves 1.73 / 1.81).
@@ -1729,8 +1730,8 @@ def drift_law_predictions(shapes: Sequence = DRIFT_SHAPES) -> list[dict]:
     """The persistent ping-pong form on 132 CTAs at each of ``shapes`` in every tile order of :data:`DRIFT_ORDERS`,
     predicted three ways (ms): ``law`` — the form-clock hypothesis with the drift law (exponent
     :data:`h100lab.design.traffic.DRIFT_EXPONENT`) (its window at K,
-    :func:`h100lab.design.traffic.window_at`), ``const`` — the same constants with its window at every K, ``model`` —
-    the model (one clock, its own window at every K); with each ``window`` used. [model]"""
+    :func:`h100lab.design.traffic.window_at`), ``const`` — the same constants with its window at every K,
+    ``model`` — the model (one clock, its own window at every K); with each ``window`` used. [model]"""
     from dataclasses import replace as _replace
 
     from ..design import perf, traffic
@@ -2008,7 +2009,8 @@ def _register_fresh_check(datasets: dict, file: str, mode: str, suffix: str) -> 
     title = (f"Capstone GEMM time model on seven shapes no run had timed, {what}, predictions registered before the "
              f"run (benchmarks/predictions/{file}; nothing fitted on it"
              + ("; a second process" if suffix else "") + f"): at least {ACHIEVED_FRESH[mode]:.0%} within "
-             f"±{TOLERANCE:.0%} (goal: every record — not met; the form-clock hypothesis's registered count recorded)")
+             f"±{TOLERANCE:.0%} (goal: every record — not met; the form-clock hypothesis's registered count "
+             "recorded)")
     def run(ds: Dataset) -> CheckResult:
         return _fresh_check(ds)
     silicon_check(title, lesson=8, dataset=name)(run)

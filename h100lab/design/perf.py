@@ -300,8 +300,8 @@ from typing import Any, Iterable, Sequence
 
 __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTiming", "issue_timing", "Wave",
            "Prediction", "predict", "predict_record", "issue_events", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "TIME_KINDS",
-           "timing_datasets", "PROSPECTIVE_DATASETS", "load_records", "record_form", "record_label", "CALIBRATION",
-           "THROTTLED_CALIBRATION",
+           "timing_datasets", "PROSPECTIVE_DATASETS", "load_records", "timing_records_of", "record_form",
+           "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
            "CLUSTER_CALIBRATION", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
@@ -1407,12 +1407,17 @@ def load_records(datasets: Iterable[str] | None = None) -> list[dict]:
 
     out = []
     for name in (DATASETS if datasets is None else datasets):
-        if not data.available(name):
-            continue
-        for r in data.load(name).records:
-            if r.get("kind") in TIME_KINDS and not _not_ours(r) and r.get("ok", True) and "median_ms" in r:
-                out.append(dict(r, dataset=name, launches=int(r.get("warmup", 0)) + int(r.get("repeats", 1))))
+        if data.available(name):
+            out += timing_records_of(data.load(name))
     return out
+
+
+def timing_records_of(ds) -> list[dict]:
+    """The timing records of one loaded dataset ``ds`` (a :class:`h100lab.data.Dataset`) as :func:`load_records`
+    gives them: :data:`TIME_KINDS`, ``ok``, not a library's, with ``dataset`` and ``launches`` added."""
+    return [dict(r, dataset=ds.name, launches=int(r.get("warmup", 0)) + int(r.get("repeats", 1)))
+            for r in ds.records
+            if r.get("kind") in TIME_KINDS and not _not_ours(r) and r.get("ok", True) and "median_ms" in r]
 
 
 #: the first bf16 tables and their five-process repeats (today's kernel: the first tables' 128 × 128 and ping-pong

@@ -1948,13 +1948,11 @@ def fresh_rows(ds: Dataset | str, params=None) -> list[dict]:
     reg = fresh_registered(file)
     p = params if params is not None else perf.calibrated()
     out = []
-    for r in ds.records:
-        if (r.get("kind") not in perf.TIME_KINDS or not r.get("ok") or "median_ms" not in r
-                or r.get("variant") not in FRESH_VARIANTS[mode] or (r.get("group", 8), r.get("raster", 0)) != (8, 0)):
+    for r in perf.timing_records_of(ds):
+        if r.get("variant") not in FRESH_VARIANTS[mode] or (r.get("group", 8), r.get("raster", 0)) != (8, 0):
             continue
-        rec = dict(r, dataset=ds.name, launches=int(r.get("warmup", 0)) + int(r.get("repeats", 1)))
         ms = float(r["median_ms"])
-        pr = perf.predict_record(rec, p)
+        pr = perf.predict_record(r, p)
         g = reg.get((mode, r["variant"], r["M"], r["N"], r["K"]))
         out.append({"mode": mode, "variant": r["variant"], "shape": (r["M"], r["N"], r["K"]), "ms": ms,
                     "registered": g["model"] / ms - 1 if g else None, "form": g["form"] / ms - 1 if g else None,

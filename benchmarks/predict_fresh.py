@@ -5,7 +5,8 @@
 Writes ``benchmarks/predictions/l08_gemm_fresh.json`` (round 2: ``l08_gemm_fresh2.json``, l08.FRESH2_SHAPES):
 h100lab.validation.l08.fresh_predictions() — every form of
 the kernel (bf16 and FP8, l08.FRESH_VARIANTS) at each shape of l08.FRESH_SHAPES, shapes no run had timed, predicted
-by the model and by the form-clock hypothesis — with the git commit it was written at and the key of the two
+by the one-clock model (the model then) and by the form clock (then a hypothesis, the model since) — with the git
+commit it was written at and the key of the two
 models' constants (l08.fresh_params_key). Committed before ``bench_gemm.py --shapes ... --name l08/gemm_fresh``
 (and ``--fp8 ... --name l08/gemm_fresh_fp8``) ran on the H200: the figures compared with the run are these, as
 written down first (h100lab.validation.l08.fresh_rows); tests/test_l08_fresh.py checks the file is the code's

@@ -3,8 +3,9 @@
     PYTHONPATH=. python3 benchmarks/predict_orders_k.py
 
 Writes ``benchmarks/predictions/l08_gemm_orders_k.json``: h100lab.validation.l08.drift_law_predictions() — the
-persistent ping-pong form at each shape of l08.DRIFT_SHAPES in every tile order, predicted by the form-clock
-hypothesis with the drift law, with one window at every K, and by the model. Committed before
+persistent ping-pong form at each shape of l08.DRIFT_SHAPES in every tile order, predicted by the form clock
+(then a hypothesis, the model since) with the drift law, with one window at every K, and by the one-clock model
+(the model then). Committed before
 ``bench_gemm_orders.py --shapes ... --name l08/gemm_orders_k`` runs on the H200; tests/test_l08_drift_law.py checks
 the committed file against the code, so the predictions compared with the run are the ones written down first.
 """

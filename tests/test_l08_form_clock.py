@@ -1,7 +1,9 @@
-"""The form-clock hypothesis of the lesson-8 time model (issue 17): each wave at the clock its own activity gives
+"""The form clock, the lesson-8 time model since the prospective test (issue 17): each wave at the clock its own
+activity gives
 it (h100lab.design.perf.form_clock_ratio, two constants from Nsight Compute's clocks), the TMA's writes weighed in
 the shared-memory bound (smem_write_weight, from Nsight Compute's cycles), today's kernel as the first tables'
-reference (todays_records) — and h100lab.validation.l08.form_clock_diagnosis / its check."""
+reference (todays_records) — and h100lab.validation.l08.form_clock_diagnosis / its check, against the one-clock
+model it replaced (perf.calibrated(form_clock=False))."""
 import copy
 import math
 from dataclasses import replace
@@ -18,10 +20,15 @@ from h100lab.validation import l08
 pytestmark = pytest.mark.skipif(not data.available(perf.FORM_CLOCK_DATASET), reason="the ncu run is not committed")
 
 
-def test_the_model_itself_is_unchanged():
-    p = perf.calibrated()
-    assert p.form_clock == () and p.smem_write_weight == 1.0
-    assert perf.form_clock_ratio(p, 100.0, 10, 132) == 1.0
+def test_the_model_is_the_form_clock_and_the_one_clock_model_stays_reachable():
+    p, one = perf.calibrated(), perf.calibrated(form_clock=False)
+    assert p is perf.calibrated(form_clock=True) and p.form_clock == perf.form_clock_constants()
+    assert 0 < p.smem_write_weight < 1
+    assert one.form_clock == () and one.smem_write_weight == 1.0
+    assert perf.form_clock_ratio(one, 100.0, 10, 132) == 1.0
+    # the hypotheses tested against the one-clock model stay on it
+    for q in (perf.calibrated(wave_clock=False), perf.calibrated(smem_shared=True)):
+        assert q.form_clock == ()
 
 
 def test_form_clock_constants_reproduce_the_clocks_they_were_fitted_on():
@@ -35,8 +42,8 @@ def test_form_clock_constants_reproduce_the_clocks_they_were_fitted_on():
 
 
 def test_the_fp8_scale_loads_fitted_on_cycles():
-    p = perf.calibrated(form_clock=True)
-    model = perf.calibrated()
+    p = perf.calibrated()
+    model = perf.calibrated(form_clock=False)
     assert any("FP8 scale loads on Nsight Compute" in n for n in p.notes)
     assert p.scale_load_ns != model.scale_load_ns and 100 < p.scale_load_ns < 1000 and p.scale_load_ns_per_rate > 0
 
@@ -84,7 +91,7 @@ def test_todays_records_swap_the_first_tables_only():
 
 def test_the_diagnosis():
     d = l08.form_clock_diagnosis()
-    m, f = d["model"], d["form"]
+    m, f = d["one_clock"], d["form"]
     # right in cycles and in clock on every Nsight Compute launch, where the model is right in time only
     assert f["ncu"]["cycles"] == f["ncu"]["n"] == 39 and m["ncu"]["cycles"] < 20
     assert abs(f["ncu"]["cycle_error_median"]) < 0.03 < m["ncu"]["cycle_error_median"]
@@ -125,7 +132,7 @@ def test_the_held_out_check(monkeypatch):
     ds = data.load(l08.FORMS_NCU_DATASET)
     assert l08._form_clock_held(ds).mismatches == 0
     d = copy.deepcopy(l08.form_clock_diagnosis())
-    d["form"]["today"]["within"] = d["model"]["today"]["within"] - 1       # fewer than the model: not worth having
+    d["form"]["today"]["within"] = d["one_clock"]["today"]["within"] - 1     # fewer than the one clock: a regression
     monkeypatch.setattr(l08, "form_clock_diagnosis", lambda: d)
     assert l08._form_clock_held(ds).mismatches >= 1
 
@@ -133,6 +140,7 @@ def test_the_held_out_check(monkeypatch):
 def test_the_report_keeps_the_first_tables_apart():
     recs = perf.load_records(perf.timing_datasets())
     first = l08.report(recs)
+    assert l08.report().first_build is not None          # the default: today's kernel, the first tables kept apart
     assert first.first_build is None and all(r.first_ms is None for r in first.rows)
     today = l08.report(perf.todays_records(recs))
     held = [r for r in today.part("held-out") if r.first_ms is not None]

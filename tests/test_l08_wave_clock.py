@@ -1,5 +1,6 @@
 """perf.wave_clock_ratio / wave_clock_rows and l08.wave_clock_diagnosis: the per-wave clock under the power limit,
-the model's default (wave_clock=False: off) calibrated on the bf16 k-block traces' clocks at 1280 x 3840 x 8192."""
+the one-clock model's (wave_clock=False: off) calibrated on the bf16 k-block traces' clocks at 1280 x 3840 x 8192;
+the form clock, the model, keeps its cap."""
 from dataclasses import replace
 
 import pytest
@@ -36,21 +37,24 @@ def test_the_model_has_the_wave_clock():
     at its own refitted clock; wave_clock=False is the same fit without it, kept reachable."""
     from h100lab.validation import l08
 
-    p, off = perf.calibrated(), perf.calibrated(wave_clock=False)
+    p, off = perf.calibrated(form_clock=False), perf.calibrated(wave_clock=False)
     assert p.wave_clock and off.wave_clock == ()
     assert p.wave_clock == pytest.approx(perf.wave_clock_constants(p), rel=1e-3)
     assert "wave_clock" in p.source and "wave_clock" not in off.source
-    assert l08.report().params is p
+    assert perf.calibrated().wave_clock == p.wave_clock       # the form clock keeps its cap (and budget)
+    assert l08.report().params is perf.calibrated()
+    p = perf.calibrated()
     assert perf.predict("cooperative_n128", 1280, 3840, 8192).time_ms == \
         perf.predict("cooperative_n128", 1280, 3840, 8192, params=p).time_ms
 
 
 @pytest.mark.skipif(not data.available("l08/gemm_trace_forms"), reason="needs the k-block traces")
 def test_trace_constants():
-    rows = perf.wave_clock_rows()
+    one = perf.calibrated(form_clock=False)         # the constants are read at the one-clock model's activity
+    rows = perf.wave_clock_rows(params=one)
     assert [r["last_ctas"] for r in rows] == [18, 36]
     assert all(r["last_ghz"] > r["full_ghz"] + 0.1 for r in rows)
-    budget, cap = perf.wave_clock_constants()
+    budget, cap = perf.wave_clock_constants(one)
     assert 170 < budget < 190 and 1.7 < cap < 1.85
 
 

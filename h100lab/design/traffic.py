@@ -33,8 +33,9 @@ bytes / k-blocks / lesson 5's HBM read ceiling, ``sim.timing.read_ceiling``) and
 documented subset — :data:`CALIBRATION`: the ping-pong form in every tile order at 8192 × 8192 × 8192 on 132
 CTAs in ``l08/gemm_orders`` — as the window that puts the most of those records within ±10 % (ties: the smallest
 median |error|), after the time model's other constants and with them, so each set of constants has its own
-(:attr:`h100lab.design.perf.PerfParams.reuse_window`, :func:`fit_window_for`): 24 CTAs with the model's, 20 with
-the form-clock hypothesis's — the sweep at 8192³ barely tells them apart (7 of 10 either way under the hypothesis)
+(:attr:`h100lab.design.perf.PerfParams.reuse_window`, :func:`fit_window_for`): 20 CTAs with the model's (the form
+clock), 24 with the one-clock model's — the sweep at 8192³ barely tells them apart (7 of 10 either way under the
+form clock)
 while the row-major ping-pong at 4096³ moves by ~15 points between them. Everything else is held out: the ping-pong
 records at the other shapes, K, grids and the pairs schedule of the sweep (:func:`orders_report`), and every
 record of the lesson-8 time validation (:mod:`h100lab.validation.l08`).
@@ -291,10 +292,10 @@ def calibrated_window() -> int | None:
 def window_at(window: int | None, K: int, exponent: float = 0.0) -> int | None:
     """The reuse window at depth ``K`` of a window fitted at :data:`WINDOW_K`: ``round(window · (WINDOW_K / K) **
     exponent)`` CTAs, at least 1 (None stays None: in step). ``exponent`` 0: one window at every K (the model and
-    the form-clock hypothesis). ``exponent`` 0.5, :data:`DRIFT_EXPONENT` [hypothesis, refuted — the drift law]: the
+    the one-clock model). ``exponent`` 0.5, :data:`DRIFT_EXPONENT` [hypothesis, refuted — the drift law]: the
     CTAs' k-loops drift apart as a random walk, by ∝ √(time) ∝ √K k-slices over a tile, so the CTAs still close
     enough to share a k-slice in L2 fall as 1 / √K. Chosen after the order sweep's best window per shape had been
-    seen (28 CTAs at K = 4096, 20–24 at 8192, 16 at 16384 under the form-clock hypothesis), so that sweep was no
+    seen (28 CTAs at K = 4096, 20–24 at 8192, 16 at 16384 under the form clock), so that sweep was no
     test of it; the sweep at five depths never run before (``data/l08/gemm_orders_k``, ``_b``; predictions committed
     first, :func:`h100lab.validation.l08.drift_law_predictions`) was, and the law failed it: 36 and 35 of 50 within
     ±10 % in the two processes, one window with the same constants 35 and 32, the model 38 and 38. At K = 2048 the

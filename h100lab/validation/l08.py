@@ -104,12 +104,23 @@ FAMILIES = {
 #: +2.9 %) +9.4 → +10.4 %, because the clock refitted with the
 #: wave clock is lower (1.712 → 1.694 GHz: the calibration shapes' own partial last waves now run faster) — the one
 #: floor that falls (0.93 → 0.87), titled so; :func:`wave_clock_diagnosis` is the model with it off (273 of 286).
-ACHIEVED = {"capstone": (0.97, 0.12), "steps": (1.0, 0.10), "ablation": (0.87, 0.12), "fp8": (0.96, 0.11),
+#: The form clock became the model (:func:`h100lab.design.perf.calibrated`; the one-clock model above is
+#: ``calibrated(form_clock=False)``) after the prospective test (:func:`fresh_summary`: bf16 388 of 392 within ±10 %
+#: against the one clock's 331). Its levels, on today's kernel (:func:`report`'s records,
+#: :func:`h100lab.design.perf.todays_records`): capstone 87 of 88 (the one clock: 83 there, 86 on the first tables as
+#: first recorded), worst 12 → 20 %: the in-flight 128 × 128 form at 16384³, −19 %, whose launches lose L2 reuse
+#: by a varying amount (``data/l08/gemm_l2_n128_a``/``_b``); steps 28 → 26 of 28 and worst 10 → 26 %, ablation 14
+#: of 16 and worst 12 → 27 %: its reuse window (20 CTAs, fitted on the order sweep at 8192³ as the one clock's 24
+#: was; the sweep ties the two on count) puts the row-major ping-pong at 4096³ +25–27 % (four records); FP8 125 of
+#: 130 as before, worst 11 → 14 % (the staggered 128 × 192 forms at 1280 × 3840 × 8192 −13 % and at 16384³
+#: −10.5 %, the FP8 cluster pair at 16384³ +12–13 %). Every floor that fell is in its check's title.
+ACHIEVED = {"capstone": (0.98, 0.20), "steps": (0.92, 0.26), "ablation": (0.87, 0.27), "fp8": (0.96, 0.14),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
 #: read (regression guard, now the goal ±10 %: the 128 × 192 form at 1500 MHz, 11 % fast with one scale latency, is
 #: −8.8 % with the loaded one)
-ACHIEVED_CLOCK_FP8 = 0.10
+#: (the form clock, the model since: the 128 × 192 form at 1500 MHz −13.4 %, the one clock's −8.8 %)
+ACHIEVED_CLOCK_FP8 = 0.14
 #: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
 ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
@@ -351,7 +362,7 @@ def scale_calibration_choice(candidates: Sequence | None = None) -> list[dict]:
     from .. import data
     from ..design import perf
 
-    base = perf.calibrated()
+    base = perf.calibrated(form_clock=False)
     recs = perf.load_records(perf.DATASETS + tuple(dict.fromkeys(d for d, _, _ in perf.CLUSTER_CALIBRATION)))
     trace = data.load(perf.TRACE_DATASET).records
     names = (perf.TRACE_DATASET, "l08/gemm_trace_forms", "l08/gemm_trace_forms2")
@@ -403,7 +414,7 @@ def report(records: Sequence[dict] | None = None, params=None, tol: float = TOLE
     from ..design import perf
 
     p = params if params is not None else perf.calibrated()
-    recs = list(records) if records is not None else perf.load_records(perf.timing_datasets())
+    recs = list(records) if records is not None else perf.todays_records(perf.load_records(perf.timing_datasets()))
     rs, skipped = rows(recs, p)
     cal = [r for r in rs if r.part == "calibration"]
     held = [r for r in rs if r.part == "held-out"]
@@ -505,14 +516,15 @@ def check_calibration(rep: PerfReport | None = None) -> CheckResult:
 
 @silicon_check(f"Capstone GEMM time model, held out, persistent bf16 forms (other variants, shapes, tile orders, "
                f"runs): at least {ACHIEVED['capstone'][0]:.0%} within ±{TOLERANCE:.0%} "
-               "(goal: every record — not met)",
+               "(goal: every record — not met: the in-flight 128 × 128 form at 16384³)",
                lesson=8, dataset="l08/gemm_bench")
 def _held(ds: Dataset) -> CheckResult:
     return check_held_out()
 
 
 @silicon_check(f"Capstone GEMM time model, held out, persistent bf16 forms: every record within "
-               f"±{ACHIEVED['capstone'][1]:.0%}", lesson=8, dataset="l08/gemm_bench")
+               f"±{ACHIEVED['capstone'][1]:.0%} (was ±12 % under the one-clock model; the in-flight 128 × 128 form "
+               f"at 16384³, −19 %, sets it)", lesson=8, dataset="l08/gemm_bench")
 def _worst(ds: Dataset) -> CheckResult:
     return check_worst()
 
@@ -531,7 +543,8 @@ def _floor_and_worst(fam: str) -> CheckResult:
 
 @silicon_check(f"GEMM time model, held out, step-by-step kernels 2-7: at least {ACHIEVED['steps'][0]:.0%} within "
                f"±{TOLERANCE:.0%}, every one within ±{ACHIEVED['steps'][1]:.0%} (goal: every record within "
-               f"±{TOLERANCE:.0%} — not met: the ping-pong step in row-major tile order)", lesson=8,
+               f"±{TOLERANCE:.0%} — not met: the ping-pong step in row-major tile order at 4096³, +25 % with the "
+               f"form clock's reuse window of 20 CTAs; 28 of 28 within ±10 % under the one-clock model)", lesson=8,
                dataset="l08/gemm_steps")
 def _steps(ds: Dataset) -> CheckResult:
     return _floor_and_worst("steps")
@@ -540,8 +553,8 @@ def _steps(ds: Dataset) -> CheckResult:
 @silicon_check(f"GEMM time model, held out, capstone forms between the steps (schedule and tile order one at a "
                f"time): at least {ACHIEVED['ablation'][0]:.0%} within ±{TOLERANCE:.0%}, every one within "
                f"±{ACHIEVED['ablation'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: ping-pong "
-               f"in row-major tile order at 4096³; the floor fell from 93 % with the per-wave clock, whose lower "
-               f"refitted clock puts the grouped persistent ping-pong at 8192³ at +10.4 %)", lesson=8, dataset="l08/gemm_steps_ablation")
+               f"in row-major tile order at 4096³, +25–27 % with the form clock's reuse window of 20 CTAs; the "
+               f"worst was ±12 % under the one-clock model)", lesson=8, dataset="l08/gemm_steps_ablation")
 def _ablation(ds: Dataset) -> CheckResult:
     return _floor_and_worst("ablation")
 
@@ -549,8 +562,8 @@ def _ablation(ds: Dataset) -> CheckResult:
 @silicon_check(f"GEMM time model, held out, FP8 forms (the consumer chain read off the k-block trace, every "
                f"throughput record held out): at least {ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one "
                f"within ±{ACHIEVED['fp8'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: the "
-               f"direct-store 128 × 128 forms too fast at 4096³ and 1280 × 3840 × 8192, 256 × 128 at 4096³ too fast "
-               f"and a 128 × 128 TMA-store record at 8192³ too slow)", lesson=8, dataset="l08/gemm_bench_fp8")
+               f"staggered 128 × 192 forms too fast at 1280 × 3840 × 8192 and 16384³, the cluster pair too slow at "
+               f"16384³; the worst was ±11 % under the one-clock model)", lesson=8, dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
     return _floor_and_worst("fp8")
 
@@ -647,7 +660,8 @@ def _clock_check(rs: list, fp8_bound: float = TOLERANCE) -> CheckResult:
 @silicon_check(f"Capstone GEMM time model at the SM clock nvidia-smi read during seconds of back-to-back FP8 launches "
                f"(nothing fitted on this run; each form at the clock it kept): the bf16 run within "
                f"±{TOLERANCE:.0%}, each FP8 form within ±{ACHIEVED_CLOCK_FP8:.0%} (the goal ±{TOLERANCE:.0%}; "
-               f"128 × 192 at the lower clock the closest)", lesson=8, dataset="l08/clock_under_load_fp8")
+               f"128 × 192 at the lower clock the farthest: −13 % under the form clock, −9 % under the one-clock "
+               f"model)", lesson=8, dataset="l08/clock_under_load_fp8")
 def _clock_fp8(ds: Dataset) -> CheckResult:
     return check_clock(ds, ACHIEVED_CLOCK_FP8)
 
@@ -745,13 +759,14 @@ def _trace(ds: Dataset) -> CheckResult:
 
 
 #: the fourth trace (``l08/gemm_trace_cluster``, nothing fitted on it): every FP8 form within this (regression
-#: guard; 34 of its 35 records within the goal ±10 %, the staggered 128 × 192 direct-store form at 16384³ −11.5 %)
-ACHIEVED_TRACE_CLUSTER = 0.12
+#: guard; the one-clock model had 34 of its 35 records within the goal ±10 %, worst −11.5 %; the form clock, the
+#: model since, 28 of 35, worst −15.1 %: the staggered 128 × 192 forms at 16384³)
+ACHIEVED_TRACE_CLUSTER = 0.16
 
 
 @silicon_check(f"FP8 capstone time model at the SM clock of the fourth k-block trace (the FP8 cluster pair traced, "
                f"plain and staggered forms at five shapes; nothing fitted on it): every FP8 form within "
-               f"±{ACHIEVED_TRACE_CLUSTER:.0%} (goal ±{TOLERANCE:.0%}: 34 of 35)", lesson=8,
+               f"±{ACHIEVED_TRACE_CLUSTER:.0%} (goal ±{TOLERANCE:.0%}: 28 of 35; the one-clock model 34)", lesson=8,
                dataset="l08/gemm_trace_cluster")
 def _trace_cluster(ds: Dataset) -> CheckResult:
     return check_trace(ds, tol=ACHIEVED_TRACE_CLUSTER)
@@ -865,7 +880,7 @@ def wave_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     from ..design import perf
 
     recs = perf.load_records(perf.timing_datasets())          # the first tables as first recorded
-    a = report(recs, tol=tol)
+    a = report(recs, params=perf.calibrated(form_clock=False), tol=tol)
     p = perf.calibrated(wave_clock=False)
     b = report(recs, params=p, tol=tol)
     count = lambda rep: {f: (ag.within, ag.n) for f, ag in rep.by_family.items()}            # noqa: E731
@@ -1484,8 +1499,10 @@ FORMS_NCU_DATASET = "l08/gemm_ncu_forms"
 #: the same for the FP8 forms (``--fp8``: eight forms at the four shapes, two at 16384³)
 FORMS_NCU_FP8_DATASET = "l08/gemm_ncu_forms_fp8"
 #: what the model achieves on those launches' times (goal: all within ±TOLERANCE; then the cycles and the clock each)
+#: (the form clock, the model: bf16 39 of 39 in time, cycles and 28 in clock; FP8 28 of 34 in time — the one-clock
+#: model 37 of 39 and 31 of 34: the FP8 floor fell from 90 % with the switch)
 ACHIEVED_FORMS_NCU = 0.94
-ACHIEVED_FORMS_NCU_FP8 = 0.9
+ACHIEVED_FORMS_NCU_FP8 = 0.82
 
 
 def form_counter_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
@@ -1576,9 +1593,9 @@ def _forms_ncu(ds: Dataset) -> CheckResult:
 
 
 # ------------------------------------------------------------------------------------------------
-# the form clock: a hypothesis with the cycles and the clock right
+# the form clock: the model, with the cycles and the clock right (the one-clock model beside it)
 
-#: what the form-clock hypothesis achieves on the launches of :data:`FORMS_NCU_DATASET` it was not fitted on
+#: what the form clock achieves on the launches of :data:`FORMS_NCU_DATASET` it was not fitted on
 #: (1280 × 3840 × 8192, 1408 × 3072 × 8192, 16384³): time and cycles within ±TOLERANCE at every one
 ACHIEVED_FORM_CLOCK_NCU = 1.0
 #: and on every held-out timing record, the first bf16 tables timed as today's kernel: 276 of 286 with its own reuse
@@ -1615,11 +1632,12 @@ def _held_ncu_rows(p, ds: Dataset | str | None = None) -> list[dict]:
 
 
 def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
-    """The form-clock hypothesis (``perf.calibrated(form_clock=True)``: every wave at the clock its own activity
+    """The form clock, the model (``perf.calibrated()``: every wave at the clock its own activity
     gives it, two constants from Nsight Compute's clocks of every bf16 form at 4096³ and 8192³, the TMA's writes
     weighed ω in the shared-memory bound, ω from the same launches' cycles, today's kernel's repeats as the first
-    tables' times, its own reuse window; :func:`h100lab.design.perf.form_clock_ratio`) against the model (one clock
-    fitted on the times), on every kind of held-out evidence. Per model (``model``, ``form``): per reference
+    tables' times, its own reuse window; :func:`h100lab.design.perf.form_clock_ratio`) against the one-clock model
+    that was the model before it (``perf.calibrated(form_clock=False)``: one clock fitted on the times), on every
+    kind of held-out evidence. Per model (``one_clock``, ``form``): per reference
     (``first``: the committed first tables as first recorded; ``today``: their five-process repeats) the held-out
     count (``within``, ``n``), per family, the misses (label → error) and the worst |error| (:func:`_held_counts`);
     the Nsight Compute launches (:func:`form_counter_summary`: ``ncu``, the held-out ones ``ncu_held``, the FP8 ones
@@ -1627,10 +1645,10 @@ def form_clock_diagnosis(tol: float = TOLERANCE) -> dict:
     trace runs at each trace's clock (``traces``: within, n — :func:`trace_rows`,
     :func:`h100lab.design.perf.at_clock`); the clock runs (``clock_runs``: each run's error at the clock nvidia-smi
     read and at the model's own clock, :func:`clock_rows`); its ``window`` and the order sweep's held-out ping-pong
-    records with it (``orders``: within, n — :func:`h100lab.design.traffic.orders_report`). Also the hypothesis's
-    constants (``form_clock``, ``omega``, ``throttled_ghz``) and the model's clock ``tensor_ghz``. Remembered per
-    process and by :mod:`h100lab.fitcache` under the committed data (:func:`h100lab.data.digest`): the chapter, its
-    checks and the tests read the same."""
+    records with it (``orders``: within, n — :func:`h100lab.design.traffic.orders_report`). Also the form clock's
+    constants (``form_clock``, ``omega``, ``throttled_ghz``) and the one-clock model's clock ``tensor_ghz``.
+    Remembered per process and by :mod:`h100lab.fitcache` under the committed data (:func:`h100lab.data.digest`):
+    the chapter, its checks and the tests read the same."""
     from .. import data, fitcache
 
     if ("form_clock", tol) not in _CACHE:
@@ -1644,7 +1662,7 @@ def _form_clock_diagnosis(tol: float) -> dict:
 
     out: dict = {}
     today = perf.todays_records(perf.load_records(perf.timing_datasets()))
-    for name, p in (("model", perf.calibrated()), ("form", perf.calibrated(form_clock=True))):
+    for name, p in (("one_clock", perf.calibrated(form_clock=False)), ("form", perf.calibrated())):
         d = _held_counts(report(today, params=p, tol=tol), tol)
         s = form_counter_summary(params=p, tol=tol)
         d["ncu"] = {k: s[k] for k in ("n", "time", "cycles", "clock", "cycle_error_median", "clock_error_median")}
@@ -1663,13 +1681,13 @@ def _form_clock_diagnosis(tol: float) -> dict:
         orders = [r for r in traffic.orders_report(params=p) if r.part == "held-out"]
         d["orders"] = (sum(abs(r.error) <= tol for r in orders), len(orders))
         out[name] = d
-    p = perf.calibrated(form_clock=True)
+    p = perf.calibrated()
     out.update(form_clock=p.form_clock, omega=p.smem_write_weight, throttled_ghz=p.throttled_ghz,
-               tensor_ghz=perf.calibrated().tensor_ghz)
+               tensor_ghz=perf.calibrated(form_clock=False).tensor_ghz)
     return out
 
 
-@silicon_check(f"Form-clock hypothesis (a hypothesis, not the model: each wave at its own activity's clock, the TMA's "
+@silicon_check(f"Capstone GEMM time model, the form clock (each wave at its own activity's clock, the TMA's "
                f"writes weighed in the shared-memory bound; fitted on the 4096³ and 8192³ launches of "
                f"l08/gemm_ncu_forms): at least {ACHIEVED_FORM_CLOCK_NCU:.0%} of the other launches (1280 × 3840 × 8192, "
                f"1408 × 3072 × 8192, 16384³) within ±{TOLERANCE:.0%} in time and in SM cycles", lesson=8,
@@ -1677,7 +1695,7 @@ def _form_clock_diagnosis(tol: float) -> dict:
 def _form_clock_ncu(ds: Dataset) -> CheckResult:
     from ..design import perf
 
-    p = perf.calibrated(form_clock=True)
+    p = perf.calibrated()
     held = _held_ncu_rows(p, ds)
     good = [abs(r["error"]) <= TOLERANCE and abs(r["cycle_error"]) <= TOLERANCE for r in held]
     return CheckResult(len(held), beyond_floor(len(held), len(held) - sum(good), ACHIEVED_FORM_CLOCK_NCU),
@@ -1695,20 +1713,20 @@ def _forms_ncu_fp8(ds: Dataset) -> CheckResult:
     return _forms_ncu_result(ds, ACHIEVED_FORMS_NCU_FP8)
 
 
-@silicon_check(f"Form-clock hypothesis on every held-out timing record of data/l08, the first bf16 tables timed as "
-               f"today's kernel (their five-process repeats), each model with its own reuse window: at least "
-               f"{ACHIEVED_FORM_CLOCK_HELD:.1%} within ±{TOLERANCE:.0%}, and no fewer than the model on the same "
-               "records (goal: every record)", lesson=8, dataset=FORMS_NCU_DATASET)
+@silicon_check(f"Capstone GEMM time model, the form clock, on every held-out timing record of data/l08, the first bf16 "
+               f"tables timed as today's kernel (their five-process repeats), each model with its own reuse window: "
+               f"at least {ACHIEVED_FORM_CLOCK_HELD:.1%} within ±{TOLERANCE:.0%}, and no fewer than the one-clock "
+               "model it replaced on the same records (goal: every record)", lesson=8, dataset=FORMS_NCU_DATASET)
 def _form_clock_held(ds: Dataset) -> CheckResult:
     d = form_clock_diagnosis()
-    f, m = d["form"], d["model"]
+    f, m = d["form"], d["one_clock"]
     n = f["today"]["n"]
     bad = beyond_floor(n, n - f["today"]["within"], ACHIEVED_FORM_CLOCK_HELD)
     if f["today"]["within"] < m["today"]["within"]:
         bad = max(bad, 1)
     return CheckResult(n, bad, [{"case": k, "error": f"{100 * e:+.1f} %"}
                                 for k, e in sorted(f["today"]["misses"].items(), key=lambda x: -abs(x[1]))][:5],
-                       f"{f['today']['within']}/{n} within ±{TOLERANCE:.0%} on today's kernel (the model: "
+                       f"{f['today']['within']}/{n} within ±{TOLERANCE:.0%} on today's kernel (the one-clock model: "
                        f"{m['today']['within']}; on the first tables as first recorded {f['first']['within']} and "
                        f"{m['first']['within']}); reuse windows {f['window']} and {m['window']} CTAs")
 
@@ -1728,15 +1746,16 @@ DRIFT_ORDERS = tuple((g, r) for r in (0, 1) for g in (1, 2, 4, 8, 16))
 
 def drift_law_predictions(shapes: Sequence = DRIFT_SHAPES) -> list[dict]:
     """The persistent ping-pong form on 132 CTAs at each of ``shapes`` in every tile order of :data:`DRIFT_ORDERS`,
-    predicted three ways (ms): ``law`` — the form-clock hypothesis with the drift law (exponent
-    :data:`h100lab.design.traffic.DRIFT_EXPONENT`) (its window at K,
-    :func:`h100lab.design.traffic.window_at`), ``const`` — the same constants with its window at every K,
-    ``model`` — the model (one clock, its own window at every K); with each ``window`` used. [model]"""
+    predicted three ways (ms): ``law`` — the form clock (then a hypothesis, the model since) with the drift law
+    (exponent :data:`h100lab.design.traffic.DRIFT_EXPONENT`: its window at K,
+    :func:`h100lab.design.traffic.window_at`), ``const`` — the same constants with its window at every K (the model
+    now), ``model`` — the one-clock model (the model then; its own window at every K); with each ``window`` used.
+    [model]"""
     from dataclasses import replace as _replace
 
     from ..design import perf, traffic
 
-    const, m = perf.calibrated(form_clock=True), perf.calibrated()
+    const, m = perf.calibrated(), perf.calibrated(form_clock=False)
     law = _replace(const, window_k_exponent=traffic.DRIFT_EXPONENT)
     out = []
     for M, N, K in shapes:
@@ -1749,10 +1768,11 @@ def drift_law_predictions(shapes: Sequence = DRIFT_SHAPES) -> list[dict]:
     return out
 
 
-#: what the model achieves on each fresh-depth run (:data:`DRIFT_DATASET` and its second process, ``_b``): 38 of 50
-#: ping-pong records within ±TOLERANCE in each (nothing fitted on them); the drift law 36 and 35, one window with
-#: the form-clock hypothesis's constants 35 and 32
-ACHIEVED_DRIFT_MODEL = 0.75
+#: what the model achieves on each fresh-depth run (:data:`DRIFT_DATASET` and its second process, ``_b``; nothing
+#: fitted on them): the form clock with its one window (``const``) 35 and 32 of 50 ping-pong records within
+#: ±TOLERANCE; the one-clock model, the model when these were predicted (``model``), 38 and 38 — the floor fell
+#: from 75 % with the switch; the drift law 36 and 35
+ACHIEVED_DRIFT_MODEL = 0.64
 
 
 def drift_law_rows(ds: Dataset | str | None = None) -> list[dict]:
@@ -1799,18 +1819,20 @@ def _drift_check(ds: Dataset) -> CheckResult:
         return CheckResult(1, 1, [], note=f"{ds.name}: no persistent ping-pong record to predict")
     n = len(rs)
     within = {k: sum(abs(r[f"{k}_error"]) <= TOLERANCE for r in rs) for k in ("law", "const", "model")}
-    bad = [r for r in rs if abs(r["model_error"]) > TOLERANCE]
+    bad = [r for r in rs if abs(r["const_error"]) > TOLERANCE]       # the model: the form clock, one window
     return CheckResult(n, beyond_floor(n, len(bad), ACHIEVED_DRIFT_MODEL),
                        [{"case": f"{'×'.join(map(str, r['shape']))} group {r['group']} raster {'MN'[r['raster']]}",
-                         "model": f"{100 * r['model_error']:+.1f} %", "drift law": f"{100 * r['law_error']:+.1f} %"}
-                        for r in sorted(bad, key=lambda r: -abs(r["model_error"]))[:5]],
-                       f"the model {within['model']}/{n} within ±{TOLERANCE:.0%}; the drift law (predicted before the "
-                       f"run) {within['law']}/{n}, one window with the form-clock constants {within['const']}/{n}")
+                         "model": f"{100 * r['const_error']:+.1f} %", "drift law": f"{100 * r['law_error']:+.1f} %"}
+                        for r in sorted(bad, key=lambda r: -abs(r["const_error"]))[:5]],
+                       f"the model (the form clock, one window) {within['const']}/{n} within ±{TOLERANCE:.0%}; the "
+                       f"one-clock model {within['model']}/{n}; the drift law (predicted before the run) "
+                       f"{within['law']}/{n}")
 
 
 @silicon_check(f"Capstone GEMM time model on the order sweep at five depths never run before (the ping-pong form in "
                f"every tile order; nothing fitted on it): at least {ACHIEVED_DRIFT_MODEL:.0%} within ±{TOLERANCE:.0%} "
-               "(goal: every record) — and the drift law's predictions, committed before the run, recorded beside it",
+               "(goal: every record; the floor was 75 % under the one-clock model) — and the drift law's "
+               "predictions, committed before the run, recorded beside it",
                lesson=8, dataset=DRIFT_DATASET)
 def _drift(ds: Dataset) -> CheckResult:
     return _drift_check(ds)
@@ -1880,11 +1902,12 @@ def _fresh_record(variant: str, shape: Sequence[int], dataset: str) -> dict:
 
 def fresh_predictions(shapes: Sequence = FRESH_SHAPES, datasets: dict = FRESH_DATASETS) -> list[dict]:
     """Every form of :data:`FRESH_VARIANTS` at each of ``shapes`` on the run's grid (:func:`_fresh_record`),
-    predicted by the model (``model`` ms and its ``regime``) and by the form-clock hypothesis (``form`` ms) — what
+    predicted by the one-clock model (the model then: ``model`` ms and its ``regime``) and by the form clock (then a
+    hypothesis, the model since: ``form`` ms) — what
     ``benchmarks/predict_fresh.py`` commits before the run. [model]"""
     from ..design import perf
 
-    m, h = perf.calibrated(), perf.calibrated(form_clock=True)
+    m, h = perf.calibrated(form_clock=False), perf.calibrated()
     out = []
     for mode, variants in FRESH_VARIANTS.items():
         for shape in shapes:
@@ -1904,7 +1927,7 @@ def fresh_params_key() -> str:
 
     from ..design import perf
 
-    return hashlib.sha256((repr(perf.calibrated()) + repr(perf.calibrated(form_clock=True))).encode()).hexdigest()
+    return hashlib.sha256((repr(perf.calibrated(form_clock=False)) + repr(perf.calibrated())).encode()).hexdigest()
 
 
 def fresh_registered(file: str = "l08_gemm_fresh.json") -> dict:
@@ -1930,7 +1953,7 @@ def _fresh_mode(name: str) -> tuple:
 def fresh_rows(ds: Dataset | str, params=None) -> list[dict]:
     """Each timed record of one fresh-shape run (a dataset of :data:`FRESH_ROUNDS` or its second process ``_b``) in
     the tile order predicted (group 8 along M): the measured median ``ms``; ``registered`` and ``form`` — the
-    errors of the model's and the form-clock hypothesis's predictions as registered before the run
+    errors of the one-clock model's and the form clock's predictions as registered before the run
     (:func:`fresh_registered`); ``model`` — the error of the model as it is now (``params``, default
     :func:`h100lab.design.perf.calibrated`) on the record itself, and its ``regime`` and ``bound``. [] when the run
     is not committed. Nothing was fitted on these records."""
@@ -1978,10 +2001,12 @@ def fresh_summary(tol: float = TOLERANCE) -> dict:
     return out
 
 
-#: what the model achieves on the prospective runs, per mode (the lower of the two rounds): bf16 78 and 79 of 98
-#: records within ±TOLERANCE in the first round (86 and 88 in the second), FP8 94 and 95 of 112 in the second (96
-#: and 96 in the first) — the form-clock hypothesis, registered beside it: bf16 97, 95, 98, 98; FP8 94, 95, 96, 95
-ACHIEVED_FRESH = {"bf16": 0.79, "fp8": 0.83}
+#: what the model achieves on the prospective runs, per mode (the lowest of the four runs): the form clock, the model
+#: since these runs decided it — bf16 97, 95, 98 and 98 of 98 records within ±TOLERANCE, FP8 94, 95, 95 and 95 of 112
+#: (as registered: the same but 96 in the second round's first FP8 run, registered with the capacity rule since
+#: removed); the one-clock model, the model when the predictions were registered: bf16 78, 79, 86, 88; FP8 96, 96,
+#: 93, 93 (the floors rose from 79 % and 83 % with the switch)
+ACHIEVED_FRESH = {"bf16": 0.96, "fp8": 0.83}
 
 
 def _fresh_check(ds: Dataset) -> CheckResult:
@@ -1996,9 +2021,9 @@ def _fresh_check(ds: Dataset) -> CheckResult:
                          "model": f"{100 * r['model']:+.1f} %",
                          "form clock (registered)": f"{100 * r['form']:+.1f} %" if r["form"] is not None else "-"}
                         for r in bad[:5]],
-                       f"the model {within['model']}/{n} within ±{TOLERANCE:.0%} (as registered before the run: "
-                       f"{within['registered']}/{n}); the form-clock hypothesis, registered beside it, "
-                       f"{within['form']}/{n}")
+                       f"the model (the form clock) {within['model']}/{n} within ±{TOLERANCE:.0%}, as registered "
+                       f"before the run {within['form']}/{n}; the one-clock model, the model then, registered beside "
+                       f"it: {within['registered']}/{n}")
 
 
 def _register_fresh_check(datasets: dict, file: str, mode: str, suffix: str) -> None:
@@ -2007,8 +2032,8 @@ def _register_fresh_check(datasets: dict, file: str, mode: str, suffix: str) -> 
     title = (f"Capstone GEMM time model on seven shapes no run had timed, {what}, predictions registered before the "
              f"run (benchmarks/predictions/{file}; nothing fitted on it"
              + ("; a second process" if suffix else "") + f"): at least {ACHIEVED_FRESH[mode]:.0%} within "
-             f"±{TOLERANCE:.0%} (goal: every record — not met; the form-clock hypothesis's registered count "
-             "recorded)")
+             f"±{TOLERANCE:.0%} (goal: every record — not met; the registered counts of the form clock and of the "
+             "one-clock model, the model then, recorded)")
     def run(ds: Dataset) -> CheckResult:
         return _fresh_check(ds)
     silicon_check(title, lesson=8, dataset=name)(run)
@@ -2050,7 +2075,7 @@ def fresh_lru_verdict(tol: float = TOLERANCE) -> dict:
     """The capacity rule registered for the second round (a wave's panels less those still in an LRU L2 of 60 MiB
     as the scale loads' DRAM load), judged on that round's FP8 records: per process the records within ±``tol`` of
     the model as registered with the rule (``with_rule``) and of the model as it is, without it (``without``), and
-    of the form-clock hypothesis as registered (with the rule: ``form``); ``n``. {} before the round is committed."""
+    of the form clock as registered (with the rule: ``form``); ``n``. {} before the round is committed."""
     out = {}
     for suffix in ("", "_b"):
         rs = fresh_rows(FRESH2_DATASETS["fp8"] + suffix)

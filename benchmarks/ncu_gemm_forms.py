@@ -42,20 +42,23 @@ METRICS = ("gpu__time_duration.sum", "gpc__cycles_elapsed.max", "gpc__cycles_ela
            "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum")
 
 
-def plan(fp8: bool = False):
-    """(shape, variant) in launch order."""
+def plan(fp8: bool = False, shapes=None, variants=None):
+    """(shape, variant) in launch order: the tables' shapes and forms, or every one of ``variants`` (default the
+    mode's forms) at each of ``shapes`` when shapes are given."""
     forms, big = (FORMS_FP8, BIG_FP8) if fp8 else (FORMS, BIG)
-    out = [(s, v) for s in SHAPES for v in forms]
-    return out + [(big[0], v) for v in big[1]]
+    if shapes:
+        return [(tuple(s), v) for s in shapes for v in (variants or forms)]
+    out = [(s, v) for s in SHAPES for v in (variants or forms)]
+    return out + [(big[0], v) for v in big[1] if not variants or v in variants]
 
 
-def launch(launches: int, fp8: bool = False) -> None:
+def launch(launches: int, fp8: bool = False, shapes=None, variants=None) -> None:
     """The child ncu profiles: every (shape, variant) of :func:`plan`, ``launches`` times each."""
     from bench_gemm import TorchCuda
 
     be = TorchCuda()
     sms = be.sm_count()
-    for i, ((M, N, K), variant) in enumerate(plan(fp8)):
+    for i, ((M, N, K), variant) in enumerate(plan(fp8, shapes, variants)):
         C = be.torch.empty((M, N), device="cuda", dtype=be.torch.bfloat16)
         ctas = be.slots(variant, sms)              # a cluster pair's grid: the pairs the GPU holds at once
         if fp8:
@@ -75,14 +78,24 @@ def main(argv=None) -> int:
     ap.add_argument("--name", default="l08/gemm_ncu_forms")
     ap.add_argument("--launches", type=int, default=2)
     ap.add_argument("--fp8", action="store_true", help="the FP8 forms (FORMS_FP8) into l08/gemm_ncu_forms_fp8")
+    ap.add_argument("--shapes", default=None, help="comma-separated MxNxK: every form at each (default: the tables')")
+    ap.add_argument("--variants", default=None, help="comma-separated forms (default: every form of the mode)")
     ap.add_argument("--launch", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    from bench_gemm import parse_shapes
+
+    shapes = parse_shapes(ap, a.shapes) if a.shapes else None
+    variants = tuple(a.variants.split(",")) if a.variants else None
+    known = FORMS_FP8 if a.fp8 else FORMS
+    if variants and not set(variants) <= set(known):
+        ap.error(f"--variants: each one of {', '.join(known)}")
+    sel = (["--shapes", a.shapes] if a.shapes else []) + (["--variants", a.variants] if a.variants else [])
     if a.out:
         os.environ["H100LAB_DATA"] = str(Path(a.out).resolve())    # the data folder of a device run
     if a.fp8 and a.name == "l08/gemm_ncu_forms":
         a.name = "l08/gemm_ncu_forms_fp8"
     if a.launch:
-        launch(a.launches, a.fp8)
+        launch(a.launches, a.fp8, shapes, variants)
         return 0
     from bench_gemm import TorchCuda
 
@@ -95,13 +108,13 @@ def main(argv=None) -> int:
     entry = "gemm_e4m3" if a.fp8 else "gemm_bf16"
     cmd = [ncu, "--clock-control", "none", "--kernel-name", f"regex:^{entry}$", "--metrics", ",".join(METRICS),
            "--csv", "--print-units", "base", sys.executable, str(Path(__file__).resolve()), "--launch", "--launches",
-           str(a.launches)] + (["--fp8"] if a.fp8 else [])
+           str(a.launches)] + (["--fp8"] if a.fp8 else []) + sel
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"ncu exited {p.returncode}: {p.stderr[-2000:]} {p.stdout[-2000:]}")
     launches = parse_ncu_csv(p.stdout)
-    order = [(s, v, j) for s, v in plan(a.fp8) for j in range(a.launches)]
+    order = [(s, v, j) for s, v in plan(a.fp8, shapes, variants) for j in range(a.launches)]
     if len(launches) != len(order):
         raise SystemExit(f"{len(launches)} profiled launches, expected {len(order)}")
     be = TorchCuda()
@@ -112,7 +125,8 @@ def main(argv=None) -> int:
     meta = be.metadata("PYTHONPATH=. python3 benchmarks/ncu_gemm_forms.py " + " ".join(argv or sys.argv[1:]))
     meta.update(kernel="h100lab/cuda/kernels/l08_gemm.cu", ncu_command=" ".join(
         ["ncu", *cmd[1:cmd.index(sys.executable)], "python3 benchmarks/ncu_gemm_forms.py --launch --launches",
-         str(a.launches)] + (["--fp8"] if a.fp8 else [])), ncu_version=subprocess.run([ncu, "--version"], capture_output=True, text=True)
+         str(a.launches)] + (["--fp8"] if a.fp8 else []) + sel),
+        ncu_version=subprocess.run([ncu, "--version"], capture_output=True, text=True)
         .stdout.strip().splitlines()[-1], metrics=list(METRICS), sm_count=be.sm_count(),
         wall_s=round(time.time() - t0, 1),
         note=("C = A*B^T " + ("e4m3 with per-block scales (A 1x128, B 128x128)" if a.fp8 else "bf16")

@@ -61,3 +61,25 @@ def test_the_fp8_forms_under_ncu():
     for r in recs[: 2 * 8]:
         r["metrics"]["gpu__time_duration.sum"] *= 1.3
     assert l08._forms_ncu_fp8(Dataset(ds.name, ds.meta, recs)).mismatches > 0
+
+
+def test_the_ncu_script_plans_chosen_shapes_and_forms():
+    """benchmarks/ncu_gemm_forms.py --shapes/--variants: every chosen form at each chosen shape, in that order; the
+    tables' plan otherwise; a form the mode does not have is refused."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import ncu_gemm_forms as n
+
+    assert len(n.plan()) == 9 * 4 + 3 and len(n.plan(True)) == 8 * 4 + 2
+    two = ("fp8_cooperative_tmastore", "fp8_cooperative_tmastore_lead2")
+    assert n.plan(True, [(6144, 6144, 6144), (8192, 4096, 8192)], two) == [
+        ((6144, 6144, 6144), two[0]), ((6144, 6144, 6144), two[1]), ((8192, 4096, 8192), two[0]),
+        ((8192, 4096, 8192), two[1])]
+    assert n.plan(True, None, two[:1]) == [(s, two[0]) for s in n.SHAPES] + [(n.BIG_FP8[0], two[0])]
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "ncu_gemm_forms.py"), "--fp8", "--variants",
+                        "cooperative"], capture_output=True, text=True)
+    assert p.returncode == 2 and "--variants" in p.stderr

@@ -73,8 +73,10 @@ needs_run = pytest.mark.skipif(not all(data.available(d + s) for d in l08.FRESH_
 
 
 def test_the_prospective_runs_are_not_campaign_records():
-    assert {d + s for _, ds, _ in l08.FRESH_ROUNDS for d in ds.values() for s in ("", "_b")} == \
-        set(perf.PROSPECTIVE_DATASETS)
+    from h100lab.validation import l08_lead
+
+    assert {d + s for _, ds, _ in l08.FRESH_ROUNDS for d in ds.values() for s in ("", "_b")} | \
+        {l08_lead.WS_DATASET + s for s in ("", "_b")} == set(perf.PROSPECTIVE_DATASETS)
     assert not set(perf.timing_datasets()) & set(perf.PROSPECTIVE_DATASETS)
     with pytest.raises(ValueError, match="not a fresh-shape run"):
         l08.fresh_rows("l08/gemm_bench")
@@ -133,7 +135,8 @@ def test_b_resident_in_l2_hides_the_lead_1_latency():
 def test_the_checks_pass_and_fail_on_planted_times():
     from h100lab.data import Dataset
 
-    for name in (n for n in perf.PROSPECTIVE_DATASETS if data.available(n)):
+    fresh = {d + s for _, ds, _ in l08.FRESH_ROUNDS for d in ds.values() for s in ("", "_b")}
+    for name in (n for n in perf.PROSPECTIVE_DATASETS if data.available(n) and n in fresh):
         ds = data.load(name)
         assert l08._fresh_check(ds).mismatches == 0
         recs = copy.deepcopy(ds.records)

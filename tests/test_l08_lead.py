@@ -77,9 +77,25 @@ def test_the_checks_pass_and_fail_on_planted_data():
     assert L._ncu(planted).mismatches > 0 and L._same_dram(planted).mismatches > 0
 
 
-def test_verdict_is_empty_before_the_run():
-    if data.available(L.WS_DATASET):
-        v = L.ws_verdict()
-        assert v and all(x["n"] == 8 and x["records"] == 16 for x in v.values())
-    else:
+def test_the_hypothesis_passed_its_registered_run():
+    """Every registered call right in both processes; the model's registered times of the hidden lead-1 forms are
+    its misses there (~22 % slow at three of the four shapes), as at the fresh shapes; exposed, it is within."""
+    if not data.available(L.WS_DATASET):
         assert L.ws_verdict() == {}
+        pytest.skip("the hypothesis's run is not committed")
+    v = L.ws_verdict()
+    assert set(v) == {L.WS_DATASET, L.WS_DATASET + "_b"}
+    assert all(x["n"] == x["right"] == 8 and not x["wrong"] and x["records"] == 16 for x in v.values())
+    reg = L.ws_registered()
+    for name in v:
+        e1 = {r["shape"]: reg[r["shape"]]["model_ms"][0] / r["lead1_ms"] - 1 for r in L.lead_rows(name)}
+        hidden = [e for s, e in e1.items() if L.ws_call(*s) == "hidden"]
+        assert sum(e > 0.15 for e in hidden) == 3 and all(abs(e) < 0.1 for s, e in e1.items()
+                                                           if L.ws_call(*s) == "exposed")
+    # a planted run where lead 1 is slow everywhere fails the hidden calls
+    ds = data.load(L.WS_DATASET)
+    recs = copy.deepcopy(ds.records)
+    for r in recs:
+        if r.get("variant") == L.LEAD_PAIR[0] and "median_ms" in r:
+            r["median_ms"] *= 1.1
+    assert L._ws_check(Dataset(ds.name, ds.meta, recs)).mismatches > 0

@@ -1391,9 +1391,11 @@ TIME_KINDS = ("time", "fp8_time", "ablation")
 
 #: the runs of the prospective test (``h100lab.validation.l08.fresh_rows``: every form at seven shapes never timed,
 #: the predictions registered before the run, ``benchmarks/predictions/l08_gemm_fresh.json``): reported on their
-#: own, against the registered predictions — not records of the campaign :func:`timing_datasets` lists
+#: own, against the registered predictions — not records of the campaign :func:`timing_datasets` lists; and the FP8
+#: lead pair's run at eight more shapes (``h100lab.validation.l08_lead``: the working-set hypothesis's calls and the
+#: model's times, ``benchmarks/predictions/l08_lead_ws.json``)
 PROSPECTIVE_DATASETS = tuple(f"l08/gemm_{r}{m}{p}" for r in ("fresh", "fresh2") for m in ("", "_fp8")
-                             for p in ("", "_b"))
+                             for p in ("", "_b")) + ("l08/gemm_lead_ws", "l08/gemm_lead_ws_b")
 
 
 def timing_datasets() -> list[str]:

@@ -19,8 +19,14 @@ two blocks later) at some fresh shapes and 5–10 % slower at others, where the 
   :func:`in_domain`). Its calls (:func:`ws_call`): lead 1 / lead 2 ≤ :data:`HIDDEN_RATIO` below the first
   bound, ≥ :data:`EXPOSED_RATIO` above the second, no call between. Its shapes run in the sustained regime (runs
   shorter than the model's ``long_run_ms``): in the throttled runs the pair's clocks differ (lead 1, less active,
-  keeps a higher one) and muddy the ratio (16384³: 1.02; 12288³: 1.01 and 1.16 in two processes). What would make
-  the working set matter (the scales are L2 hits queued behind the wave's panel traffic?) is not measured.
+  keeps a higher one) and muddy the ratio (16384³: 1.02; 12288³: 1.01 and 1.16 in two processes). **The run**
+  (2026-12-03, two processes, after the calls were committed): every call right, 8 of 8 in each — hidden 0.94–0.99,
+  exposed 1.07–1.14 (:func:`ws_verdict`). The model (the form clock, its registered times) misses the hidden
+  lead-1 form by ~22 % at three of the four hidden shapes, as at the fresh shapes, and has every exposed one
+  within ±10 %. Not yet in the model: the law it suggests (the scale loads'
+  latency loaded only by a wave whose working set exceeds ~20–32 MB) would be fitted on these pairs, so it needs a
+  round of its own. What would make the working set matter (the scales are L2 hits queued behind the wave's panel
+  traffic?) is not measured.
 """
 from __future__ import annotations
 
@@ -180,14 +186,15 @@ def dram_summary(rows: Sequence[dict] | None = None) -> dict:
             "same_exposed": sum(s and not h for s, h in zip(same, hid))}
 
 
-def ws_verdict() -> dict:
+def ws_verdict(runs: Sequence | None = None) -> dict:
     """The registered calls against each committed process of :data:`WS_DATASET` (dataset → ``n`` calls made,
     ``right``, ``wrong`` (shape → ratio); and the model's registered times: ``records`` and ``model_within``
-    ±10 %); {} before the run."""
+    ±10 %); {} before the run. ``runs``: datasets or names (default the two committed processes)."""
     reg = ws_registered()
     out = {}
-    for name in (WS_DATASET, WS_DATASET + "_b"):
-        rows = lead_rows(name)
+    for run in runs if runs is not None else (WS_DATASET, WS_DATASET + "_b"):
+        name = run if isinstance(run, str) else run.name
+        rows = lead_rows(run)
         if not rows or not reg:
             continue
         right, wrong = 0, {}
@@ -242,3 +249,29 @@ def _same_dram(ds: Dataset) -> CheckResult:
                          "lead 2 GB": round(r["dram2_gb"], 3), "ratio": round(r["ratio"], 3)} for r in bad[:5]],
                        f"{s['same']}/{s['n']} the same (hidden: {s['same_hidden']} of {s['hidden']}, exposed: "
                        f"{s['same_exposed']} of {s['exposed']})")
+
+
+#: the hypothesis's registered calls right in each process of its run (8 of 8 in both), and the model's registered
+#: times of the pair within ±10 % there (13 of 16 in both)
+ACHIEVED_WS_CALLS = 1.0
+ACHIEVED_WS_MODEL = 0.81
+
+
+def _ws_check(ds: Dataset) -> CheckResult:
+    v = ws_verdict([ds]).get(ds.name)
+    if not v:
+        return CheckResult(1, 1, [], note=f"{ds.name}: no lead pair at a registered shape")
+    bad = beyond_floor(v["n"], len(v["wrong"]), ACHIEVED_WS_CALLS) + \
+        beyond_floor(v["records"], v["records"] - v["model_within"], ACHIEVED_WS_MODEL)
+    return CheckResult(v["n"], bad, [{"case": "×".join(map(str, s)), "lead 1 / lead 2": round(x, 3)}
+                                     for s, x in v["wrong"].items()][:5],
+                       f"calls right {v['right']}/{v['n']}; the model's registered times within ±10 % "
+                       f"{v['model_within']}/{v['records']}")
+
+
+for _suffix in ("", "_b"):
+    silicon_check(f"FP8 lead-1 working-set hypothesis, calls registered before the run (benchmarks/predictions/"
+                  f"{WS_PREDICTIONS}; eight shapes never timed" + ("; a second process" if _suffix else "")
+                  + f"): at least {ACHIEVED_WS_CALLS:.0%} of the calls right, and the model's registered times of "
+                  f"the pair at least {ACHIEVED_WS_MODEL:.0%} within ±10 %", lesson=8,
+                  dataset=WS_DATASET + _suffix)(_ws_check)

@@ -57,11 +57,11 @@ def test_ncu_rows_and_the_refuted_reading():
             assert r["ratio"] <= L.HIDDEN_RATIO
         elif r["call"] == "exposed":
             assert r["ratio"] >= L.EXPOSED_RATIO
-    # the model: lead 2 within ±10 % everywhere, lead 1 too slow everywhere, by more where silicon hides it
+    # the model now (its scale loads gated by the working set, bounds read off these launches): lead 2 within ±10 %
+    # everywhere, lead 1 at 11 of the 14, still slow on the whole; its worst the shape outside the domain
     assert all(abs(r["err2"]) <= 0.1 and r["err1"] > 0 for r in rows)
-    hid = [r["err1"] for r in rows if r["ratio"] <= L.HIDDEN_RATIO]
-    exp = [r["err1"] for r in rows if r["ratio"] > L.HIDDEN_RATIO]
-    assert min(hid) > max(exp) - 0.05 and min(hid) > 0.2
+    assert sum(abs(r["err1"]) <= 0.1 for r in rows) >= 11
+    assert not L.in_domain(*max(rows, key=lambda r: r["err1"])["shape"][:2])
 
 
 @needs_ncu
@@ -86,6 +86,7 @@ def test_the_hypothesis_passed_its_registered_run():
     v = L.ws_verdict()
     assert set(v) == {L.WS_DATASET, L.WS_DATASET + "_b"}
     assert all(x["n"] == x["right"] == 8 and not x["wrong"] and x["records"] == 16 for x in v.values())
+    assert all(x["now_within"] == 16 for x in v.values())        # the model now: post hoc, its gate read off pairs
     reg = L.ws_registered()
     for name in v:
         e1 = {r["shape"]: reg[r["shape"]]["model_ms"][0] / r["lead1_ms"] - 1 for r in L.lead_rows(name)}

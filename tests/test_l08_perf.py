@@ -868,16 +868,16 @@ def test_scale_latency_depends_on_the_shape(one_clock):
     assert m[(8192,) * 3] > max(d[(8192,) * 3])
 
 
-def test_scale_latency_grows_with_the_waves_dram_reads(params):
+def test_scale_latency_grows_with_the_waves_dram_reads(one_clock):
     """perf.scale_load_latency is linear in the rate and refuses a negative one; scale_read_bytes counts a wave's
     distinct panels in step, and when A and B fit in L2 only the panels no earlier wave read (4096³ FP8: A + B
     = 32 MiB); the predicted waves carry their latency: 4096³'s later waves shorter than its first and than
     8192³'s; bf16 and the scale ring carry none."""
-    assert perf.scale_load_latency(params, 0.0) == params.scale_load_ns
-    assert perf.scale_load_latency(params, 1000.0) == pytest.approx(params.scale_load_ns
-                                                                     + 1000.0 * params.scale_load_ns_per_rate)
+    assert perf.scale_load_latency(one_clock, 0.0) == one_clock.scale_load_ns
+    assert perf.scale_load_latency(one_clock, 1000.0) == pytest.approx(one_clock.scale_load_ns
+                                                                     + 1000.0 * one_clock.scale_load_ns_per_rate)
     with pytest.raises(ValueError, match="rate"):
-        perf.scale_load_latency(params, -1.0)
+        perf.scale_load_latency(one_clock, -1.0)
     f = perf.form("fp8_cooperative_tmastore")
     b4 = perf.scale_read_bytes(f, 4096, 4096, 4096, 132)
     b8 = perf.scale_read_bytes(f, 8192, 8192, 8192, 132)
@@ -885,15 +885,33 @@ def test_scale_latency_grows_with_the_waves_dram_reads(params):
     assert b8 == tuple(float(d) for _, d, _ in lay8.waves)                 # no capacity: the in-step reads
     assert sum(b4) == (4096 + 4096) * 4096                                  # fits: every panel once
     assert b4[0] == (8 * 128 + 17 * 128) * 4096 and min(b4) == 0.0
-    w4 = [w.scale_load_ns for w in perf.predict(f, 4096, 4096, 4096, params=params).waves]
-    w8 = [w.scale_load_ns for w in perf.predict(f, 8192, 8192, 8192, params=params).waves]
-    assert min(w4) == pytest.approx(params.scale_load_ns) and max(w4[1:]) < w4[0] <= w8[0]
+    w4 = [w.scale_load_ns for w in perf.predict(f, 4096, 4096, 4096, params=one_clock).waves]
+    w8 = [w.scale_load_ns for w in perf.predict(f, 8192, 8192, 8192, params=one_clock).waves]
+    assert min(w4) == pytest.approx(one_clock.scale_load_ns) and max(w4[1:]) < w4[0] <= w8[0]
     assert all(w.scale_load_ns == 0 for w in perf.predict("cooperative_inflight_tmastore", 8192, 8192, 8192,
-                                                           params=params).waves)
-    assert all(w.scale_load_ns > params.scale_load_ns for w in perf.predict("fp8_cooperative_tmastore_lead2", 8192,
-                                                                             8192, 8192, params=params).waves[:-1])
-    g = perf.gap_to_peak(f, 4096, 4096, 4096, params=params)
+                                                           params=one_clock).waves)
+    assert all(w.scale_load_ns > one_clock.scale_load_ns for w in perf.predict("fp8_cooperative_tmastore_lead2", 8192,
+                                                                             8192, 8192, params=one_clock).waves[:-1])
+    g = perf.gap_to_peak(f, 4096, 4096, 4096, params=one_clock)
     assert sum(g.parts.values()) + g.peak_us == pytest.approx(g.total_us, rel=1e-9)
+
+
+def test_the_models_scale_loads_are_gated_by_the_working_set(params):
+    """The model (the form clock) loads its FP8 scale loads only by waves whose working set passes the gate
+    (perf.SCALE_WORKING_SET_MB: 0 up to 20 MB, 1 from 32 MB): 4096³ (13 MB) unloaded in every wave, 8192³ (26 MB)
+    loaded by about half, 12288³ (39 MB) fully."""
+    assert params.scale_ws_gate == perf.SCALE_WORKING_SET_MB == (20.0, 32.0)
+    assert perf.scale_ws_factor(params, 19e6) == 0.0 and perf.scale_ws_factor(params, 40e6) == 1.0
+    assert perf.scale_ws_factor(params, 26e6) == pytest.approx(0.5)
+    assert perf.scale_ws_factor(replace(params, scale_ws_gate=()), 1e6) == 1.0
+    f = perf.form("fp8_cooperative_tmastore")
+    assert perf.wave_working_sets(f, 8192, 8192, 8192, 132)[0] == (8 * 128 + 17 * 128) * 8192
+    w4 = [w.scale_load_ns for w in perf.predict(f, 4096, 4096, 4096, params=params).waves]
+    assert all(x == pytest.approx(params.scale_load_ns) for x in w4)
+    w8 = perf.predict(f, 8192, 8192, 8192, params=params).waves[0].scale_load_ns
+    w12 = perf.predict(f, 12288, 12288, 12288, params=params).waves[0].scale_load_ns
+    ungated = perf.predict(f, 8192, 8192, 8192, params=replace(params, scale_ws_gate=())).waves[0].scale_load_ns
+    assert params.scale_load_ns < w8 < ungated and w8 < w12
 
 
 def test_scale_calibration_chosen_on_trace_data():

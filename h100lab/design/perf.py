@@ -316,7 +316,8 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "CLUSTER_CALIBRATION", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
-           "scale_load_latency", "scale_read_bytes", "wave_clock_ratio", "at_clock",
+           "scale_load_latency", "scale_read_bytes", "wave_working_sets", "scale_ws_factor", "SCALE_WORKING_SET_MB",
+           "wave_clock_ratio", "at_clock",
            "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants", "form_clock_ratio",
            "FORM_CLOCK_DATASET", "FORM_CLOCK_SHAPES", "SMEM_WRITE_WEIGHTS", "form_clock_constants",
            "smem_write_weight_fit", "TODAY_TABLES", "todays_records", "launch_mcycles", "FORM_CLOCK_FP8_DATASET",
@@ -609,8 +610,10 @@ class PerfParams:
     shared-memory bytes its k-block moves per SM clock over 128, all of them; capped at ``wave_clock``'s cap), in
     place of one fitted clock (:func:`form_clock_constants`); ``throttled_ghz`` is then the throttled runs' clock as
     a fraction of it. ``smem_write_weight`` (ω, default 1): the share of the TMA's stage writes that takes bank
-    cycles from the wgmmas' reads in the shared-memory bound (:func:`smem_write_weight_fit`). ``reuse_window``
-    (CTAs; default None, in step — what every fit runs with): the ping-pong forms' L2 reuse window of
+    cycles from the wgmmas' reads in the shared-memory bound (:func:`smem_write_weight_fit`). ``scale_ws_gate``
+    (``lo``, ``hi`` MB; default () off — the model's, :func:`calibrated`, has :data:`SCALE_WORKING_SET_MB`): the FP8
+    scale loads' latency loaded only by the DRAM reads of a wave whose working set is large
+    (:func:`scale_ws_factor`). ``reuse_window`` (CTAs; default None, in step — what every fit runs with): the ping-pong forms' L2 reuse window of
     :mod:`h100lab.design.traffic`, fitted after the other constants with them (:func:`_with_window`), at
     K = :data:`h100lab.design.traffic.WINDOW_K` (where its calibration records are); ``window_k_exponent`` (default
     0: the same window at every K): the window at another K is ``reuse_window · (WINDOW_K / K) ** exponent``
@@ -635,6 +638,7 @@ class PerfParams:
     wave_clock: tuple = ()
     form_clock: tuple = ()
     smem_write_weight: float = 1.0
+    scale_ws_gate: tuple = ()
     reuse_window: int | None = None
     window_k_exponent: float = 0.0
     source: str = ""
@@ -1101,6 +1105,42 @@ def scale_read_bytes(f: Form, M: int, N: int, K: int, sms: int, group: int = 8, 
     return tuple(out)
 
 
+#: the wave working sets (MB, 10⁶ bytes) between which the model's FP8 scale loads go from unloaded to loaded by the
+#: wave's DRAM reads (:func:`scale_ws_factor`): the bounds of the working-set hypothesis of
+#: :mod:`h100lab.validation.l08_lead`, read off the lead pairs under Nsight Compute (every in-domain pair at ≤ 19.7
+#: MB hidden, every one at ≥ 32.8 MB exposed) and registered before its own run, which called all 16 pairs right
+#: (``data/l08/gemm_lead_ws``, ``_b``)
+SCALE_WORKING_SET_MB = (20.0, 32.0)
+
+
+@lru_cache(maxsize=1024)
+def wave_working_sets(f: Form, M: int, N: int, K: int, sms: int, group: int = 8, raster: int = 0) -> tuple:
+    """Per wave of a persistent launch of ``f`` (the order and grid of :func:`_layout`): its in-step working set —
+    its distinct A and B panels over the whole of K, bytes — whatever an earlier wave read. A launch of one tile per
+    CTA: the waves' DRAM bytes of :func:`_layout`."""
+    lay = _layout(f, M, N, K, sms, group, raster)
+    if f.schedule != "persistent":
+        return tuple(float(d) for _, d, _ in lay.waves)
+    order = _persistent_order(f, -(-M // f.bm), -(-N // f.bn), group, "m" if raster == 0 else "n")
+    out = []
+    for i in range(len(lay.waves)):
+        wave = order[i * lay.grid:(i + 1) * lay.grid]
+        out.append(float((len({m for m, _ in wave}) * f.bm + len({n for _, n in wave}) * f.bn) * K * f.elem_bytes))
+    return tuple(out)
+
+
+def scale_ws_factor(p: PerfParams, working_set: float) -> float:
+    """The share of a wave's DRAM reads that loads its FP8 scale loads (:func:`scale_load_latency`), from its working
+    set (bytes, :func:`wave_working_sets`) under :attr:`PerfParams.scale_ws_gate` = (``lo``, ``hi``) MB: 0 up to
+    ``lo``, 1 from ``hi``, linear between [model: the working-set hypothesis of :mod:`h100lab.validation.l08_lead` —
+    lead 1 hidden, its loads' latency unloaded, where the wave's working set is small; the ramp between its two
+    bounds an assumption]; 1 without a gate."""
+    if not p.scale_ws_gate:
+        return 1.0
+    lo, hi = (x * 1e6 for x in p.scale_ws_gate)
+    return min(1.0, max(0.0, (working_set - lo) / (hi - lo)))
+
+
 def fp8_promote_block(p: PerfParams, bn: int) -> float:
     """Cycles of one m64 × ``bn`` block's promotion under ``p``: the trace's value for that tile N
     (``p.fp8_promote``), else, for an N the trace did not run, the nearest measured N's value scaled by the
@@ -1220,6 +1260,9 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     # FP8 with a loaded scale latency: each wave's DRAM read bytes (new to L2) set its scale loads' latency
     loaded = (scale_read_bytes(f, int(M), int(N), int(K), sms, int(group), int(raster))
               if p.scale_load_ns_per_rate and f.promote and not f.scale_smem else None)
+    if loaded is not None and p.scale_ws_gate:       # only a wave with a large working set loads them
+        ws = wave_working_sets(f, int(M), int(N), int(K), sms, int(group), int(raster))
+        loaded = tuple(b * scale_ws_factor(p, x) for b, x in zip(loaded, ws))
     waves = []
     first_it = None
     alike: dict = {}                   # a wave's answer depends on these alone: waves alike are computed once
@@ -1394,7 +1437,7 @@ TIME_KINDS = ("time", "fp8_time", "ablation")
 #: own, against the registered predictions — not records of the campaign :func:`timing_datasets` lists; and the FP8
 #: lead pair's run at eight more shapes (``h100lab.validation.l08_lead``: the working-set hypothesis's calls and the
 #: model's times, ``benchmarks/predictions/l08_lead_ws.json``)
-PROSPECTIVE_DATASETS = tuple(f"l08/gemm_{r}{m}{p}" for r in ("fresh", "fresh2") for m in ("", "_fp8")
+PROSPECTIVE_DATASETS = tuple(f"l08/gemm_{r}{m}{p}" for r in ("fresh", "fresh2", "fresh3") for m in ("", "_fp8")
                              for p in ("", "_b")) + ("l08/gemm_lead_ws", "l08/gemm_lead_ws_b")
 
 
@@ -2036,11 +2079,13 @@ def _fit_form_clock() -> PerfParams:
             om, rms = smem_write_weight_fit(q)
         if om != seen[-1]:                                # a cycle: the weight it returned to, refitted
             q = calibrate(recs, smem_write_weight=om, **kw)
-        q, sres = _fit_scale_on_cycles(q)
+        q, sres = _fit_scale_on_cycles(replace(q, scale_ws_gate=SCALE_WORKING_SET_MB))
         return _with_window(replace(q, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
             f"ratio {rms:.4f}",
-            f"FP8 scale loads on Nsight Compute's FP8 cycles ({FORM_CLOCK_FP8_DATASET} at the same shapes): "
+            f"FP8 scale loads on Nsight Compute's FP8 cycles ({FORM_CLOCK_FP8_DATASET} at the same shapes), loaded "
+            f"by a wave's reads from a working set of {SCALE_WORKING_SET_MB[0]:.0f} MB, fully from "
+            f"{SCALE_WORKING_SET_MB[1]:.0f} MB: "
             f"{q.scale_load_ns:.0f} ns + {q.scale_load_ns_per_rate:.3f} ns per B/ns; residuals "
             + ", ".join(f"{x:+.3f}" for x in sres))))
 

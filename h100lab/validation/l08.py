@@ -113,8 +113,10 @@ FAMILIES = {
 #: of 16 and worst 12 → 27 %: its reuse window (20 CTAs, fitted on the order sweep at 8192³ as the one clock's 24
 #: was; the sweep ties the two on count) puts the row-major ping-pong at 4096³ +25–27 % (four records); FP8 125 of
 #: 130 as before, worst 11 → 14 % (the staggered 128 × 192 forms at 1280 × 3840 × 8192 −13 % and at 16384³
-#: −10.5 %, the FP8 cluster pair at 16384³ +12–13 %). Every floor that fell is in its check's title.
-ACHIEVED = {"capstone": (0.98, 0.20), "steps": (0.92, 0.26), "ablation": (0.87, 0.27), "fp8": (0.96, 0.14),
+#: −10.5 %, the FP8 cluster pair at 16384³ +12–13 %); with the working-set gate on the scale loads
+#: (perf.SCALE_WORKING_SET_MB) 124 of 130, worst 15 % (the cluster pair at 16384³ +14–15 %; the staggered 128 × 192
+#: form at 4096³ −10.1 %). Every floor that fell is in its check's title.
+ACHIEVED = {"capstone": (0.98, 0.20), "steps": (0.92, 0.26), "ablation": (0.87, 0.27), "fp8": (0.95, 0.16),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
 #: read (regression guard, now the goal ±10 %: the 128 × 192 form at 1500 MHz, 11 % fast with one scale latency, is
@@ -562,8 +564,9 @@ def _ablation(ds: Dataset) -> CheckResult:
 @silicon_check(f"GEMM time model, held out, FP8 forms (the consumer chain read off the k-block trace, every "
                f"throughput record held out): at least {ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one "
                f"within ±{ACHIEVED['fp8'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: the "
-               f"staggered 128 × 192 forms too fast at 1280 × 3840 × 8192 and 16384³, the cluster pair too slow at "
-               f"16384³; the worst was ±11 % under the one-clock model)", lesson=8, dataset="l08/gemm_bench_fp8")
+               f"staggered 128 × 192 forms too fast at 4096³, 1280 × 3840 × 8192 and 16384³, the cluster pair too "
+               f"slow at 16384³; the worst was ±11 % and the floor 96 % under the one-clock model)", lesson=8,
+               dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
     return _floor_and_worst("fp8")
 
@@ -1602,7 +1605,8 @@ ACHIEVED_FORM_CLOCK_NCU = 1.0
 #: window (20 CTAs; the model, with its own of 24: 274 on that reference, 277 on the first tables as first recorded).
 #: With the model's window it had 279 — the window is refitted with each model's constants since, which puts the
 #: row-major ping-pong at 4096³ +25 % (:func:`form_clock_diagnosis`, ``window``)
-ACHIEVED_FORM_CLOCK_HELD = 0.965
+#: With the working-set gate on the FP8 scale loads: 275 (one FP8 record, 4096³ staggered 128 × 192, −9.4 → −10.1 %)
+ACHIEVED_FORM_CLOCK_HELD = 0.96
 
 
 def _held_counts(rep: PerfReport, tol: float) -> dict:
@@ -1866,9 +1870,17 @@ FRESH_DATASETS = {"bf16": "l08/gemm_fresh", "fp8": "l08/gemm_fresh_fp8"}
 FRESH2_SHAPES = ((8192, 4096, 8192), (4096, 8192, 8192), (8192, 8192, 4096), (7168, 7168, 5120),
                  (9216, 9216, 6144), (16384, 3072, 8192), (3072, 16384, 8192))
 FRESH2_DATASETS = {"bf16": "l08/gemm_fresh2", "fp8": "l08/gemm_fresh2_fp8"}
+#: the third round, the first registered with the form clock as the model and with the working-set gate on its FP8
+#: scale loads (perf.SCALE_WORKING_SET_MB, read off the lead pairs of the first two rounds' shapes): seven more
+#: shapes, their first waves' working sets across the gate (16–52 MB: below it, in its ramp, above it), tall, wide
+#: and square, every run in the sustained regime
+FRESH3_SHAPES = ((7168, 7168, 7168), (5120, 12288, 6144), (12288, 5120, 9216), (3584, 14336, 8192),
+                 (14336, 3584, 12288), (8192, 6144, 16384), (10240, 8192, 5120))
+FRESH3_DATASETS = {"bf16": "l08/gemm_fresh3", "fp8": "l08/gemm_fresh3_fp8"}
 #: each round: its runs by mode and its predictions file under ``benchmarks/predictions``
 FRESH_ROUNDS = ((FRESH_SHAPES, FRESH_DATASETS, "l08_gemm_fresh.json"),
-                (FRESH2_SHAPES, FRESH2_DATASETS, "l08_gemm_fresh2.json"))
+                (FRESH2_SHAPES, FRESH2_DATASETS, "l08_gemm_fresh2.json"),
+                (FRESH3_SHAPES, FRESH3_DATASETS, "l08_gemm_fresh3.json"))
 #: the forms each run times: bench_gemm.py's defaults for the mode (``tests/test_l08_fresh.py`` checks they agree)
 FRESH_VARIANTS = {
     "bf16": ("cooperative", "cooperative_inflight", "cooperative_n128", "cooperative_n128_inflight", "pingpong",
@@ -2005,8 +2017,10 @@ def fresh_summary(tol: float = TOLERANCE) -> dict:
 #: since these runs decided it — bf16 97, 95, 98 and 98 of 98 records within ±TOLERANCE, FP8 94, 95, 95 and 95 of 112
 #: (as registered: the same but 96 in the second round's first FP8 run, registered with the capacity rule since
 #: removed); the one-clock model, the model when the predictions were registered: bf16 78, 79, 86, 88; FP8 96, 96,
-#: 93, 93 (the floors rose from 79 % and 83 % with the switch)
-ACHIEVED_FRESH = {"bf16": 0.96, "fp8": 0.83}
+#: 93, 93 (the floors rose from 79 % and 83 % with the switch). With the working-set gate on the scale loads since
+#: (perf.SCALE_WORKING_SET_MB, its bounds read off the ncu launches at these very shapes: post hoc) FP8 102, 102, 110
+#: and 110 of 112
+ACHIEVED_FRESH = {"bf16": 0.96, "fp8": 0.91}
 
 
 def _fresh_check(ds: Dataset) -> CheckResult:

@@ -92,7 +92,10 @@ def test_what_the_registered_predictions_got():
     got = {n.split("/")[-1]: (v["n"], v["registered"], v["form"]) for n, v in s.items()}
     assert got == {"gemm_fresh": (98, 78, 97), "gemm_fresh_b": (98, 79, 95), "gemm_fresh_fp8": (112, 96, 94),
                    "gemm_fresh_fp8_b": (112, 96, 95), "gemm_fresh2": (98, 86, 98), "gemm_fresh2_b": (98, 88, 98),
-                   "gemm_fresh2_fp8": (112, 93, 96), "gemm_fresh2_fp8_b": (112, 93, 95)}
+                   "gemm_fresh2_fp8": (112, 93, 96), "gemm_fresh2_fp8_b": (112, 93, 95),
+                   # round 3, registered with the form clock as the model and the working-set gate on its scale loads
+                   "gemm_fresh3": (98, 92, 98), "gemm_fresh3_b": (98, 90, 96), "gemm_fresh3_fp8": (112, 98, 106),
+                   "gemm_fresh3_fp8_b": (112, 98, 103)}
     for shapes, datasets, file in l08.FRESH_ROUNDS:
         if json.loads((PREDICTIONS.parent / file).read_text())["params_key"] == l08.fresh_params_key():
             assert all(s[d + x]["model"] == s[d + x]["form"] for d in datasets.values() for x in ("", "_b"))

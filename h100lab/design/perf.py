@@ -248,7 +248,11 @@ LRU L2 of the device's 60 MiB, nothing fitted — was registered with both model
 shapes, chosen to put B in and out of L2, and refuted there: the B-resident tall shapes ran 10–20 % slower than
 it predicted and a shape whose B just spills faster (FP8 93 and 93 of 112 with it, 94 and 95 without, as the
 model now is); so the model keeps the in-step count. The second round's bf16 records: the model 86 and 88 of 98,
-the hypothesis 98 and 98. These runs are reported on their own, not among :func:`timing_datasets`.
+the hypothesis 98 and 98. These runs are reported on their own, not among :func:`timing_datasets`. **Round 3**
+(:data:`h100lab.validation.l08.FRESH3_SHAPES`, registered with the form clock as the model and the working-set gate
+on its scale loads, :data:`SCALE_WORKING_SET_MB`): bf16 98 and 96 of 98, FP8 106 and 103 of 112 (403 of 420, 96 %;
+the one-clock model, registered beside it, 92, 90, 98, 98); the FP8 misses mostly the fenced cluster pair, 10–12 %
+slow.
 
 :func:`gap_to_peak` splits the predicted time into the datasheet peak time plus: the clock (the sustained clock
 vs the datasheet's tensor clock), wave quantization (SMs idle in a partial last wave, tile padding), tensor-core
@@ -613,7 +617,8 @@ class PerfParams:
     cycles from the wgmmas' reads in the shared-memory bound (:func:`smem_write_weight_fit`). ``scale_ws_gate``
     (``lo``, ``hi`` MB; default () off — the model's, :func:`calibrated`, has :data:`SCALE_WORKING_SET_MB`): the FP8
     scale loads' latency loaded only by the DRAM reads of a wave whose working set is large
-    (:func:`scale_ws_factor`). ``reuse_window`` (CTAs; default None, in step — what every fit runs with): the ping-pong forms' L2 reuse window of
+    (:func:`scale_ws_factor`). ``reuse_window`` (CTAs; default None, in step — what every fit runs with): the
+    ping-pong forms' L2 reuse window of
     :mod:`h100lab.design.traffic`, fitted after the other constants with them (:func:`_with_window`), at
     K = :data:`h100lab.design.traffic.WINDOW_K` (where its calibration records are); ``window_k_exponent`` (default
     0: the same window at every K): the window at another K is ``reuse_window · (WINDOW_K / K) ** exponent``

@@ -1605,7 +1605,8 @@ ACHIEVED_FORM_CLOCK_NCU = 1.0
 #: window (20 CTAs; the model, with its own of 24: 274 on that reference, 277 on the first tables as first recorded).
 #: With the model's window it had 279 — the window is refitted with each model's constants since, which puts the
 #: row-major ping-pong at 4096³ +25 % (:func:`form_clock_diagnosis`, ``window``)
-#: With the working-set gate on the FP8 scale loads: 275 (one FP8 record, 4096³ staggered 128 × 192, −9.4 → −10.1 %)
+#: With the working-set gate on the FP8 scale loads: 275 (one FP8 record, 4096³ staggered 128 × 192, −9.4 →
+#: −10.1 %)
 ACHIEVED_FORM_CLOCK_HELD = 0.96
 
 

@@ -188,7 +188,8 @@ def dram_summary(rows: Sequence[dict] | None = None) -> dict:
 def ws_verdict(runs: Sequence | None = None) -> dict:
     """The registered calls against each committed process of :data:`WS_DATASET` (dataset → ``n`` calls made,
     ``right``, ``wrong`` (shape → ratio); the model's registered times: ``records`` and ``model_within`` ±10 %; the
-    model's times now: ``now_within``); {} before the run. ``runs``: datasets or names (default the two committed processes)."""
+    model's times now: ``now_within``); {} before the run. ``runs``: datasets or names (default the two committed
+    processes)."""
     reg = ws_registered()
     out = {}
     for run in runs if runs is not None else (WS_DATASET, WS_DATASET + "_b"):

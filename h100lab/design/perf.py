@@ -1092,22 +1092,31 @@ def scale_read_bytes(f: Form, M: int, N: int, K: int, sms: int, group: int = 8, 
     reads every wave's panels again]. A launch of one tile per CTA: the waves of :func:`_layout` as they are."""
     from ..specs import H200_SXM
 
-    lay = _layout(f, M, N, K, sms, group, raster)
-    if f.schedule != "persistent":
-        return tuple(float(d) for _, d, _ in lay.waves)
-    order = _persistent_order(f, -(-M // f.bm), -(-N // f.bn), group, "m" if raster == 0 else "n")
+    panels = _wave_panels(f, M, N, K, sms, group, raster)
+    if panels is None:
+        return tuple(float(d) for _, d, _ in _layout(f, M, N, K, sms, group, raster).waves)
     fits = (M + N) * K * f.elem_bytes <= H200_SXM.l2_bytes
     seen_a: set = set()
     seen_b: set = set()
     out = []
-    for i in range(len(lay.waves)):
-        wave = order[i * lay.grid:(i + 1) * lay.grid]
-        a = {m for m, _ in wave} - (seen_a if fits else set())
-        b = {n for _, n in wave} - (seen_b if fits else set())
+    for rows, cols in panels:
+        a = rows - (seen_a if fits else set())
+        b = cols - (seen_b if fits else set())
         seen_a |= a
         seen_b |= b
         out.append(float((len(a) * f.bm + len(b) * f.bn) * K * f.elem_bytes))
     return tuple(out)
+
+
+def _wave_panels(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int) -> list | None:
+    """Per wave of a persistent launch of ``f`` (the order and grid of :func:`_layout`): the (tile rows, tile
+    columns) its CTAs hold — the A and B panels it reads; None for a launch of one tile per CTA."""
+    if f.schedule != "persistent":
+        return None
+    lay = _layout(f, M, N, K, sms, group, raster)
+    order = _persistent_order(f, -(-M // f.bm), -(-N // f.bn), group, "m" if raster == 0 else "n")
+    waves = (order[i * lay.grid:(i + 1) * lay.grid] for i in range(len(lay.waves)))
+    return [({m for m, _ in w}, {n for _, n in w}) for w in waves]
 
 
 #: the wave working sets (MB, 10⁶ bytes) between which the model's FP8 scale loads go from unloaded to loaded by the
@@ -1123,15 +1132,10 @@ def wave_working_sets(f: Form, M: int, N: int, K: int, sms: int, group: int = 8,
     """Per wave of a persistent launch of ``f`` (the order and grid of :func:`_layout`): its in-step working set —
     its distinct A and B panels over the whole of K, bytes — whatever an earlier wave read. A launch of one tile per
     CTA: the waves' DRAM bytes of :func:`_layout`."""
-    lay = _layout(f, M, N, K, sms, group, raster)
-    if f.schedule != "persistent":
-        return tuple(float(d) for _, d, _ in lay.waves)
-    order = _persistent_order(f, -(-M // f.bm), -(-N // f.bn), group, "m" if raster == 0 else "n")
-    out = []
-    for i in range(len(lay.waves)):
-        wave = order[i * lay.grid:(i + 1) * lay.grid]
-        out.append(float((len({m for m, _ in wave}) * f.bm + len({n for _, n in wave}) * f.bn) * K * f.elem_bytes))
-    return tuple(out)
+    panels = _wave_panels(f, M, N, K, sms, group, raster)
+    if panels is None:
+        return tuple(float(d) for _, d, _ in _layout(f, M, N, K, sms, group, raster).waves)
+    return tuple(float((len(rows) * f.bm + len(cols) * f.bn) * K * f.elem_bytes) for rows, cols in panels)
 
 
 def scale_ws_factor(p: PerfParams, working_set: float) -> float:

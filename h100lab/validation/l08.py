@@ -1943,18 +1943,21 @@ def fresh_params_key() -> str:
     return hashlib.sha256((repr(perf.calibrated(form_clock=False)) + repr(perf.calibrated())).encode()).hexdigest()
 
 
-def fresh_registered(file: str = "l08_gemm_fresh.json") -> dict:
-    """The predictions registered before a fresh-shape round (``benchmarks/predictions/<file>``, the repository's;
-    :data:`FRESH_ROUNDS`): {(mode, variant, M, N, K): row of :func:`fresh_predictions` as written then}; {} when the
-    file is not there (an installed package without the repository)."""
+def registered_rows(file: str) -> list[dict]:
+    """The rows of a predictions file registered before its run (``benchmarks/predictions/<file>``, the
+    repository's); [] when the file is not there (an installed package without the repository)."""
     import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictions" / file
-    if not path.is_file():
-        return {}
-    rows = json.loads(path.read_text())["rows"]
-    return {(r["mode"], r["variant"], r["M"], r["N"], r["K"]): r for r in rows}
+    return json.loads(path.read_text())["rows"] if path.is_file() else []
+
+
+def fresh_registered(file: str = "l08_gemm_fresh.json") -> dict:
+    """The predictions registered before a fresh-shape round (:func:`registered_rows` of ``file``;
+    :data:`FRESH_ROUNDS`): {(mode, variant, M, N, K): row of :func:`fresh_predictions` as written then}; {} when the
+    file is not there."""
+    return {(r["mode"], r["variant"], r["M"], r["N"], r["K"]): r for r in registered_rows(file)}
 
 
 def _fresh_mode(name: str) -> tuple:

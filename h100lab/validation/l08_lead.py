@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..data import Dataset
+from ..design.perf import SCALE_WORKING_SET_MB
 from . import CheckResult, beyond_floor, silicon_check
 
 __all__ = ["LEAD_PAIR", "NCU_DATASET", "WS_DATASET", "WS_SHAPES", "WS_PREDICTIONS", "HIDDEN_MB", "EXPOSED_MB",
@@ -51,7 +52,7 @@ WS_PREDICTIONS = "l08_lead_ws.json"
 #: the working-set bounds (MB) read off the committed lead pairs: every pair at ≤ 19.7 MB hidden (lead 1 / lead 2
 #: 0.955–0.985 under ncu, nine shapes), every in-domain pair at ≥ 32.8 MB exposed (1.07–1.09, three); 26.2 MB (K =
 #: 8192 with whole groups) mixed, 0.985–1.08 — no call there
-HIDDEN_MB, EXPOSED_MB = 20.0, 32.0          # the model's gate since (perf.SCALE_WORKING_SET_MB) is these
+HIDDEN_MB, EXPOSED_MB = SCALE_WORKING_SET_MB        # one pair of bounds: the model's gate since is these
 #: the calls: hidden ⇔ lead 1 / lead 2 at most HIDDEN_RATIO; exposed ⇔ at least EXPOSED_RATIO
 HIDDEN_RATIO, EXPOSED_RATIO = 1.00, 1.03
 #: lead 1's DRAM bytes "the same" as lead 2's: within this fraction
@@ -115,14 +116,11 @@ def _model_ms(shape, params=None) -> list:
 
 
 def ws_registered() -> dict:
-    """The committed predictions (shape tuple → row), {} before they are written."""
-    import json
-    from pathlib import Path
+    """The committed predictions (shape tuple → row; :func:`h100lab.validation.l08.registered_rows`), {} before
+    they are written."""
+    from .l08 import registered_rows
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictions" / WS_PREDICTIONS
-    if not path.exists():
-        return {}
-    return {tuple(r["shape"]): r for r in json.loads(path.read_text())["rows"]}
+    return {tuple(r["shape"]): r for r in registered_rows(WS_PREDICTIONS)}
 
 
 def lead_rows(ds: Dataset | str) -> list[dict]:

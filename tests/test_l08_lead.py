@@ -58,9 +58,10 @@ def test_ncu_rows_and_the_refuted_reading():
         elif r["call"] == "exposed":
             assert r["ratio"] >= L.EXPOSED_RATIO
     # the model now (its scale loads gated by the working set, bounds read off these launches): lead 2 within ±10 %
-    # everywhere, lead 1 at 11 of the 14, still slow on the whole; its worst the shape outside the domain
+    # everywhere, lead 1 at 9 of the 14 (11 while the FP8 pair's launches pulled the scale constants), still slow
+    # on the whole; its worst the shape outside the domain
     assert all(abs(r["err2"]) <= 0.1 and r["err1"] > 0 for r in rows)
-    assert sum(abs(r["err1"]) <= 0.1 for r in rows) >= 11
+    assert sum(abs(r["err1"]) <= 0.1 for r in rows) >= 9
     assert not L.in_domain(*max(rows, key=lambda r: r["err1"])["shape"][:2])
 
 

@@ -228,6 +228,10 @@ FP8_VARIANTS = {
                                               tma_store=True, dtype="e4m3", scale_lead=2),
     "fp8_cooperative_m256_tmastore_lead2": Variant("fp8_cooperative_m256_tmastore_lead2", False, 256, 128, 128, 4,
                                                    tma_store=True, dtype="e4m3", scale_lead=2),
+    # the cluster pair with the ring: its .release.cluster fence after wait_group waits for the ring's loads still
+    # in flight (issued a block earlier) rather than the block's own (h100lab.validation.l08_fence)
+    "fp8_cooperative_tmastore_cluster2_lead2": Variant("fp8_cooperative_tmastore_cluster2_lead2", False, 128, 128, 128,
+                                                       6, tma_store=True, cluster=2, dtype="e4m3", scale_lead=2),
 }
 TILE_CANDIDATES = ("cooperative_inflight_tmastore", "cooperative_n128_inflight_tmastore")
 #: the FP8 (large, small) tile pair :func:`fp8_tile_choice` picks from

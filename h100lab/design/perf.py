@@ -346,6 +346,14 @@ THROTTLED_CALIBRATION = (("l08/gemm_bench", "cooperative", (16384, 16384, 16384)
 #: ``mbarrier.arrive.release.cluster`` in the k-block loop (``cluster_fence_ns``), fitted on this one record; every
 #: other cluster record (the 128-column pair, the TMA-store pair, the other shapes, FP8 pairs) is held out
 CLUSTER_CALIBRATION = (("l08/gemm_bench_cluster2", "cooperative_inflight_cluster2", (8192, 8192, 8192)),)
+#: the FP8 pair's fence (``cluster_fence_fp8_ns``): its release follows ``wait_group 0`` ahead of the promotion and
+#: its barrier waits for the scale loads in flight, which the bf16 pair has none of — so its own constant, fitted on
+#: this one record (the form clock's, :func:`_fit_fp8_fence`); every other FP8 pair record is held out
+FP8_FENCE_CALIBRATION = (("l08/gemm_bench_fp8", "fp8_cooperative_tmastore_cluster2", (8192, 8192, 8192)),)
+#: the reading of that fence against the loads in flight (:attr:`PerfParams.fence_after_loads`): False — its round
+#: trip runs under them; True — it waits for them, then pays its own. Chosen by the test registered in
+#: :mod:`h100lab.validation.l08_fence` (both hold every committed FP8 pair record before it)
+FP8_FENCE_AFTER_LOADS = False
 #: the k-block trace (``benchmarks/trace_gemm.py``, ``l08_gemm.cu -DTRACE=1``): the FP8 consumer's chain
 #: (:func:`trace_constants`) is read off its FP8 records at :data:`TRACE_SHAPE`; its other records (the two-wave
 #: shape) and every throughput record of every FP8 run are held out
@@ -633,6 +641,8 @@ class PerfParams:
     timing: Any
     l2_bytes_per_ns: float = 0.0
     cluster_fence_ns: float = 0.0
+    cluster_fence_fp8_ns: float = 0.0
+    fence_after_loads: bool = False
     scale_load_ns: float = 0.0
     scale_load_ns_per_rate: float = 0.0
     fp8_issue_cycles: float = 0.0
@@ -679,7 +689,7 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
                  pre_cycles: float = 0.0, post_cycles: float = 0.0, groups: int = 32,
                  load_cycles: float = 0.0, group_issue_cycles: float = 0.0, promote_block_cycles: float = -1.0,
                  scale_issue_cycles: float = 0.0, ring_issue_cycles: float = 0.0,
-                 stagger_cycles: float = 0.0) -> IssueTiming:
+                 stagger_cycles: float = 0.0, fence_after_loads: bool = False) -> IssueTiming:
     """Run ``f.issuers`` warpgroups' k-block loops for ``groups`` k-blocks on lesson 7's wgmma model ``w``
     (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup spends
     ``pre_cycles`` (its full-barrier wait finding the phase complete, ``wgmma.fence``), issues
@@ -705,12 +715,12 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     period is the slope of the last completion over the second half of the run."""
     return _issue_loop(f, w, extra_cycles, sync_cycles, fence_cycles, pre_cycles, post_cycles, groups, load_cycles,
                        chain=(group_issue_cycles, promote_block_cycles, scale_issue_cycles, ring_issue_cycles,
-                              stagger_cycles))
+                              stagger_cycles, fence_after_loads))
 
 
 def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycles: float, pre_cycles: float,
                 post_cycles: float, groups: int, load_cycles: float, rec: list | None = None,
-                chain: tuple = (0.0, -1.0, 0.0, 0.0, 0.0)) -> IssueTiming:
+                chain: tuple = (0.0, -1.0, 0.0, 0.0, 0.0, False)) -> IssueTiming:
     """:func:`issue_timing`'s loop; ``rec`` (a list) receives one (warpgroup, k-block, {event: cycle}) per k-block
     and warpgroup — the events of ``l08_gemm.cu -DTRACE=1``'s consumers: ``full`` (the full-barrier wait passed),
     ``issued`` (the group committed), ``waited`` (wait_group returned), ``promoted`` (FP8), ``end`` (the k-block's
@@ -800,6 +810,12 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
                 t[i] = max(t[i], loads[b])        # the early copy: release and promotion wait for the loads
             if lead > 1 and j >= 0 and load_cycles > 0:
                 t[i] = max(t[i], issued[i][j][b])
+            if f.cluster_fence and b == mb - 1:
+                # the stage's release right after wait_group, before the promotion (l08_gemm.cu): the remote
+                # arrive's .release.cluster (SASS: MEMBAR.ALL.GPU) also waits for the thread's loads still in
+                # flight, which land under it — lead 1: this k-block's scale loads; a ring: those issued before
+                out = loads[:b + 1] if lead == 1 else loads[:b] + [x for q in issued[i][max(0, j + 1):] for x in q]
+                t[i] = (max([t[i]] + out) + fence_cycles if chain[5] else max([t[i] + fence_cycles] + out))
             t[i] += promote
             ev["promoted"] = t[i]
             if lead > 1 and loading:
@@ -812,7 +828,7 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
             issued[i].append(loads)
             if lead == 1 and load_cycles > 0:
                 t[i] = max([t[i]] + loads)
-            t[i] += (fence_cycles if f.cluster_fence else 0.0) + post_cycles
+            t[i] += post_cycles
             finish[i][done[i]] = t[i]
             if rec is not None:
                 rec.append((i, done[i], dict(ev, end=t[i])))
@@ -999,7 +1015,8 @@ def _loop_args(f: Form, p: PerfParams, ghz: float, load_ns: float | None = None)
     extra = 0.0 if f.specialized else (t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns) * ghz
     warps = f.consumers * 4 + (0 if not f.specialized else 4)
     sync = (t.bar_sync_ns + t.bar_sync_per_warp_ns * warps) * ghz if f.cta_sync else 0.0
-    fence_ns = p.cluster_fence_ns or (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * 4)
+    fence_ns = ((f.promote and p.cluster_fence_fp8_ns) or p.cluster_fence_ns
+                or (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * 4))
     fence = fence_ns * ghz if f.cluster_fence else 0.0
     pre = t.wait_hit_ns * ghz + getattr(w, "fence", 0.0)         # full-barrier try_wait (phase complete), fence
     # the empty-barrier arrive (none in a ring kernel without a producer: its __syncthreads frees the stage), the
@@ -1015,6 +1032,8 @@ def _loop_args(f: Form, p: PerfParams, ghz: float, load_ns: float | None = None)
                    promote_block_cycles=round(fp8_promote_block(p, f.bn), 6),
                    scale_issue_cycles=0.0 if f.scale_smem else round(p.fp8_scale_issue_cycles, 6),
                    ring_issue_cycles=0.0 if f.scale_smem else round(p.fp8_ring_issue_cycles, 6))
+        if f.cluster_fence:
+            out["fence_after_loads"] = bool(p.fence_after_loads)
         if f.stagger:
             # the named barrier of the two consumers (8 warps): lesson 3's bar.sync release after the last arrival
             out["stagger_cycles"] = round((t.bar_sync_ns + t.bar_sync_per_warp_ns * 8) * ghz, 6)
@@ -1182,7 +1201,7 @@ def issue_events(v, params: PerfParams | None = None, regime: str = "sustained",
                      a["post_cycles"], groups, a["load_cycles"], rec,
                      chain=(a.get("group_issue_cycles", 0.0), a.get("promote_block_cycles", -1.0),
                             a.get("scale_issue_cycles", 0.0), a.get("ring_issue_cycles", 0.0),
-                            a.get("stagger_cycles", 0.0)))
+                            a.get("stagger_cycles", 0.0), a.get("fence_after_loads", False)))
     per: dict = {}
     for i, k, ev in rec:
         per.setdefault(i, {})[k] = ev
@@ -1564,8 +1583,8 @@ def predict_record(r: dict, params: PerfParams | None = None) -> Prediction:
 
 def calibration_part(r: dict) -> str | None:
     """``"sustained"`` for a record of :data:`CALIBRATION` (group 8, raster M), ``"throttled"`` for the record of
-    :data:`THROTTLED_CALIBRATION`, ``"cluster"`` for that of :data:`CLUSTER_CALIBRATION`, ``"scale"`` for that of
-    :data:`SCALE_CALIBRATION`, else None (held out)."""
+    :data:`THROTTLED_CALIBRATION`, ``"cluster"`` for that of :data:`CLUSTER_CALIBRATION`, ``"fp8_fence"`` for that of
+    :data:`FP8_FENCE_CALIBRATION`, ``"scale"`` for that of :data:`SCALE_CALIBRATION`, else None (held out)."""
     if r.get("group", 8) != 8 or r.get("raster", 0) != 0 or "variant" not in r or r.get("step") is not None:
         return None
     shape = (r["M"], r["N"], r["K"])
@@ -1575,6 +1594,8 @@ def calibration_part(r: dict) -> str | None:
         return "throttled"
     if (r.get("dataset"), r["variant"], shape) in CLUSTER_CALIBRATION:
         return "cluster"
+    if (r.get("dataset"), r["variant"], shape) in FP8_FENCE_CALIBRATION:
+        return "fp8_fence"
     if (r.get("dataset"), r["variant"], shape) in SCALE_CALIBRATION:
         return "scale"
     return None
@@ -1584,7 +1605,8 @@ def is_calibration(r: dict) -> bool:
     """Whether a record is in the calibration subset: cooperative (``l08/gemm_bench``) and
     cooperative_inflight_tmastore (``l08/gemm_bench_tmastore``) at 4096³ and 8192³ (group 8, raster M), and
     cooperative at 16384³ of ``l08/gemm_bench`` (the throttled clock), and cooperative_inflight_cluster2 at 8192³ of
-    ``l08/gemm_bench_cluster2`` (the cluster pair's fence). The FP8 constants come from the k-block trace run
+    ``l08/gemm_bench_cluster2`` (the cluster pair's fence), fp8_cooperative_tmastore_cluster2 at 8192³ of
+    ``l08/gemm_bench_fp8`` (the FP8 pair's fence, the form clock's). The other FP8 constants come from the k-block trace run
     (:data:`TRACE_DATASET`, whose records are not timing records: :func:`trace_constants`, :data:`SCALE_CALIBRATION`).
     Every other record is held out — the other variants, shapes and tile orders of those runs and every record of
     any other dataset, every FP8 throughput record included."""
@@ -1998,7 +2020,8 @@ def _fit_model() -> tuple:
     calibration records without :attr:`PerfParams.wave_clock`; the wave clock's two constants from the k-block
     traces at that fit's activity (:func:`wave_clock_constants`); every constant refitted with it on the same
     subset; the wave clock's constants read again at the refitted clock and everything refitted once more; each
-    then with its own reuse window (:func:`_with_window`). Every fit runs with the ping-pong forms in step
+    then with its own reuse window (:func:`_with_window`) and its own FP8 pair's fence (:func:`_fit_fp8_fence`).
+    Every fit runs with the ping-pong forms in step
     (:attr:`PerfParams.reuse_window` None)."""
     from .. import data
     from ..tensorcore import timing as wt
@@ -2012,14 +2035,15 @@ def _fit_model() -> tuple:
         plain = calibrate(recs, wgmma=w, timing=tt, trace=trace)
         wc = wave_clock_constants(plain)
         if not wc:
-            plain = _with_window(plain)
+            plain = _fit_fp8_fence(_with_window(plain))
             return plain, plain
         q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wc)
         q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wave_clock_constants(q))
-        return _with_window(q), _with_window(plain)
+        return _fit_fp8_fence(_with_window(q)), _fit_fp8_fence(_with_window(plain))
 
     from .. import fitcache
-    return fitcache.memo("l08_perf_params", _fit_inputs(w, tt, _window_inputs()), fit)
+    return fitcache.memo("l08_perf_params", _fit_inputs(w, tt, _window_inputs() + tuple(
+        d for d, _, _ in FP8_FENCE_CALIBRATION)), fit)
 
 
 def _window_inputs() -> tuple:
@@ -2061,6 +2085,34 @@ def _fit_scale_on_cycles(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) ->
         tuple(fit.residuals)
 
 
+def _fit_fp8_fence(p: PerfParams, after_loads: bool = FP8_FENCE_AFTER_LOADS, note: bool = True) -> PerfParams:
+    """``p`` with the FP8 pair's fence read as ``after_loads`` (:attr:`PerfParams.fence_after_loads`) and its
+    constant ``cluster_fence_fp8_ns`` fitted (least squares in log time) on the one record of
+    :data:`FP8_FENCE_CALIBRATION`; ``p`` unchanged without its dataset."""
+    import numpy as np
+
+    from .. import data
+    from ..validation.fit import FitParam, least_squares, log_ratio
+
+    d, v, shape = FP8_FENCE_CALIBRATION[0]
+    if not data.available(d):
+        return p
+    rec = [r for r in timing_records_of(data.load(d)) if r["variant"] == v and (r["M"], r["N"], r["K"]) == shape]
+    q = replace(p, fence_after_loads=bool(after_loads))
+
+    def res(vals):
+        return np.array([log_ratio(predict_record(r, replace(q, cluster_fence_fp8_ns=vals["fence"])).time_ms,
+                                   r["median_ms"]) for r in rec])
+
+    fit = least_squares(res, [FitParam("fence", 500.0, 10.0, 5000.0)])
+    if not note:
+        return replace(q, cluster_fence_fp8_ns=fit.values["fence"])
+    return replace(q, cluster_fence_fp8_ns=fit.values["fence"], notes=q.notes + (
+        f"FP8 pair's release.cluster fence ({'after' if after_loads else 'under'} the scale loads in flight): "
+        f"{fit.values['fence']:.0f} ns on {v} at {'x'.join(map(str, shape))} ({d}); residual "
+        + ", ".join(f"{x:+.3f}" for x in fit.residuals),))
+
+
 def _fit_form_clock() -> PerfParams:
     """The model's constants, the form clock (:func:`calibrated`): on today's records
     (:func:`todays_records`) of the calibration subset, with the model's wave-clock cap, the form clock from
@@ -2088,7 +2140,13 @@ def _fit_form_clock() -> PerfParams:
             om, rms = smem_write_weight_fit(q)
         if om != seen[-1]:                                # a cycle: the weight it returned to, refitted
             q = calibrate(recs, smem_write_weight=om, **kw)
-        q, sres = _fit_scale_on_cycles(replace(q, scale_ws_gate=SCALE_WORKING_SET_MB))
+        # the scale loads' constants (on every FP8 launch, the fenced pair's among them) and the pair's fence
+        # (on its one record) depend on each other: alternated to a fixed point (three rounds)
+        q = replace(q, scale_ws_gate=SCALE_WORKING_SET_MB)
+        for _ in range(3):
+            q, sres = _fit_scale_on_cycles(q)
+            q = _fit_fp8_fence(q, note=False)
+        q = _fit_fp8_fence(q)
         return _with_window(replace(q, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
             f"ratio {rms:.4f}",
@@ -2099,7 +2157,7 @@ def _fit_form_clock() -> PerfParams:
             + ", ".join(f"{x:+.3f}" for x in sres))))
 
     inputs = _fit_inputs(own.wgmma, own.timing, (FORM_CLOCK_DATASET, FORM_CLOCK_FP8_DATASET, *TODAY_TABLES.values(),
-                                                 *_window_inputs())) \
+                                                 *_window_inputs(), *(d for d, _, _ in FP8_FENCE_CALIBRATION))) \
         + [repr(own.wave_clock), list(SMEM_WRITE_WEIGHTS)]
     return fitcache.memo("l08_perf_params_form_clock", inputs, fit)
 

@@ -1,0 +1,88 @@
+"""Issue 17's FP8 cluster item (h100lab.validation.l08_fence): the fenced pair's release in the FP8 k-block loop, its
+two readings, and their registered predictions."""
+import json
+import math
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from h100lab import data
+from h100lab.design import perf
+from h100lab.validation import l08_fence as F
+
+ROOT = Path(__file__).resolve().parents[1]
+PRED = ROOT / "benchmarks" / "predictions" / F.FENCE_PREDICTIONS
+
+
+def test_the_fence_waits_for_the_loads_in_flight():
+    """The issue loop's release: "after" never ends before the loads land plus the fence; "overlap" never before
+    either alone; both at least the fence after wait_group. Without loads the two readings are one."""
+    f = perf.form("fp8_cooperative_tmastore_cluster2")
+    p = perf.calibrated()
+    w = p.wgmma
+    base = perf._loop_args(f, p, p.tensor_ghz)
+    for load in (0.0, 500.0, 3000.0):
+        a = dict(base, load_cycles=load, fence_cycles=800.0)
+        over = perf.issue_timing(f, w, **dict(a, fence_after_loads=False)).cycles
+        after = perf.issue_timing(f, w, **dict(a, fence_after_loads=True)).cycles
+        assert after >= over
+        if load == 0.0:
+            assert after == pytest.approx(over)
+    # a form without a cluster ignores the fence
+    g = perf.form("fp8_cooperative_tmastore")
+    a = dict(perf._loop_args(g, p, p.tensor_ghz), fence_cycles=800.0)
+    assert perf.issue_timing(g, w, **a).cycles == perf.issue_timing(g, w, **dict(a, fence_cycles=0.0)).cycles
+
+
+def test_the_fp8_fence_constant_reaches_only_fp8_forms():
+    p = replace(perf.calibrated(), cluster_fence_fp8_ns=1234.0)
+    ghz = p.tensor_ghz
+    assert perf._loop_args(perf.form("fp8_cooperative_tmastore_cluster2"), p, ghz)["fence_cycles"] == \
+        pytest.approx(round(1234.0 * ghz, 6))
+    assert perf._loop_args(perf.form("cooperative_inflight_cluster2"), p, ghz)["fence_cycles"] == \
+        pytest.approx(round(p.cluster_fence_ns * ghz, 6))
+
+
+def test_each_reading_fits_its_one_record():
+    d, v, shape = F.FENCE_CALIBRATION
+    r = next(x for x in perf.timing_records_of(data.load(d)) if x["variant"] == v and (x["M"], x["N"], x["K"]) == shape)
+    assert perf.calibration_part(r) == "fp8_fence"
+    for s in F.STRUCTURES:
+        p = F.fence_params(s)
+        assert p.fence_after_loads == (s == "after")
+        assert abs(math.log(perf.predict_record(r, p).time_ms / r["median_ms"])) < 0.005
+    with pytest.raises(ValueError, match="fence reading"):
+        F.fence_params("sideways")
+
+
+def test_the_registered_predictions_are_the_codes():
+    """The committed file holds every form at every shape, its shapes were never timed before it (except by the
+    test's own run), and its rule is written down."""
+    reg = json.loads(PRED.read_text())
+    want = [(list(s), v) for s in F.FENCE_SHAPES for v in F.FENCE_VARIANTS]
+    assert [(r["shape"], r["variant"]) for r in reg["rows"]] == want
+    assert set(reg["fence_ns"]) == set(F.STRUCTURES) and "smaller root-mean-square" in reg["rule"]
+    assert tuple(reg["calibration"][:2]) == F.FENCE_CALIBRATION[:2]
+    for r in reg["rows"]:
+        assert set(r["model_ms"]) == set(F.STRUCTURES) and all(x > 0 for x in r["model_ms"].values())
+        if r["variant"] not in F.FENCE_PAIRS:          # the controls: no fence, one time for both readings
+            assert r["model_ms"]["overlap"] == pytest.approx(r["model_ms"]["after"])
+    seen = {(x["M"], x["N"], x["K"]) for n in data.names()
+            if n.startswith("l08/") and not n.startswith(F.FENCE_DATASET)
+            for x in data.load(n).records if "M" in x}
+    assert not seen & set(F.FENCE_SHAPES)
+
+
+def test_the_predictions_were_committed_before_the_run():
+    """The commit the file names is an ancestor of the commit that added the run (where git history is here)."""
+    reg = json.loads(PRED.read_text())
+    run = ROOT / "data" / (F.FENCE_DATASET + ".json")
+    git = subprocess.run(["git", "log", "--format=%H", "--diff-filter=A", "--", str(run)], cwd=ROOT,
+                         capture_output=True, text=True)
+    added = git.stdout.split()
+    if git.returncode != 0 or not added or not reg.get("written_at_commit"):
+        pytest.skip("no git history of the run here")
+    ok = subprocess.run(["git", "merge-base", "--is-ancestor", reg["written_at_commit"], added[-1]], cwd=ROOT)
+    assert ok.returncode == 0

@@ -25,8 +25,8 @@ def test_the_fence_waits_for_the_loads_in_flight():
     base = perf._loop_args(f, p, p.tensor_ghz)
     for load in (0.0, 500.0, 3000.0):
         a = dict(base, load_cycles=load, fence_cycles=800.0)
-        over = perf.issue_timing(f, w, **dict(a, fence_after_loads=False)).cycles
-        after = perf.issue_timing(f, w, **dict(a, fence_after_loads=True)).cycles
+        over = perf.issue_timing(f, w, **a).cycles
+        after = perf.issue_timing(f, w, **dict(a, fence_cycles=0.0, fence_after_cycles=800.0)).cycles
         assert after >= over
         if load == 0.0:
             assert after == pytest.approx(over)
@@ -51,38 +51,44 @@ def test_each_reading_fits_its_one_record():
     assert perf.calibration_part(r) == "fp8_fence"
     for s in F.STRUCTURES:
         p = F.fence_params(s)
-        assert p.fence_after_loads == (s == "after")
+        assert (p.cluster_fence_fp8_ns > 0, p.cluster_fence_fp8_after_ns > 0) == (s == "overlap", s == "after")
         assert abs(math.log(perf.predict_record(r, p).time_ms / r["median_ms"])) < 0.005
     with pytest.raises(ValueError, match="fence reading"):
         F.fence_params("sideways")
 
 
-def test_the_registered_predictions_are_the_codes():
-    """The committed file holds every form at every shape, its shapes were never timed before it (except by the
-    test's own run), and its rule is written down."""
-    reg = json.loads(PRED.read_text())
-    want = [(list(s), v) for s in F.FENCE_SHAPES for v in F.FENCE_VARIANTS]
+@pytest.mark.parametrize("rnd", sorted(F.ROUNDS))
+def test_the_registered_predictions_are_the_codes(rnd):
+    """Each round's committed file holds every form at every shape of the round, its shapes were never timed before
+    it (but by the round's own run), and its rule is written down."""
+    shapes, dataset, file, readings, rule = F.ROUNDS[rnd]
+    reg = json.loads((ROOT / "benchmarks" / "predictions" / file).read_text())
+    want = [(list(s), v) for s in shapes for v in F.FENCE_VARIANTS]
     assert [(r["shape"], r["variant"]) for r in reg["rows"]] == want
-    assert set(reg["fence_ns"]) == set(F.STRUCTURES) and "smaller root-mean-square" in reg["rule"]
-    assert tuple(reg["calibration"][:2]) == F.FENCE_CALIBRATION[:2]
+    assert set(reg["fence_ns"]) == set(readings) and reg["rule"] == rule
     for r in reg["rows"]:
-        assert set(r["model_ms"]) == set(F.STRUCTURES) and all(x > 0 for x in r["model_ms"].values())
-        if r["variant"] not in F.FENCE_PAIRS:          # the controls: no fence, one time for both readings
-            assert r["model_ms"]["overlap"] == pytest.approx(r["model_ms"]["after"])
+        assert set(r["model_ms"]) == set(readings) and all(x > 0 for x in r["model_ms"].values())
+        if r["variant"] not in F.FENCE_PAIRS:          # the controls: no fence, one time for every reading
+            assert len({round(x, 9) for x in r["model_ms"].values()}) == 1
     seen = {(x["M"], x["N"], x["K"]) for n in data.names()
-            if n.startswith("l08/") and not n.startswith(F.FENCE_DATASET)
+            if n.startswith("l08/") and not n.startswith(dataset)
             for x in data.load(n).records if "M" in x}
-    assert not seen & set(F.FENCE_SHAPES)
+    assert not seen & set(shapes)
 
 
-def test_the_predictions_were_committed_before_the_run():
-    """The commit the file names is an ancestor of the commit that added the run (where git history is here)."""
-    reg = json.loads(PRED.read_text())
-    run = ROOT / "data" / (F.FENCE_DATASET + ".json")
-    git = subprocess.run(["git", "log", "--format=%H", "--diff-filter=A", "--", str(run)], cwd=ROOT,
-                         capture_output=True, text=True)
-    added = git.stdout.split()
-    if git.returncode != 0 or not added or not reg.get("written_at_commit"):
-        pytest.skip("no git history of the run here")
-    ok = subprocess.run(["git", "merge-base", "--is-ancestor", reg["written_at_commit"], added[-1]], cwd=ROOT)
-    assert ok.returncode == 0
+@pytest.mark.parametrize("rnd", sorted(F.ROUNDS))
+def test_the_predictions_were_committed_before_the_run(rnd):
+    """The commit that added a round's predictions is an ancestor of the one that added its run (where git history
+    is here)."""
+    _, dataset, file, _, _ = F.ROUNDS[rnd]
+
+    def added(path):
+        git = subprocess.run(["git", "log", "--format=%H", "--diff-filter=A", "--", str(path)], cwd=ROOT,
+                             capture_output=True, text=True)
+        return git.stdout.split()[-1:] if git.returncode == 0 else []
+
+    pred, run = added(ROOT / "benchmarks" / "predictions" / file), added(ROOT / "data" / (dataset + ".json"))
+    if not pred or not run:
+        pytest.skip("no git history of the predictions and the run here")
+    ok = subprocess.run(["git", "merge-base", "--is-ancestor", pred[0], run[0]], cwd=ROOT)
+    assert ok.returncode == 0 and pred[0] != run[0]

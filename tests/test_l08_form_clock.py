@@ -99,7 +99,9 @@ def test_the_diagnosis():
     # today's kernel: every configuration of the kernel A/B run; more held-out records than the model on the
     # same records, fewer than the model on the records it was fitted against (the first tables)
     assert f["kernel_ab"] == 20 > m["kernel_ab"]
-    assert m["today"]["within"] < f["today"]["within"] < m["first"]["within"]
+    # (since each model has the FP8 pair's fence fitted on its own record, the one-clock model holds as many of the
+    # first tables as the form clock holds of today's)
+    assert m["today"]["within"] < f["today"]["within"] <= m["first"]["within"]
     # each model with its own reuse window; the hypothesis's puts the row-major ping-pong at 4096³ far out
     assert f["window"] != m["window"] and {f["window"], m["window"]} <= set(traffic.WINDOWS)
     rm = [e for k, e in f["today"]["misses"].items() if k.startswith("4096×4096×4096") and "group 1 raster M" in k]

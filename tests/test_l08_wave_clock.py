@@ -74,7 +74,7 @@ def test_diagnosis_counts():
     assert d["ghz"][0] < d["ghz"][1]
     key = next(k for k in d["changed"] if k.startswith("8192×8192×8192 pingpong (persistent) [gemm_steps_ablation]"))
     assert d["changed"][key][0] > 0.10 >= d["changed"][key][1]
-    assert sum(a for a, _ in d["model"].values()) == sum(a for a, _ in d["off"].values()) + 4
+    assert sum(a for a, _ in d["model"].values()) == sum(a for a, _ in d["off"].values()) + 3
 
 
 def test_repeat_median_rows_on_copies(tmp_path):

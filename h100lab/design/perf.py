@@ -350,10 +350,18 @@ CLUSTER_CALIBRATION = (("l08/gemm_bench_cluster2", "cooperative_inflight_cluster
 #: its barrier waits for the scale loads in flight, which the bf16 pair has none of — so its own constant, fitted on
 #: this one record (the form clock's, :func:`_fit_fp8_fence`); every other FP8 pair record is held out
 FP8_FENCE_CALIBRATION = (("l08/gemm_bench_fp8", "fp8_cooperative_tmastore_cluster2", (8192, 8192, 8192)),)
-#: the reading of that fence against the loads in flight (:attr:`PerfParams.fence_after_loads`): False — its round
-#: trip runs under them; True — it waits for them, then pays its own. Chosen by the test registered in
-#: :mod:`h100lab.validation.l08_fence` (both hold every committed FP8 pair record before it)
-FP8_FENCE_AFTER_LOADS = False
+#: the reading of that fence against the loads in flight (:data:`FENCE_READINGS`) that the test registered in
+#: :mod:`h100lab.validation.l08_fence` chose (both of its readings held every FP8 pair record committed before it)
+FP8_FENCE_READING = "overlap"
+#: the readings of the FP8 pair's release, ``max(waited + F₁, loads landed) + F₂``
+#: (``cluster_fence_fp8_ns`` = F₁, ``cluster_fence_fp8_after_ns`` = F₂): ``"overlap"`` — the barrier's round trip
+#: runs under the loads (F₂ = 0); ``"after"`` — it waits for them, then pays its own (F₁ = 0); ``"split"`` — part
+#: of it under them, part after (both; two records: :data:`FP8_FENCE_SPLIT_CALIBRATION`)
+FENCE_READINGS = ("overlap", "after", "split")
+#: the two records the split reading is fitted on: both fenced pairs (lead 1, the ring) at one shape of the fence
+#: test's first process (``l08/gemm_fence``); every other record of that run and of every other is held out
+FP8_FENCE_SPLIT_CALIBRATION = tuple(("l08/gemm_fence", v, (6144, 10240, 8192)) for v in (
+    "fp8_cooperative_tmastore_cluster2", "fp8_cooperative_tmastore_cluster2_lead2"))
 #: the k-block trace (``benchmarks/trace_gemm.py``, ``l08_gemm.cu -DTRACE=1``): the FP8 consumer's chain
 #: (:func:`trace_constants`) is read off its FP8 records at :data:`TRACE_SHAPE`; its other records (the two-wave
 #: shape) and every throughput record of every FP8 run are held out
@@ -642,7 +650,7 @@ class PerfParams:
     l2_bytes_per_ns: float = 0.0
     cluster_fence_ns: float = 0.0
     cluster_fence_fp8_ns: float = 0.0
-    fence_after_loads: bool = False
+    cluster_fence_fp8_after_ns: float = 0.0
     scale_load_ns: float = 0.0
     scale_load_ns_per_rate: float = 0.0
     fp8_issue_cycles: float = 0.0
@@ -689,7 +697,7 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
                  pre_cycles: float = 0.0, post_cycles: float = 0.0, groups: int = 32,
                  load_cycles: float = 0.0, group_issue_cycles: float = 0.0, promote_block_cycles: float = -1.0,
                  scale_issue_cycles: float = 0.0, ring_issue_cycles: float = 0.0,
-                 stagger_cycles: float = 0.0, fence_after_loads: bool = False) -> IssueTiming:
+                 stagger_cycles: float = 0.0, fence_after_cycles: float = 0.0) -> IssueTiming:
     """Run ``f.issuers`` warpgroups' k-block loops for ``groups`` k-blocks on lesson 7's wgmma model ``w``
     (:class:`~h100lab.tensorcore.timing.WgmmaTiming`), every stage already full: each k-block a warpgroup spends
     ``pre_cycles`` (its full-barrier wait finding the phase complete, ``wgmma.fence``), issues
@@ -715,12 +723,12 @@ def issue_timing(f: Form, w, extra_cycles: float = 0.0, sync_cycles: float = 0.0
     period is the slope of the last completion over the second half of the run."""
     return _issue_loop(f, w, extra_cycles, sync_cycles, fence_cycles, pre_cycles, post_cycles, groups, load_cycles,
                        chain=(group_issue_cycles, promote_block_cycles, scale_issue_cycles, ring_issue_cycles,
-                              stagger_cycles, fence_after_loads))
+                              stagger_cycles, fence_after_cycles))
 
 
 def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycles: float, pre_cycles: float,
                 post_cycles: float, groups: int, load_cycles: float, rec: list | None = None,
-                chain: tuple = (0.0, -1.0, 0.0, 0.0, 0.0, False)) -> IssueTiming:
+                chain: tuple = (0.0, -1.0, 0.0, 0.0, 0.0, 0.0)) -> IssueTiming:
     """:func:`issue_timing`'s loop; ``rec`` (a list) receives one (warpgroup, k-block, {event: cycle}) per k-block
     and warpgroup — the events of ``l08_gemm.cu -DTRACE=1``'s consumers: ``full`` (the full-barrier wait passed),
     ``issued`` (the group committed), ``waited`` (wait_group returned), ``promoted`` (FP8), ``end`` (the k-block's
@@ -815,7 +823,8 @@ def _issue_loop(f: Form, w, extra_cycles: float, sync_cycles: float, fence_cycle
                 # arrive's .release.cluster (SASS: MEMBAR.ALL.GPU) also waits for the thread's loads still in
                 # flight, which land under it — lead 1: this k-block's scale loads; a ring: those issued before
                 out = loads[:b + 1] if lead == 1 else loads[:b] + [x for q in issued[i][max(0, j + 1):] for x in q]
-                t[i] = (max([t[i]] + out) + fence_cycles if chain[5] else max([t[i] + fence_cycles] + out))
+                # (the barrier's part that runs under them, ``fence_cycles``, and its part after, ``chain[5]``)
+                t[i] = max([t[i] + fence_cycles] + out) + chain[5]
             t[i] += promote
             ev["promoted"] = t[i]
             if lead > 1 and loading:
@@ -1015,7 +1024,8 @@ def _loop_args(f: Form, p: PerfParams, ghz: float, load_ns: float | None = None)
     extra = 0.0 if f.specialized else (t.mbarrier_expect_tx_ns + 2 * t.tma_issue_ns) * ghz
     warps = f.consumers * 4 + (0 if not f.specialized else 4)
     sync = (t.bar_sync_ns + t.bar_sync_per_warp_ns * warps) * ghz if f.cta_sync else 0.0
-    fence_ns = ((f.promote and p.cluster_fence_fp8_ns) or p.cluster_fence_ns
+    fp8_fence = f.promote and (p.cluster_fence_fp8_ns or p.cluster_fence_fp8_after_ns)
+    fence_ns = (p.cluster_fence_fp8_ns if fp8_fence else p.cluster_fence_ns
                 or (t.cluster_arrive_release_ns + t.cluster_arrive_release_per_warp_ns * 4))
     fence = fence_ns * ghz if f.cluster_fence else 0.0
     pre = t.wait_hit_ns * ghz + getattr(w, "fence", 0.0)         # full-barrier try_wait (phase complete), fence
@@ -1033,7 +1043,7 @@ def _loop_args(f: Form, p: PerfParams, ghz: float, load_ns: float | None = None)
                    scale_issue_cycles=0.0 if f.scale_smem else round(p.fp8_scale_issue_cycles, 6),
                    ring_issue_cycles=0.0 if f.scale_smem else round(p.fp8_ring_issue_cycles, 6))
         if f.cluster_fence:
-            out["fence_after_loads"] = bool(p.fence_after_loads)
+            out["fence_after_cycles"] = round(p.cluster_fence_fp8_after_ns * ghz if fp8_fence else 0.0, 6)
         if f.stagger:
             # the named barrier of the two consumers (8 warps): lesson 3's bar.sync release after the last arrival
             out["stagger_cycles"] = round((t.bar_sync_ns + t.bar_sync_per_warp_ns * 8) * ghz, 6)
@@ -1201,7 +1211,7 @@ def issue_events(v, params: PerfParams | None = None, regime: str = "sustained",
                      a["post_cycles"], groups, a["load_cycles"], rec,
                      chain=(a.get("group_issue_cycles", 0.0), a.get("promote_block_cycles", -1.0),
                             a.get("scale_issue_cycles", 0.0), a.get("ring_issue_cycles", 0.0),
-                            a.get("stagger_cycles", 0.0), a.get("fence_after_loads", False)))
+                            a.get("stagger_cycles", 0.0), a.get("fence_after_cycles", 0.0)))
     per: dict = {}
     for i, k, ev in rec:
         per.setdefault(i, {})[k] = ev
@@ -1464,9 +1474,11 @@ TIME_KINDS = ("time", "fp8_time", "ablation")
 #: the predictions registered before the run, ``benchmarks/predictions/l08_gemm_fresh.json``): reported on their
 #: own, against the registered predictions — not records of the campaign :func:`timing_datasets` lists; and the FP8
 #: lead pair's run at eight more shapes (``h100lab.validation.l08_lead``: the working-set hypothesis's calls and the
-#: model's times, ``benchmarks/predictions/l08_lead_ws.json``)
+#: model's times, ``benchmarks/predictions/l08_lead_ws.json``) and the FP8 fence test's at six more
+#: (``h100lab.validation.l08_fence``, ``benchmarks/predictions/l08_fence.json``)
 PROSPECTIVE_DATASETS = tuple(f"l08/gemm_{r}{m}{p}" for r in ("fresh", "fresh2", "fresh3") for m in ("", "_fp8")
-                             for p in ("", "_b")) + ("l08/gemm_lead_ws", "l08/gemm_lead_ws_b")
+                             for p in ("", "_b")) + ("l08/gemm_lead_ws", "l08/gemm_lead_ws_b", "l08/gemm_fence",
+                                                     "l08/gemm_fence_b")
 
 
 def timing_datasets() -> list[str]:
@@ -2085,31 +2097,40 @@ def _fit_scale_on_cycles(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) ->
         tuple(fit.residuals)
 
 
-def _fit_fp8_fence(p: PerfParams, after_loads: bool = FP8_FENCE_AFTER_LOADS, note: bool = True) -> PerfParams:
-    """``p`` with the FP8 pair's fence read as ``after_loads`` (:attr:`PerfParams.fence_after_loads`) and its
-    constant ``cluster_fence_fp8_ns`` fitted (least squares in log time) on the one record of
-    :data:`FP8_FENCE_CALIBRATION`; ``p`` unchanged without its dataset."""
+def _fit_fp8_fence(p: PerfParams, reading: str = FP8_FENCE_READING, note: bool = True) -> PerfParams:
+    """``p`` with the FP8 pair's release read as ``reading`` (:data:`FENCE_READINGS`) and its constants fitted
+    (least squares in log time): ``"overlap"`` F₁ (``cluster_fence_fp8_ns``), ``"after"`` F₂
+    (``cluster_fence_fp8_after_ns``), each on the one record of :data:`FP8_FENCE_CALIBRATION`; ``"split"`` both, on
+    the two of :data:`FP8_FENCE_SPLIT_CALIBRATION`. ``p`` unchanged without the records' dataset."""
     import numpy as np
 
     from .. import data
     from ..validation.fit import FitParam, least_squares, log_ratio
 
-    d, v, shape = FP8_FENCE_CALIBRATION[0]
-    if not data.available(d):
+    if reading not in FENCE_READINGS:
+        raise ValueError(f"fence reading {reading!r}: one of {FENCE_READINGS}")
+    want = FP8_FENCE_SPLIT_CALIBRATION if reading == "split" else FP8_FENCE_CALIBRATION
+    if not all(data.available(d) for d, _, _ in want):
         return p
-    rec = [r for r in timing_records_of(data.load(d)) if r["variant"] == v and (r["M"], r["N"], r["K"]) == shape]
-    q = replace(p, fence_after_loads=bool(after_loads))
+    rec = [r for d in dict.fromkeys(d for d, _, _ in want) for r in timing_records_of(data.load(d))
+           if (d, r["variant"], (r["M"], r["N"], r["K"])) in want]
+    free = {"overlap": ["under"], "after": ["after"], "split": ["under", "after"]}[reading]
+
+    def params(vals):
+        return replace(p, cluster_fence_fp8_ns=vals.get("under", 0.0), cluster_fence_fp8_after_ns=vals.get("after", 0.0))
 
     def res(vals):
-        return np.array([log_ratio(predict_record(r, replace(q, cluster_fence_fp8_ns=vals["fence"])).time_ms,
-                                   r["median_ms"]) for r in rec])
+        q = params(vals)
+        return np.array([log_ratio(predict_record(r, q).time_ms, r["median_ms"]) for r in rec])
 
-    fit = least_squares(res, [FitParam("fence", 500.0, 10.0, 5000.0)])
+    fit = least_squares(res, [FitParam(k, 300.0, 1.0 if reading == "split" else 10.0, 5000.0) for k in free])
+    q = params(fit.values)
     if not note:
-        return replace(q, cluster_fence_fp8_ns=fit.values["fence"])
-    return replace(q, cluster_fence_fp8_ns=fit.values["fence"], notes=q.notes + (
-        f"FP8 pair's release.cluster fence ({'after' if after_loads else 'under'} the scale loads in flight): "
-        f"{fit.values['fence']:.0f} ns on {v} at {'x'.join(map(str, shape))} ({d}); residual "
+        return q
+    return replace(q, notes=q.notes + (
+        f"FP8 pair's release.cluster fence, read as {reading!r} (max(waited + F1, loads landed) + F2): F1 "
+        f"{q.cluster_fence_fp8_ns:.0f} ns, F2 {q.cluster_fence_fp8_after_ns:.0f} ns on "
+        + "; ".join(f"{v} at {'x'.join(map(str, sh))} ({d})" for d, v, sh in want) + "; residuals "
         + ", ".join(f"{x:+.3f}" for x in fit.residuals),))
 
 

@@ -19,12 +19,24 @@ FP8 record (:data:`FENCE_CALIBRATION`; the rest held out):
 
 On the committed pair records both hold (51 of 51 within ±10 %), so those records cannot tell them apart. The ring
 pair can: its loads were issued a block earlier and have mostly landed when the fence issues, so the two readings
-charge it their own, different, ``F`` (``"overlap"`` ~600 ns, ``"after"`` ~370 ns). **The test**
-(:data:`FENCE_SHAPES`, none timed before; :data:`FENCE_PREDICTIONS`, written by ``benchmarks/predict_fence.py`` and
-committed before ``bench_gemm.py --fp8 --shapes ... --variants <FENCE_VARIANTS> --name l08/gemm_fence`` ran):
-both readings' times of both pairs (and, as controls the fence does not touch, of the two forms without a cluster).
-The rule written down with them: the reading with the smaller root-mean-square log error on the pairs' records of
-the run becomes the model's.
+charge it their own, different, ``F`` (``"overlap"`` ~600 ns, ``"after"`` ~370 ns).
+
+**Round 1** (:data:`FENCE_SHAPES`, none timed before; :data:`FENCE_PREDICTIONS`, written by
+``benchmarks/predict_fence.py`` and committed before ``bench_gemm.py --fp8 --shapes ... --variants
+<FENCE_VARIANTS> --name l08/gemm_fence`` ran, two processes): both readings' times of both pairs and, as controls
+the fence does not touch, of the two forms without a cluster; the rule written down with them — the reading with
+the smaller root-mean-square log error on the pairs' records becomes the model's. The run (2026-12-03): the lead-1
+pair within ±10 % under both readings (12 of 12), the ring pair under neither — ``"overlap"`` 6–15 % slow,
+``"after"`` 9–13 % fast; the rule picked ``"overlap"`` (20 of 24, against 17). Silicon runs the ring pair as fast
+as the lead-1 pair (0.98–1.03 of it), where each reading puts them ~10 % apart, either way.
+
+**Round 2** — a third reading, read off round 1 (so not tested by it): the release is ``max(waited + F₁, loads
+landed) + F₂``, part of the barrier under the loads and part after (the SASS issues ``MEMBAR.ALL.GPU`` and then
+``ERRBAR``, which waits for the thread's memory operations to be acknowledged). Its two constants, fitted on the
+two pairs at round 1's first shape (``h100lab.design.perf.FP8_FENCE_SPLIT_CALIBRATION``), are 154 and 358 ns, and
+sum to the bf16 pair's one fence (515 ns, fitted on a bf16 record, no loads in flight: it pays both parts in
+series) — a check the fit was not asked to pass. Registered at six more shapes (:data:`FENCE2_SHAPES`,
+:data:`FENCE2_PREDICTIONS`) against the overlap reading, with the rule of :data:`ROUNDS`.
 """
 from __future__ import annotations
 
@@ -36,63 +48,85 @@ from ..design.perf import FP8_FENCE_CALIBRATION
 from . import CheckResult, beyond_floor, silicon_check
 
 __all__ = ["FENCE_VARIANTS", "FENCE_PAIRS", "FENCE_CALIBRATION", "STRUCTURES", "FENCE_SHAPES", "FENCE_DATASET",
-           "FENCE_PREDICTIONS", "fence_params", "fence_predictions", "fence_registered", "fence_rows", "fence_verdict"]
+           "FENCE_PREDICTIONS", "FENCE2_SHAPES", "FENCE2_DATASET", "FENCE2_PREDICTIONS", "ROUNDS", "fence_params",
+           "fence_predictions", "fence_registered", "fence_rows", "fence_verdict"]
 
 #: the two fenced pairs (lead 1, the ring of depth 2) and the same two forms without a cluster (controls)
 FENCE_PAIRS = ("fp8_cooperative_tmastore_cluster2", "fp8_cooperative_tmastore_cluster2_lead2")
 FENCE_VARIANTS = FENCE_PAIRS + ("fp8_cooperative_tmastore", "fp8_cooperative_tmastore_lead2")
-#: the one record each reading's FP8 fence constant is fitted on: (dataset, variant, (M, N, K))
+#: the one record the one-constant readings are fitted on: (dataset, variant, (M, N, K))
 FENCE_CALIBRATION = FP8_FENCE_CALIBRATION[0]
-#: the two readings of the fence against the loads in flight
+#: the first round's two readings of the fence against the loads in flight
 STRUCTURES = ("overlap", "after")
-#: the test's shapes, none timed before (multiples of the 128 × 128 tile; working sets below, inside and above the
-#: scale loads' gate)
+#: the first round's shapes, none timed before (multiples of the 128 × 128 tile; working sets below, inside and
+#: above the scale loads' gate)
 FENCE_SHAPES = ((6144, 10240, 8192), (11264, 4608, 6144), (2560, 15360, 10240), (13312, 13312, 4096),
                 (5632, 5632, 14336), (9728, 7680, 7168))
-#: the run (``_b``: a second process)
+#: the first round's run (``_b``: a second process) and its registered predictions (``benchmarks/predictions/``)
 FENCE_DATASET = "l08/gemm_fence"
-#: the registered predictions (``benchmarks/predictions/``)
 FENCE_PREDICTIONS = "l08_fence.json"
+#: the second round: the split reading (fitted on the first round's two pairs at its first shape,
+#: perf.FP8_FENCE_SPLIT_CALIBRATION) against the first round's winner, at six more shapes never timed
+FENCE2_SHAPES = ((7680, 12288, 6144), (3584, 7168, 16384), (12800, 6400, 8192), (4608, 13824, 5120),
+                 (10752, 10752, 10240), (15360, 2560, 12288))
+FENCE2_DATASET = "l08/gemm_fence2"
+FENCE2_PREDICTIONS = "l08_fence2.json"
+#: round → (shapes, dataset, predictions file, readings, rule)
+ROUNDS = {
+    1: (FENCE_SHAPES, FENCE_DATASET, FENCE_PREDICTIONS, STRUCTURES,
+        "the reading with the smaller root-mean-square log error on the two pairs' records of l08/gemm_fence and "
+        "l08/gemm_fence_b becomes the model's"),
+    2: (FENCE2_SHAPES, FENCE2_DATASET, FENCE2_PREDICTIONS, ("overlap", "split"),
+        "the split reading becomes the model's if, on the two pairs' records of l08/gemm_fence2 and "
+        "l08/gemm_fence2_b, it has at least as many within ±10 % as the overlap reading and the smaller "
+        "root-mean-square log error"),
+}
 
 
 def fence_params(structure: str, params=None):
-    """The model (``params``, default :func:`h100lab.design.perf.calibrated`) with the FP8 fence read as
-    ``structure`` (:data:`STRUCTURES`) and its constant ``cluster_fence_fp8_ns`` fitted on the one record of
-    :data:`FENCE_CALIBRATION` (:func:`h100lab.design.perf._fit_fp8_fence`). [model: one constant per reading]"""
+    """The model (``params``, default :func:`h100lab.design.perf.calibrated`) with the FP8 pair's release read as
+    ``structure`` (:data:`h100lab.design.perf.FENCE_READINGS`) and its constants fitted on their records
+    (:func:`h100lab.design.perf._fit_fp8_fence`). [model: one constant per reading, two for the split]"""
     from ..design import perf
 
-    if structure not in STRUCTURES:
-        raise ValueError(f"fence reading {structure!r}: one of {STRUCTURES}")
-    return perf._fit_fp8_fence(perf.calibrated() if params is None else params, structure == "after")
+    return perf._fit_fp8_fence(perf.calibrated() if params is None else params, structure)
 
 
-def fence_predictions(shapes: Sequence = FENCE_SHAPES) -> dict:
-    """Both readings' fitted constants (``fence_ns``) and, per shape and form of :data:`FENCE_VARIANTS`, their times
-    on the run's grid and launches (``model_ms``: reading → ms) — what ``benchmarks/predict_fence.py`` commits
-    before the run. [model]"""
+def fence_predictions(rnd: int = 1) -> dict:
+    """Round ``rnd``'s readings' fitted constants (``fence_ns``: reading → [F₁, F₂] ns) and, per shape and form of
+    :data:`FENCE_VARIANTS`, their times on the run's grid and launches (``model_ms``: reading → ms) — what
+    ``benchmarks/predict_fence.py`` commits before the run. [model]"""
     from ..design import perf
     from . import l08
 
-    ps = {s: fence_params(s) for s in STRUCTURES}
+    shapes, dataset, _, readings, _ = ROUNDS[rnd]
+    ps = {s: fence_params(s) for s in readings}
     rows = []
     for shape in shapes:
         for v in FENCE_VARIANTS:
-            r = l08._fresh_record(v, tuple(shape), FENCE_DATASET)
+            r = l08._fresh_record(v, tuple(shape), dataset)
             rows.append({"shape": list(shape), "variant": v,
                          "model_ms": {s: perf.predict_record(r, p).time_ms for s, p in ps.items()}})
-    return {"fence_ns": {s: p.cluster_fence_fp8_ns for s, p in ps.items()}, "rows": rows}
+    return {"fence_ns": {s: [p.cluster_fence_fp8_ns, p.cluster_fence_fp8_after_ns] for s, p in ps.items()},
+            "rows": rows}
 
 
-def fence_registered() -> dict:
-    """The committed predictions ((shape tuple, variant) → row), {} before they are written."""
+def fence_registered(rnd: int = 1) -> dict:
+    """Round ``rnd``'s committed predictions ((shape tuple, variant) → row), {} before they are written."""
     from .l08 import registered_rows
 
-    return {(tuple(r["shape"]), r["variant"]): r for r in registered_rows(FENCE_PREDICTIONS)}
+    return {(tuple(r["shape"]), r["variant"]): r for r in registered_rows(ROUNDS[rnd][2])}
+
+
+def _round_of(name: str) -> int | None:
+    base = name[:-2] if name.endswith("_b") else name
+    return next((k for k, v in ROUNDS.items() if v[1] == base), None)
 
 
 def fence_rows(ds: Dataset | str) -> list[dict]:
-    """Each timed record of a run at a registered shape and form: ``shape``, ``variant``, the median ``ms`` and
-    the registered error of each reading (``err``: reading → predicted / measured − 1). [] without the run."""
+    """Each timed record of a round's run at a registered shape and form: ``shape``, ``variant``, the median ``ms``
+    and the registered error of each of the round's readings (``err``: reading → predicted / measured − 1). []
+    without the run."""
     from .. import data
     from ..design import perf
 
@@ -100,7 +134,10 @@ def fence_rows(ds: Dataset | str) -> list[dict]:
         if not data.available(ds):
             return []
         ds = data.load(ds)
-    reg = fence_registered()
+    rnd = _round_of(ds.name)
+    if rnd is None:
+        return []
+    reg = fence_registered(rnd)
     out = []
     for r in perf.timing_records_of(ds):
         row = reg.get(((r["M"], r["N"], r["K"]), r["variant"]))
@@ -108,24 +145,28 @@ def fence_rows(ds: Dataset | str) -> list[dict]:
             continue
         ms = float(r["median_ms"])
         out.append({"shape": (r["M"], r["N"], r["K"]), "variant": r["variant"], "ms": ms,
-                    "err": {s: row["model_ms"][s] / ms - 1 for s in STRUCTURES}})
+                    "err": {s: row["model_ms"][s] / ms - 1 for s in row["model_ms"]}})
     return out
 
 
-def fence_verdict(runs: Sequence | None = None) -> dict:
-    """The registered rule applied to the committed processes of :data:`FENCE_DATASET` together: per reading, over
-    the pairs' records (``pairs``) and the controls' (``controls``), ``n``, ``within`` ±10 % and ``rms`` (of the
-    log errors); ``winner``: the reading with the smaller rms on the pairs. {} before the run."""
-    rows = [r for run in (runs if runs is not None else (FENCE_DATASET, FENCE_DATASET + "_b"))
-            for r in fence_rows(run)]
+def fence_verdict(rnd: int = 1, runs: Sequence | None = None) -> dict:
+    """Round ``rnd``'s registered rule applied to its committed processes together: per reading, over the pairs'
+    records (``pairs``) and the controls' (``controls``), ``n``, ``within`` ±10 % and ``rms`` (of the log errors);
+    ``winner``: the reading the round's rule picks. {} before the run."""
+    _, dataset, _, readings, _ = ROUNDS[rnd]
+    rows = [r for run in (runs if runs is not None else (dataset, dataset + "_b")) for r in fence_rows(run)]
     if not rows:
         return {}
     out: dict = {}
-    for s in STRUCTURES:
+    for s in readings:
         for part, sel in (("pairs", True), ("controls", False)):
             e = [r["err"][s] for r in rows if (r["variant"] in FENCE_PAIRS) == sel]
             out.setdefault(s, {})[part] = {
                 "n": len(e), "within": sum(abs(x) <= 0.10 for x in e),
                 "rms": math.sqrt(sum(math.log1p(x) ** 2 for x in e) / len(e)) if e else math.nan}
-    out["winner"] = min(STRUCTURES, key=lambda s: out[s]["pairs"]["rms"])
+    if rnd == 1:
+        out["winner"] = min(readings, key=lambda s: out[s]["pairs"]["rms"])
+    else:
+        a, b = out["overlap"]["pairs"], out["split"]["pairs"]
+        out["winner"] = "split" if b["within"] >= a["within"] and b["rms"] < a["rms"] else "overlap"
     return out

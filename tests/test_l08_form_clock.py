@@ -96,12 +96,11 @@ def test_the_diagnosis():
     assert f["ncu"]["cycles"] == f["ncu"]["n"] == 39 and m["ncu"]["cycles"] < 20
     assert abs(f["ncu"]["cycle_error_median"]) < 0.03 < m["ncu"]["cycle_error_median"]
     assert f["ncu_held"]["time"] == f["ncu_held"]["cycles"] == f["ncu_held"]["n"]
-    # today's kernel: every configuration of the kernel A/B run; more held-out records than the model on the
-    # same records, fewer than the model on the records it was fitted against (the first tables)
+    # today's kernel: every configuration of the kernel A/B run; more held-out records than the one-clock model on
+    # the same records, and (since the FP8 pair's release is split under and after its loads) at least as many as
+    # the one-clock model on the records it was fitted against (the first tables)
     assert f["kernel_ab"] == 20 > m["kernel_ab"]
-    # (since each model has the FP8 pair's fence fitted on its own record, the one-clock model holds as many of the
-    # first tables as the form clock holds of today's)
-    assert m["today"]["within"] < f["today"]["within"] <= m["first"]["within"]
+    assert m["today"]["within"] < f["today"]["within"] and m["first"]["within"] <= f["today"]["within"]
     # each model with its own reuse window; the hypothesis's puts the row-major ping-pong at 4096³ far out
     assert f["window"] != m["window"] and {f["window"], m["window"]} <= set(traffic.WINDOWS)
     rm = [e for k, e in f["today"]["misses"].items() if k.startswith("4096×4096×4096") and "group 1 raster M" in k]

@@ -200,3 +200,30 @@ def test_the_old_kernel_in_todays_harness():
     assert res.ok and res.mismatches == 0
     m = v8._kernels_model(ds)
     assert m.ok and s["model_new"] >= 15
+
+
+@pytest.mark.parametrize("name", ["fp8_cooperative_tmastore_cluster2", "fp8_cooperative_tmastore_cluster2_lead2"])
+def test_the_fp8_pair_releases_after_wait_group_with_a_gpu_barrier(name):
+    """What h100lab.validation.l08_fence's readings rest on: in the FP8 cluster pair's consumer loop the stage goes
+    back right after WARPGROUP.DEPBAR (wait_group 0) — the local arrive, then MEMBAR.ALL.GPU and ERRBAR ahead of the
+    remote arrive (.release.cluster) — with the promotion's FFMAs after it but for the few ptxas hoists above it;
+    with lead 1 the block's scale loads (LDG.E.CONSTANT) are issued between the wgmmas (QGMMA) and that wait, so they
+    are in flight at the barrier."""
+    if sass.nvdisasm_path() is None:
+        pytest.skip("nvdisasm: not on PATH and no nvidia-cuda-nvdisasm wheel")
+    if nvrtc.unavailable_reason() is not None:
+        pytest.skip(nvrtc.unavailable_reason())
+    v = capstone.variant(name)
+    ops = [line.split("*/", 1)[1].strip().rstrip(" ;") for line in
+           sass.disassemble(nvrtc.compile_kernel("l08_gemm", options=v.options).cubin, v.entry).splitlines()
+           if "/*" in line and "*/" in line]
+    bar = next(i for i, o in enumerate(ops) if o.endswith("MEMBAR.ALL.GPU") and "@" in o)   # the loop's (guarded)
+    dep = max(i for i in range(bar) if ops[i].startswith("WARPGROUP.DEPBAR"))
+    assert any(o.split()[-1].startswith("SYNCS.ARRIVE") or "SYNCS.ARRIVE" in o for o in ops[dep:bar])   # local arrive
+    after = ops[bar:bar + 4]
+    assert any("ERRBAR" in o for o in after) and any("SYNCS.ARRIVE.TRANS64.RED" in o for o in ops[bar:bar + 6])
+    hgmma = max(i for i in range(dep) if "GMMA" in ops[i])
+    loads = [i for i in range(hgmma, dep) if "LDG.E.CONSTANT" in ops[i]]
+    assert bool(loads) == (v.scale_lead == 1)
+    ffma = lambda a, b: sum(o.split()[-1].startswith("FFMA") or " FFMA " in f" {o} " for o in ops[a:b])  # noqa: E731
+    assert ffma(bar, bar + 200) > 4 * ffma(dep, bar)                     # the promotion mostly follows the release

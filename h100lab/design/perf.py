@@ -350,9 +350,11 @@ CLUSTER_CALIBRATION = (("l08/gemm_bench_cluster2", "cooperative_inflight_cluster
 #: its barrier waits for the scale loads in flight, which the bf16 pair has none of — so its own constant, fitted on
 #: this one record (the form clock's, :func:`_fit_fp8_fence`); every other FP8 pair record is held out
 FP8_FENCE_CALIBRATION = (("l08/gemm_bench_fp8", "fp8_cooperative_tmastore_cluster2", (8192, 8192, 8192)),)
-#: the reading of that fence against the loads in flight (:data:`FENCE_READINGS`) that the test registered in
-#: :mod:`h100lab.validation.l08_fence` chose (both of its readings held every FP8 pair record committed before it)
-FP8_FENCE_READING = "overlap"
+#: the reading of that fence against the loads in flight (:data:`FENCE_READINGS`) that the tests registered in
+#: :mod:`h100lab.validation.l08_fence` chose: round 1 "overlap" over "after" (both held every FP8 pair record
+#: committed before it; neither the ring pair), round 2 "split" over "overlap" (24 of 24 pair records within ±10 %
+#: against 18)
+FP8_FENCE_READING = "split"
 #: the readings of the FP8 pair's release, ``max(waited + F₁, loads landed) + F₂``
 #: (``cluster_fence_fp8_ns`` = F₁, ``cluster_fence_fp8_after_ns`` = F₂): ``"overlap"`` — the barrier's round trip
 #: runs under the loads (F₂ = 0); ``"after"`` — it waits for them, then pays its own (F₁ = 0); ``"split"`` — part
@@ -1478,7 +1480,7 @@ TIME_KINDS = ("time", "fp8_time", "ablation")
 #: (``h100lab.validation.l08_fence``, ``benchmarks/predictions/l08_fence.json``)
 PROSPECTIVE_DATASETS = tuple(f"l08/gemm_{r}{m}{p}" for r in ("fresh", "fresh2", "fresh3") for m in ("", "_fp8")
                              for p in ("", "_b")) + ("l08/gemm_lead_ws", "l08/gemm_lead_ws_b", "l08/gemm_fence",
-                                                     "l08/gemm_fence_b")
+                                                     "l08/gemm_fence_b", "l08/gemm_fence2", "l08/gemm_fence2_b")
 
 
 def timing_datasets() -> list[str]:
@@ -1595,8 +1597,9 @@ def predict_record(r: dict, params: PerfParams | None = None) -> Prediction:
 
 def calibration_part(r: dict) -> str | None:
     """``"sustained"`` for a record of :data:`CALIBRATION` (group 8, raster M), ``"throttled"`` for the record of
-    :data:`THROTTLED_CALIBRATION`, ``"cluster"`` for that of :data:`CLUSTER_CALIBRATION`, ``"fp8_fence"`` for that of
-    :data:`FP8_FENCE_CALIBRATION`, ``"scale"`` for that of :data:`SCALE_CALIBRATION`, else None (held out)."""
+    :data:`THROTTLED_CALIBRATION`, ``"cluster"`` for that of :data:`CLUSTER_CALIBRATION`, ``"fp8_fence"`` for those
+    the model's FP8 fence is fitted on (:data:`FP8_FENCE_SPLIT_CALIBRATION` under the split reading, else
+    :data:`FP8_FENCE_CALIBRATION`), ``"scale"`` for that of :data:`SCALE_CALIBRATION`, else None (held out)."""
     if r.get("group", 8) != 8 or r.get("raster", 0) != 0 or "variant" not in r or r.get("step") is not None:
         return None
     shape = (r["M"], r["N"], r["K"])
@@ -1606,7 +1609,8 @@ def calibration_part(r: dict) -> str | None:
         return "throttled"
     if (r.get("dataset"), r["variant"], shape) in CLUSTER_CALIBRATION:
         return "cluster"
-    if (r.get("dataset"), r["variant"], shape) in FP8_FENCE_CALIBRATION:
+    if (r.get("dataset"), r["variant"], shape) in (FP8_FENCE_SPLIT_CALIBRATION if FP8_FENCE_READING == "split"
+                                                    else FP8_FENCE_CALIBRATION):
         return "fp8_fence"
     if (r.get("dataset"), r["variant"], shape) in SCALE_CALIBRATION:
         return "scale"
@@ -1617,8 +1621,8 @@ def is_calibration(r: dict) -> bool:
     """Whether a record is in the calibration subset: cooperative (``l08/gemm_bench``) and
     cooperative_inflight_tmastore (``l08/gemm_bench_tmastore``) at 4096³ and 8192³ (group 8, raster M), and
     cooperative at 16384³ of ``l08/gemm_bench`` (the throttled clock), and cooperative_inflight_cluster2 at 8192³ of
-    ``l08/gemm_bench_cluster2`` (the cluster pair's fence), fp8_cooperative_tmastore_cluster2 at 8192³ of
-    ``l08/gemm_bench_fp8`` (the FP8 pair's fence, the form clock's). The other FP8 constants come from the k-block trace run
+    ``l08/gemm_bench_cluster2`` (the cluster pair's fence), the two FP8 pairs at 6144 × 10240 × 8192 of
+    ``l08/gemm_fence`` (the FP8 pair's fence: :data:`FP8_FENCE_SPLIT_CALIBRATION`). The other FP8 constants come from the k-block trace run
     (:data:`TRACE_DATASET`, whose records are not timing records: :func:`trace_constants`, :data:`SCALE_CALIBRATION`).
     Every other record is held out — the other variants, shapes and tile orders of those runs and every record of
     any other dataset, every FP8 throughput record included."""
@@ -2054,8 +2058,13 @@ def _fit_model() -> tuple:
         return _fit_fp8_fence(_with_window(q)), _fit_fp8_fence(_with_window(plain))
 
     from .. import fitcache
-    return fitcache.memo("l08_perf_params", _fit_inputs(w, tt, _window_inputs() + tuple(
-        d for d, _, _ in FP8_FENCE_CALIBRATION)), fit)
+    return fitcache.memo("l08_perf_params", _fit_inputs(w, tt, _window_inputs() + _fence_inputs()), fit)
+
+
+def _fence_inputs() -> tuple:
+    """The datasets the model's FP8 fence is fitted on (:func:`_fit_fp8_fence`)."""
+    recs = FP8_FENCE_SPLIT_CALIBRATION if FP8_FENCE_READING == "split" else FP8_FENCE_CALIBRATION
+    return tuple(dict.fromkeys(d for d, _, _ in recs))
 
 
 def _window_inputs() -> tuple:
@@ -2084,7 +2093,9 @@ def _fit_scale_on_cycles(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) ->
 
     from ..validation.fit import FitParam, least_squares
 
-    rows = _form_counters(FORM_CLOCK_FP8_DATASET, shapes)
+    # the fenced cluster pair's release waits on the loads too, with constants of its own (fitted after these,
+    # :func:`_fit_fp8_fence`): its launches are left out
+    rows = {k: c for k, c in _form_counters(FORM_CLOCK_FP8_DATASET, shapes).items() if not form(k[0]).cluster_fence}
     if not rows:
         return p, ()
 
@@ -2097,7 +2108,7 @@ def _fit_scale_on_cycles(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES) ->
         tuple(fit.residuals)
 
 
-def _fit_fp8_fence(p: PerfParams, reading: str = FP8_FENCE_READING, note: bool = True) -> PerfParams:
+def _fit_fp8_fence(p: PerfParams, reading: str = FP8_FENCE_READING) -> PerfParams:
     """``p`` with the FP8 pair's release read as ``reading`` (:data:`FENCE_READINGS`) and its constants fitted
     (least squares in log time): ``"overlap"`` F₁ (``cluster_fence_fp8_ns``), ``"after"`` F₂
     (``cluster_fence_fp8_after_ns``), each on the one record of :data:`FP8_FENCE_CALIBRATION`; ``"split"`` both, on
@@ -2125,8 +2136,6 @@ def _fit_fp8_fence(p: PerfParams, reading: str = FP8_FENCE_READING, note: bool =
 
     fit = least_squares(res, [FitParam(k, 300.0, 1.0 if reading == "split" else 10.0, 5000.0) for k in free])
     q = params(fit.values)
-    if not note:
-        return q
     return replace(q, notes=q.notes + (
         f"FP8 pair's release.cluster fence, read as {reading!r} (max(waited + F1, loads landed) + F2): F1 "
         f"{q.cluster_fence_fp8_ns:.0f} ns, F2 {q.cluster_fence_fp8_after_ns:.0f} ns on "
@@ -2140,7 +2149,8 @@ def _fit_form_clock() -> PerfParams:
     Nsight Compute (:func:`form_clock_constants`) and the write weight from its cycles (:func:`smem_write_weight_fit`;
     from ω = 0.5, the time constants refitted at each weight until the weight repeats — a fixed point), every time
     constant refitted at that weight, then the FP8 scale loads' two constants on Nsight Compute's FP8 cycles
-    (:func:`_fit_scale_on_cycles`), then its reuse window (:func:`_with_window`). Every fit runs with the ping-pong
+    (:func:`_fit_scale_on_cycles`: the launches of every FP8 form but the fenced pair), the pair's fence on its
+    records (:func:`_fit_fp8_fence`), then its reuse window (:func:`_with_window`). Every fit runs with the ping-pong
     forms in step, as the one-clock model's own."""
     from .. import data, fitcache
 
@@ -2161,12 +2171,8 @@ def _fit_form_clock() -> PerfParams:
             om, rms = smem_write_weight_fit(q)
         if om != seen[-1]:                                # a cycle: the weight it returned to, refitted
             q = calibrate(recs, smem_write_weight=om, **kw)
-        # the scale loads' constants (on every FP8 launch, the fenced pair's among them) and the pair's fence
-        # (on its one record) depend on each other: alternated to a fixed point (three rounds)
-        q = replace(q, scale_ws_gate=SCALE_WORKING_SET_MB)
-        for _ in range(3):
-            q, sres = _fit_scale_on_cycles(q)
-            q = _fit_fp8_fence(q, note=False)
+        # the scale loads' constants (on the FP8 launches without the fenced pair), then the pair's fence
+        q, sres = _fit_scale_on_cycles(replace(q, scale_ws_gate=SCALE_WORKING_SET_MB))
         q = _fit_fp8_fence(q)
         return _with_window(replace(q, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
@@ -2178,7 +2184,7 @@ def _fit_form_clock() -> PerfParams:
             + ", ".join(f"{x:+.3f}" for x in sres))))
 
     inputs = _fit_inputs(own.wgmma, own.timing, (FORM_CLOCK_DATASET, FORM_CLOCK_FP8_DATASET, *TODAY_TABLES.values(),
-                                                 *_window_inputs(), *(d for d, _, _ in FP8_FENCE_CALIBRATION))) \
+                                                 *_window_inputs(), *_fence_inputs())) \
         + [repr(own.wave_clock), list(SMEM_WRITE_WEIGHTS)]
     return fitcache.memo("l08_perf_params_form_clock", inputs, fit)
 

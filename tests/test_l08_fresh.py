@@ -73,11 +73,12 @@ needs_run = pytest.mark.skipif(not all(data.available(d + s) for d in l08.FRESH_
 
 
 def test_the_prospective_runs_are_not_campaign_records():
-    from h100lab.validation import l08_fence, l08_lead
+    from h100lab.validation import l08_fence, l08_issue, l08_lead
 
     assert {d + s for _, ds, _ in l08.FRESH_ROUNDS for d in ds.values() for s in ("", "_b")} | \
         {l08_lead.WS_DATASET + s for s in ("", "_b")} | \
-        {r[1] + s for r in l08_fence.ROUNDS.values() for s in ("", "_b")} == set(perf.PROSPECTIVE_DATASETS)
+        {r[1] + s for r in l08_fence.ROUNDS.values() for s in ("", "_b")} | \
+        {l08_issue.ISSUE_DATASET + s for s in ("", "_b")} == set(perf.PROSPECTIVE_DATASETS)
     assert not set(perf.timing_datasets()) & set(perf.PROSPECTIVE_DATASETS)
     with pytest.raises(ValueError, match="not a fresh-shape run"):
         l08.fresh_rows("l08/gemm_bench")

@@ -1,0 +1,49 @@
+"""Issue 17's FP8 chain (h100lab.validation.l08_issue): the group's issue window refitted on Nsight Compute's
+cycles, the model before it, and their registered round."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from h100lab import data
+from h100lab.design import perf
+from h100lab.validation import l08, l08_issue as I
+
+ROOT = Path(__file__).resolve().parents[1]
+PRED = ROOT / "benchmarks" / "predictions" / I.ISSUE_PREDICTIONS
+
+
+def test_the_model_refits_the_window_and_the_old_model_is_kept():
+    p, q = perf.calibrated(), I.trace_issue_params()
+    chain = perf.trace_constants(data.load(perf.TRACE_DATASET).records)
+    assert q.fp8_issue_cycles == chain["fp8_issue_cycles"] < p.fp8_issue_cycles
+    # the refit leaves the scale loads' latency shorter (the window takes the time the latency used to hold)
+    assert p.scale_load_ns < q.scale_load_ns
+    # the bf16 constants are not touched
+    assert (p.tensor_ghz, p.cluster_fence_ns, p.reuse_window) == (q.tensor_ghz, q.cluster_fence_ns, q.reuse_window)
+
+
+def test_the_registered_predictions_are_the_codes():
+    reg = json.loads(PRED.read_text())
+    want = [(list(s), v) for s in I.ISSUE_SHAPES for v in l08.FRESH_VARIANTS["fp8"]]
+    assert [(r["shape"], r["variant"]) for r in reg["rows"]] == want and reg["rule"] == I.RULE
+    assert set(reg["issue_cycles"]) == {"model", "trace"} and reg["issue_cycles"]["model"] > reg["issue_cycles"]["trace"]
+    assert all(set(r["model_ms"]) == {"model", "trace"} and min(r["model_ms"].values()) > 0 for r in reg["rows"])
+    seen = {(x["M"], x["N"], x["K"]) for n in data.names() if n.startswith("l08/") and not n.startswith(I.ISSUE_DATASET)
+            for x in data.load(n).records if "M" in x}
+    assert not seen & set(I.ISSUE_SHAPES)
+    assert I.ISSUE_DATASET in perf.PROSPECTIVE_DATASETS and I.ISSUE_DATASET not in perf.timing_datasets()
+
+
+def test_the_predictions_were_committed_before_the_run():
+    def added(path):
+        git = subprocess.run(["git", "log", "--format=%H", "--diff-filter=A", "--", str(path)], cwd=ROOT,
+                             capture_output=True, text=True)
+        return git.stdout.split()[-1:] if git.returncode == 0 else []
+
+    pred, run = added(PRED), added(ROOT / "data" / (I.ISSUE_DATASET + ".json"))
+    if not pred or not run:
+        pytest.skip("no git history of the predictions and the run here")
+    assert pred[0] != run[0]
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", pred[0], run[0]], cwd=ROOT).returncode == 0

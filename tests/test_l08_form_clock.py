@@ -108,9 +108,10 @@ def test_the_diagnosis():
     assert f["today"]["families"]["steps"][0] < m["today"]["families"]["steps"][0]
     # and yet, on the order sweep's held-out ping-pong records, each with its own window, it is far ahead
     assert f["orders"][1] == m["orders"][1] > 40 and f["orders"][0] > m["orders"][0] + 8
-    # FP8: the clock right on its launches, the cycles not yet — and the k-block traces worse than the model's
+    # FP8: the clock right on its launches, most of the cycles (with the issue window refitted on them), and the
+    # k-block traces at least as well as the one-clock model
     assert abs(f["ncu_fp8"]["clock_error_median"]) < 0.02 and f["ncu_fp8"]["cycles"] < f["ncu_fp8"]["n"]
-    assert f["traces"][1] == m["traces"][1] > 0 and f["traces"][0] < m["traces"][0]
+    assert f["traces"][1] == m["traces"][1] > 0 and f["traces"][0] >= m["traces"][0]
     assert set(f["clock_runs"]) == set(m["clock_runs"]) and len(f["clock_runs"]) == 4
     # its one capstone miss is the launch-level reuse state of l08/gemm_l2_n128_a/_b
     cap = [k for k in f["today"]["misses"] if "fp8" not in k and "step" not in k and "persistent" not in k

@@ -547,7 +547,8 @@ def test_fp8_clock_run_at_the_measured_clock():
     clock than 128 x 192 and is load-bound in the model, so its time barely follows the clock (the scale load is a
     time), while the 128 x 192 form's model time sits below silicon's (its time follows the clock more; within
     ±10 % under the one-clock model since the scale latency grows with the wave's DRAM reads — 8192³ is a loaded
-    shape — and −13 % under the form clock, whose scale loads are fitted on Nsight Compute's cycles)."""
+    shape — and under the form clock since its FP8 issue window is refitted on Nsight Compute's cycles, −13 % with
+    the trace's window)."""
     from h100lab import data
     if not data.available("l08/clock_under_load_fp8"):
         pytest.skip("data/l08/clock_under_load_fp8 not committed")
@@ -558,7 +559,8 @@ def test_fp8_clock_run_at_the_measured_clock():
         assert abs(rows[g]["error"]) <= l08.ACHIEVED_CLOCK_FP8, g
     a, b = rows["fp8_cooperative_tmastore"], rows["fp8_cooperative_n192_tmastore"]
     assert a["sm_mhz"] > b["sm_mhz"]
-    assert abs(a["error"]) <= l08.TOLERANCE and -l08.ACHIEVED_CLOCK_FP8 <= b["error"] < -l08.TOLERANCE
+    # (−13 % with the trace's FP8 issue window; within since it is refitted on Nsight Compute's cycles)
+    assert abs(a["error"]) <= l08.TOLERANCE and -l08.TOLERANCE <= b["error"] < 0
     assert l08._clock_fp8(data.load("l08/clock_under_load_fp8")).ok
     assert len(l08.clock_rows("all")) == len(rows) + len(l08.clock_rows())
 
@@ -603,7 +605,10 @@ def test_trace_constants(params, trace):
     assert c["fp8_issue_cycles"] > 0 and c["fp8_scale_issue_cycles"] > 0 and c["fp8_ring_issue_cycles"] > 0
     prom = dict(c["fp8_promote"])
     assert set(prom) == {128, 192} and prom[192] > prom[128] > 0
-    assert (params.fp8_issue_cycles, params.fp8_promote) == (c["fp8_issue_cycles"], c["fp8_promote"])
+    # the model keeps the trace's promotion; its issue window is refitted on Nsight Compute's cycles (longer than the
+    # trace's, whose own cost is an estimate: h100lab.validation.l08_issue); the one-clock model keeps the trace's
+    assert params.fp8_promote == c["fp8_promote"] and params.fp8_issue_cycles > c["fp8_issue_cycles"]
+    assert perf.calibrated(form_clock=False).fp8_issue_cycles == c["fp8_issue_cycles"]
     for r in trace:
         o = perf.trace_overhead(r)
         assert 0 < o < 0.05 * min(w["cycles"]["period"]["median"] for w in r["warpgroups"])
@@ -612,13 +617,17 @@ def test_trace_constants(params, trace):
     assert perf.fp8_promote_block(replace(params, fp8_promote=()), 128) == -1.0
     with pytest.raises(ValueError, match="lead-1"):
         perf.trace_constants([r for r in trace if r.get("scale_lead", 1) == 1])
-    # the trace's lead-2 records (calibration) come back: the model's k-block chain at the trace's clock within 10 %
-    # of the traced period less the trace's own cost
-    for row in l08.trace_rows(params=params):
-        r = next(x for x in trace if x["variant"] == row["variant"] and x["M"] == row["M"])
-        if r.get("scale_lead", 1) > 1:
-            untraced = row["trace_period"] - 7 * perf.trace_overhead(r)
-            assert row["model_period"] == pytest.approx(untraced, rel=0.10)
+    # the trace's lead-2 records (calibration) come back: the one-clock model's k-block chain (the trace's constants)
+    # at the trace's clock within 10 % of the traced period less the trace's own cost; the model's, with the issue
+    # window refitted on Nsight Compute's cycles, longer — up to 15 % (the trace's cost, seven events' worth, is an
+    # estimate; the untraced launches' cycles want the longer chain: h100lab.validation.l08_issue)
+    one = perf.calibrated(form_clock=False)
+    for p, lo, hi in ((one, 0.90, 1.10), (params, 1.0, 1.15)):
+        for row in l08.trace_rows(params=p):
+            r = next(x for x in trace if x["variant"] == row["variant"] and x["M"] == row["M"])
+            if r.get("scale_lead", 1) > 1:
+                untraced = row["trace_period"] - 7 * perf.trace_overhead(r)
+                assert lo * untraced <= row["model_period"] <= hi * untraced
 
 
 def test_fp8_chain_comes_from_the_trace_only(one_clock, records, trace):

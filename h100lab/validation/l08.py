@@ -121,8 +121,9 @@ ACHIEVED = {"capstone": (0.98, 0.20), "steps": (0.92, 0.26), "ablation": (0.87, 
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
 #: read (regression guard, now the goal ±10 %: the 128 × 192 form at 1500 MHz, 11 % fast with one scale latency, is
 #: −8.8 % with the loaded one)
-#: (the form clock, the model since: the 128 × 192 form at 1500 MHz −13.4 %, the one clock's −8.8 %)
-ACHIEVED_CLOCK_FP8 = 0.14
+#: (the form clock, the model since: the 128 × 192 form at 1500 MHz −13.4 % with the trace's FP8 issue window, −7.0 %
+#: with the window refitted on Nsight Compute's cycles, h100lab.validation.l08_issue; the one clock's −8.8 %): the goal
+ACHIEVED_CLOCK_FP8 = 0.10
 #: the capstone family's levels (:data:`ACHIEVED`): fraction within ±10 %, and the largest error of any record
 ACHIEVED_HELD_OUT, ACHIEVED_WORST = ACHIEVED["capstone"]
 
@@ -662,9 +663,9 @@ def _clock_check(rs: list, fp8_bound: float = TOLERANCE) -> CheckResult:
 
 @silicon_check(f"Capstone GEMM time model at the SM clock nvidia-smi read during seconds of back-to-back FP8 launches "
                f"(nothing fitted on this run; each form at the clock it kept): the bf16 run within "
-               f"±{TOLERANCE:.0%}, each FP8 form within ±{ACHIEVED_CLOCK_FP8:.0%} (the goal ±{TOLERANCE:.0%}; "
-               f"128 × 192 at the lower clock the farthest: −13 % under the form clock, −9 % under the one-clock "
-               f"model)", lesson=8, dataset="l08/clock_under_load_fp8")
+               f"±{TOLERANCE:.0%}, each FP8 form within ±{ACHIEVED_CLOCK_FP8:.0%} (the goal; 128 × 192 at the lower "
+               f"clock the farthest: −7 % under the form clock with its refitted FP8 issue window, −13 % with the "
+               f"trace's, −9 % under the one-clock model)", lesson=8, dataset="l08/clock_under_load_fp8")
 def _clock_fp8(ds: Dataset) -> CheckResult:
     return check_clock(ds, ACHIEVED_CLOCK_FP8)
 

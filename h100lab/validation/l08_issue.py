@@ -110,3 +110,33 @@ def issue_verdict(runs: Sequence | None = None, tol: float = 0.10) -> dict:
     out["now"] = {"n": len(rows), "within": sum(abs(r["now"]) <= tol for r in rows)}
     out["kept"] = out["model"]["within"] >= out["trace"]["within"]
     return out
+
+
+#: what the registered round got, per process (within ±10 %): the model 109 of 112 in both, the model with the
+#: trace's window 108 in both — the refit kept by the rule, by one record a process; every miss the lead-1 128-column
+#: forms, too slow, at the two shapes whose first-wave working sets lie in the scale loads' gate (21–23 MB)
+ACHIEVED_ISSUE = 109 / 112
+
+
+def _issue_check(ds: Dataset) -> CheckResult:
+    rows = issue_rows(ds)
+    if not rows:
+        return CheckResult(1, 1, [], note=f"{ds.name}: no record at a registered shape")
+    n = len(rows)
+    miss = [r for r in rows if abs(r["err"]["model"]) > 0.10]
+    before = sum(abs(r["err"]["trace"]) <= 0.10 for r in rows)
+    bad = beyond_floor(n, len(miss), ACHIEVED_ISSUE) + (n - len(miss) < before)
+    return CheckResult(n, bad, [{"case": f"{'×'.join(map(str, r['shape']))} {r['variant']}",
+                                 "model (registered)": f"{100 * r['err']['model']:+.1f} %",
+                                 "trace's window (registered)": f"{100 * r['err']['trace']:+.1f} %"}
+                                for r in sorted(miss, key=lambda r: -abs(r["err"]["model"]))[:5]],
+                       f"registered: the model {n - len(miss)}/{n} within ±10 %, the model with the trace's window "
+                       f"{before}/{n}; the model now {sum(abs(r['now']) <= 0.10 for r in rows)}/{n}")
+
+
+for _suffix in ("", "_b"):
+    silicon_check(f"FP8 issue window refitted on Nsight Compute's cycles, every FP8 form at seven shapes never timed, "
+                  f"registered before the run (benchmarks/predictions/{ISSUE_PREDICTIONS}"
+                  + ("; a second process" if _suffix else "") + f"): the model at least {ACHIEVED_ISSUE:.0%} within "
+                  "±10 % and no fewer than the model with the trace's window (goal: every record — not met: the "
+                  "lead-1 128-column forms in the gate's ramp)", lesson=8, dataset=ISSUE_DATASET + _suffix)(_issue_check)

@@ -12,8 +12,6 @@ holds the code's shapes and forms and was committed before the run.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,14 +27,12 @@ def main(argv=None) -> int:
     ap.add_argument("--round", type=int, default=1, choices=sorted(F.ROUNDS))
     a = ap.parse_args(argv)
     _, _, file, _, rule = F.ROUNDS[a.round]
-    out = ROOT / "benchmarks" / "predictions" / file
+    from _register import write_predictions
+
     pred = F.fence_predictions(a.round)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"written_at_commit": head.stdout.strip() if head.returncode == 0 else None,
-                               "round": a.round, "calibration": [F.FENCE_CALIBRATION[0], F.FENCE_CALIBRATION[1],
-                                                                 list(F.FENCE_CALIBRATION[2])],
-                               "rule": rule, **pred}, indent=1) + "\n")
+    out = write_predictions(file, {"round": a.round, "calibration": [F.FENCE_CALIBRATION[0], F.FENCE_CALIBRATION[1],
+                                                                    list(F.FENCE_CALIBRATION[2])],
+                                   "rule": rule, **pred})
     print(f"{len(pred['rows'])} predictions -> {out.relative_to(ROOT)}; fence (ns, F1 F2): "
           + ", ".join(f"{k} {v[0]:.0f} {v[1]:.0f}" for k, v in pred["fence_ns"].items()))
     return 0

@@ -14,8 +14,6 @@ while the constants are the same.
 """
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,14 +31,11 @@ def main(argv=None) -> int:
     ap.add_argument("--round", type=int, default=1, choices=range(1, len(l08.FRESH_ROUNDS) + 1))
     args = ap.parse_args(argv)
     shapes, datasets, file = l08.FRESH_ROUNDS[args.round - 1]
-    out = ROOT / "benchmarks" / "predictions" / file
+    from _register import write_predictions
+
     rows = l08.fresh_predictions(shapes, datasets)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"shapes": [list(s) for s in shapes],
-                               "written_at_commit": head.stdout.strip() if head.returncode == 0 else None,
-                               "params_key": l08.fresh_params_key(), "launches": l08.FRESH_LAUNCHES,
-                               "rows": rows}, indent=1) + "\n")
+    out = write_predictions(file, {"shapes": [list(s) for s in shapes], "params_key": l08.fresh_params_key(),
+                                   "launches": l08.FRESH_LAUNCHES, "rows": rows})
     print(f"{len(rows)} predictions -> {out.relative_to(ROOT)}")
     return 0
 

@@ -9,8 +9,6 @@ the rule. Committed before ``bench_gemm.py --fp8 --shapes ... --name l08/gemm_fr
 """
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,12 +20,10 @@ if str(ROOT) not in sys.path:
 def main(argv=None) -> int:
     from h100lab.validation import l08_issue as I
 
-    out = ROOT / "benchmarks" / "predictions" / I.ISSUE_PREDICTIONS
+    from _register import write_predictions
+
     pred = I.issue_predictions()
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"written_at_commit": head.stdout.strip() if head.returncode == 0 else None,
-                               "shapes": [list(s) for s in I.ISSUE_SHAPES], "rule": I.RULE, **pred}, indent=1) + "\n")
+    out = write_predictions(I.ISSUE_PREDICTIONS, {"shapes": [list(s) for s in I.ISSUE_SHAPES], "rule": I.RULE, **pred})
     print(f"{len(pred['rows'])} predictions -> {out.relative_to(ROOT)}; issue window (cycles): "
           + ", ".join(f"{k} {v:.0f}" for k, v in pred["issue_cycles"].items()))
     return 0

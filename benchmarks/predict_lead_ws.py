@@ -11,8 +11,6 @@ is the code's, so the calls judged against the run are the ones written down fir
 """
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,14 +22,12 @@ if str(ROOT) not in sys.path:
 def main(argv=None) -> int:
     from h100lab.validation import l08_lead as L
 
-    out = ROOT / "benchmarks" / "predictions" / L.WS_PREDICTIONS
+    from _register import write_predictions
+
     rows = L.ws_predictions()
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"written_at_commit": head.stdout.strip() if head.returncode == 0 else None,
-                               "hidden_mb": L.HIDDEN_MB, "exposed_mb": L.EXPOSED_MB,
-                               "hidden_ratio": L.HIDDEN_RATIO, "exposed_ratio": L.EXPOSED_RATIO,
-                               "pair": list(L.LEAD_PAIR), "rows": rows}, indent=1) + "\n")
+    out = write_predictions(L.WS_PREDICTIONS, {"hidden_mb": L.HIDDEN_MB, "exposed_mb": L.EXPOSED_MB,
+                                               "hidden_ratio": L.HIDDEN_RATIO, "exposed_ratio": L.EXPOSED_RATIO,
+                                               "pair": list(L.LEAD_PAIR), "rows": rows})
     print(f"{len(rows)} calls -> {out.relative_to(ROOT)}")
     return 0
 

@@ -1954,6 +1954,33 @@ def registered_rows(file: str) -> list[dict]:
     return json.loads(path.read_text())["rows"] if path.is_file() else []
 
 
+def committed_run(ds: Dataset | str) -> Dataset | None:
+    """``ds`` itself, or the committed dataset of that name; None when it is not committed."""
+    from .. import data
+
+    if isinstance(ds, str):
+        return data.load(ds) if data.available(ds) else None
+    return ds
+
+
+def registered_errors(ds: Dataset | str, registered: dict) -> list[tuple[dict, dict]]:
+    """(record, row) for each timed record of a committed run (``ds``: a dataset or its name) whose shape and form a
+    registered predictions file holds (``registered``: ((M, N, K), variant) → row with ``model_ms``, model name → ms):
+    ``row`` has the ``shape``, ``variant``, median ``ms`` and ``err`` (model name → predicted / measured − 1). []
+    when the run is not committed."""
+    from ..design import perf
+
+    ds = committed_run(ds)
+    out = []
+    for r in perf.timing_records_of(ds) if ds is not None else ():
+        row = registered.get(((r["M"], r["N"], r["K"]), r["variant"]))
+        if row is not None:
+            ms = float(r["median_ms"])
+            out.append((dict(r, dataset=ds.name), {"shape": (r["M"], r["N"], r["K"]), "variant": r["variant"],
+                                                   "ms": ms, "err": {k: x / ms - 1 for k, x in row["model_ms"].items()}}))
+    return out
+
+
 def fresh_registered(file: str = "l08_gemm_fresh.json") -> dict:
     """The predictions registered before a fresh-shape round (:func:`registered_rows` of ``file``;
     :data:`FRESH_ROUNDS`): {(mode, variant, M, N, K): row of :func:`fresh_predictions` as written then}; {} when the
@@ -1974,13 +2001,11 @@ def fresh_rows(ds: Dataset | str, params=None) -> list[dict]:
     (:func:`fresh_registered`); ``model`` — the error of the model as it is now (``params``, default
     :func:`h100lab.design.perf.calibrated`) on the record itself, and its ``regime`` and ``bound``. [] when the run
     is not committed. Nothing was fitted on these records."""
-    from .. import data
     from ..design import perf
 
-    if isinstance(ds, str):
-        if not data.available(ds):
-            return []
-        ds = data.load(ds)
+    ds = committed_run(ds)
+    if ds is None:
+        return []
     mode, file = _fresh_mode(ds.name)
     if mode is None:
         raise ValueError(f"{ds.name}: not a fresh-shape run "

@@ -130,26 +130,11 @@ def fence_rows(ds: Dataset | str) -> list[dict]:
     """Each timed record of a round's run at a registered shape and form: ``shape``, ``variant``, the median ``ms``
     and the registered error of each of the round's readings (``err``: reading → predicted / measured − 1). []
     without the run."""
-    from .. import data
-    from ..design import perf
+    from .l08 import committed_run, registered_errors
 
-    if isinstance(ds, str):
-        if not data.available(ds):
-            return []
-        ds = data.load(ds)
-    rnd = _round_of(ds.name)
-    if rnd is None:
-        return []
-    reg = fence_registered(rnd)
-    out = []
-    for r in perf.timing_records_of(ds):
-        row = reg.get(((r["M"], r["N"], r["K"]), r["variant"]))
-        if row is None:
-            continue
-        ms = float(r["median_ms"])
-        out.append({"shape": (r["M"], r["N"], r["K"]), "variant": r["variant"], "ms": ms,
-                    "err": {s: row["model_ms"][s] / ms - 1 for s in row["model_ms"]}})
-    return out
+    ds = committed_run(ds)
+    rnd = None if ds is None else _round_of(ds.name)
+    return [] if rnd is None else [row for _, row in registered_errors(ds, fence_registered(rnd))]
 
 
 def fence_verdict(rnd: int = 1, runs: Sequence | None = None) -> dict:
@@ -179,13 +164,12 @@ def model_rows(ds: Dataset | str, params=None) -> list[dict]:
     """Each timed record of a fence run under the model as it is now (``params``, default
     :func:`h100lab.design.perf.calibrated`): ``shape``, ``variant``, ``ms``, ``error`` (predicted / measured − 1),
     ``calibration`` (whether the model's fence was fitted on it). [] without the run."""
-    from .. import data
     from ..design import perf
+    from .l08 import committed_run
 
-    if isinstance(ds, str):
-        if not data.available(ds):
-            return []
-        ds = data.load(ds)
+    ds = committed_run(ds)
+    if ds is None:
+        return []
     p = perf.calibrated() if params is None else params
     return [{"shape": (r["M"], r["N"], r["K"]), "variant": r["variant"], "ms": float(r["median_ms"]),
              "error": perf.predict_record(dict(r, dataset=ds.name), p).time_ms / float(r["median_ms"]) - 1,

@@ -79,25 +79,12 @@ def issue_rows(ds: Dataset | str) -> list[dict]:
     """Each timed record of a process of the run at a registered shape and form: ``shape``, ``variant``, ``ms``,
     ``err`` (``model`` / ``trace`` → registered prediction / measured − 1) and ``now`` (the model as it is now).
     [] without the run."""
-    from .. import data
     from ..design import perf
+    from .l08 import registered_errors
 
-    if isinstance(ds, str):
-        if not data.available(ds):
-            return []
-        ds = data.load(ds)
-    reg = issue_registered()
     p = perf.calibrated()
-    out = []
-    for r in perf.timing_records_of(ds):
-        row = reg.get(((r["M"], r["N"], r["K"]), r["variant"]))
-        if row is None:
-            continue
-        ms = float(r["median_ms"])
-        out.append({"shape": (r["M"], r["N"], r["K"]), "variant": r["variant"], "ms": ms,
-                    "err": {k: x / ms - 1 for k, x in row["model_ms"].items()},
-                    "now": perf.predict_record(dict(r, dataset=ds.name), p).time_ms / ms - 1})
-    return out
+    return [dict(row, now=perf.predict_record(r, p).time_ms / row["ms"] - 1)
+            for r, row in registered_errors(ds, issue_registered())]
 
 
 def issue_verdict(runs: Sequence | None = None, tol: float = 0.10) -> dict:

@@ -127,13 +127,12 @@ def lead_rows(ds: Dataset | str) -> list[dict]:
     """Per shape of a run with both forms of :data:`LEAD_PAIR` (a bench run: the medians; an ncu run: the mean
     profiled time): ``shape``, ``lead1_ms``, ``lead2_ms``, ``ratio``, ``working_set_mb`` and the hypothesis's
     ``call``. [] when ``ds`` is not committed."""
-    from .. import data
     from ..design import perf
+    from .l08 import committed_run
 
-    if isinstance(ds, str):
-        if not data.available(ds):
-            return []
-        ds = data.load(ds)
+    ds = committed_run(ds)
+    if ds is None:
+        return []
     ms: dict = {}
     if any(r.get("kind") == "ncu_form" for r in ds.records):
         for (v, M, N, K, _), c in perf.form_counter_means(ds.records).items():

@@ -255,7 +255,7 @@ def test_split_is_disjoint_and_complete(records, rep):
     # the documented subset exactly: CALIBRATION and THROTTLED_CALIBRATION, one record each
     have = {r["dataset"] for r in records}
     want = {(d, v, s) for d, v, s in perf.CALIBRATION + perf.THROTTLED_CALIBRATION + perf.CLUSTER_CALIBRATION
-            + (perf.FP8_FENCE_SPLIT_CALIBRATION if perf.FP8_FENCE_READING == "split" else perf.FP8_FENCE_CALIBRATION)
+            + perf.fp8_fence_calibration()
             + perf.SCALE_CALIBRATION if d in have}
     assert {(r["dataset"], r["variant"], (r["M"], r["N"], r["K"])) for r in cal} == want
     assert len(cal) == len(want)

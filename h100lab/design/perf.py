@@ -325,7 +325,7 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "timing_datasets", "PROSPECTIVE_DATASETS", "load_records", "timing_records_of", "record_form",
            "record_label", "CALIBRATION", "THROTTLED_CALIBRATION",
            "CLUSTER_CALIBRATION", "FP8_FENCE_CALIBRATION", "FP8_FENCE_SPLIT_CALIBRATION", "FP8_FENCE_READING",
-           "FENCE_READINGS", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
+           "FENCE_READINGS", "fp8_fence_calibration", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
            "scale_load_latency", "scale_read_bytes", "wave_working_sets", "scale_ws_factor", "SCALE_WORKING_SET_MB",
@@ -372,6 +372,14 @@ FENCE_READINGS = ("overlap", "after", "split")
 #: test's first process (``l08/gemm_fence``); every other record of that run and of every other is held out
 FP8_FENCE_SPLIT_CALIBRATION = tuple(("l08/gemm_fence", v, (6144, 10240, 8192)) for v in (
     "fp8_cooperative_tmastore_cluster2", "fp8_cooperative_tmastore_cluster2_lead2"))
+
+
+def fp8_fence_calibration(reading: str = FP8_FENCE_READING) -> tuple:
+    """The records (dataset, variant, (M, N, K)) a reading of the FP8 pair's fence (:data:`FENCE_READINGS`) is
+    fitted on: :data:`FP8_FENCE_SPLIT_CALIBRATION` for the split, else :data:`FP8_FENCE_CALIBRATION`."""
+    if reading not in FENCE_READINGS:
+        raise ValueError(f"fence reading {reading!r}: one of {FENCE_READINGS}")
+    return FP8_FENCE_SPLIT_CALIBRATION if reading == "split" else FP8_FENCE_CALIBRATION
 #: the k-block trace (``benchmarks/trace_gemm.py``, ``l08_gemm.cu -DTRACE=1``): the FP8 consumer's chain
 #: (:func:`trace_constants`) is read off its FP8 records at :data:`TRACE_SHAPE`; its other records (the two-wave
 #: shape) and every throughput record of every FP8 run are held out
@@ -1608,8 +1616,7 @@ def predict_record(r: dict, params: PerfParams | None = None) -> Prediction:
 def calibration_part(r: dict) -> str | None:
     """``"sustained"`` for a record of :data:`CALIBRATION` (group 8, raster M), ``"throttled"`` for the record of
     :data:`THROTTLED_CALIBRATION`, ``"cluster"`` for that of :data:`CLUSTER_CALIBRATION`, ``"fp8_fence"`` for those
-    the model's FP8 fence is fitted on (:data:`FP8_FENCE_SPLIT_CALIBRATION` under the split reading, else
-    :data:`FP8_FENCE_CALIBRATION`), ``"scale"`` for that of :data:`SCALE_CALIBRATION`, else None (held out)."""
+    the model's FP8 fence is fitted on (:func:`fp8_fence_calibration`), ``"scale"`` for that of :data:`SCALE_CALIBRATION`, else None (held out)."""
     if r.get("group", 8) != 8 or r.get("raster", 0) != 0 or "variant" not in r or r.get("step") is not None:
         return None
     shape = (r["M"], r["N"], r["K"])
@@ -1619,8 +1626,7 @@ def calibration_part(r: dict) -> str | None:
         return "throttled"
     if (r.get("dataset"), r["variant"], shape) in CLUSTER_CALIBRATION:
         return "cluster"
-    if (r.get("dataset"), r["variant"], shape) in (FP8_FENCE_SPLIT_CALIBRATION if FP8_FENCE_READING == "split"
-                                                    else FP8_FENCE_CALIBRATION):
+    if (r.get("dataset"), r["variant"], shape) in fp8_fence_calibration():
         return "fp8_fence"
     if (r.get("dataset"), r["variant"], shape) in SCALE_CALIBRATION:
         return "scale"
@@ -1632,8 +1638,8 @@ def is_calibration(r: dict) -> bool:
     cooperative_inflight_tmastore (``l08/gemm_bench_tmastore``) at 4096³ and 8192³ (group 8, raster M), and
     cooperative at 16384³ of ``l08/gemm_bench`` (the throttled clock), and cooperative_inflight_cluster2 at 8192³ of
     ``l08/gemm_bench_cluster2`` (the cluster pair's fence), the two FP8 pairs at 6144 × 10240 × 8192 of
-    ``l08/gemm_fence`` (the FP8 pair's fence: :data:`FP8_FENCE_SPLIT_CALIBRATION`). The other FP8 constants come from the k-block trace run
-    (:data:`TRACE_DATASET`, whose records are not timing records: :func:`trace_constants`, :data:`SCALE_CALIBRATION`).
+    ``l08/gemm_fence`` (the FP8 pair's fence: :data:`FP8_FENCE_SPLIT_CALIBRATION`). The other FP8 constants come
+    from the k-block trace run (:data:`TRACE_DATASET`, whose records are not timing records: :func:`trace_constants`, :data:`SCALE_CALIBRATION`).
     Every other record is held out — the other variants, shapes and tile orders of those runs and every record of
     any other dataset, every FP8 throughput record included."""
     return calibration_part(r) is not None
@@ -2073,8 +2079,7 @@ def _fit_model() -> tuple:
 
 def _fence_inputs() -> tuple:
     """The datasets the model's FP8 fence is fitted on (:func:`_fit_fp8_fence`)."""
-    recs = FP8_FENCE_SPLIT_CALIBRATION if FP8_FENCE_READING == "split" else FP8_FENCE_CALIBRATION
-    return tuple(dict.fromkeys(d for d, _, _ in recs))
+    return tuple(dict.fromkeys(d for d, _, _ in fp8_fence_calibration()))
 
 
 def _window_inputs() -> tuple:
@@ -2132,15 +2137,14 @@ def _fit_fp8_fence(p: PerfParams, reading: str = FP8_FENCE_READING) -> PerfParam
     """``p`` with the FP8 pair's release read as ``reading`` (:data:`FENCE_READINGS`) and its constants fitted
     (least squares in log time): ``"overlap"`` F₁ (``cluster_fence_fp8_ns``), ``"after"`` F₂
     (``cluster_fence_fp8_after_ns``), each on the one record of :data:`FP8_FENCE_CALIBRATION`; ``"split"`` both, on
-    the two of :data:`FP8_FENCE_SPLIT_CALIBRATION`. ``p`` unchanged without the records' dataset."""
+    the two of :data:`FP8_FENCE_SPLIT_CALIBRATION` (:func:`fp8_fence_calibration`). ``p`` unchanged without the
+    records' dataset."""
     import numpy as np
 
     from .. import data
     from ..validation.fit import FitParam, least_squares, log_ratio
 
-    if reading not in FENCE_READINGS:
-        raise ValueError(f"fence reading {reading!r}: one of {FENCE_READINGS}")
-    want = FP8_FENCE_SPLIT_CALIBRATION if reading == "split" else FP8_FENCE_CALIBRATION
+    want = fp8_fence_calibration(reading)
     if not all(data.available(d) for d, _, _ in want):
         return p
     rec = [r for d in dict.fromkeys(d for d, _, _ in want) for r in timing_records_of(data.load(d))

@@ -11,6 +11,9 @@ same committed datasets, so :func:`memo` keeps each result
   inputs, the source of every module of the package (a changed line of the model is a new key, whichever module
   it is in), and the Python and NumPy versions. A changed input or a changed model is never served an old result.
 
+:func:`on_disk` keeps a result on disk only (each call a fresh object): the emulator's parsed PTX modules
+(:func:`h100lab.emu.api._parse`), which every chapter and test process would otherwise parse again.
+
 The disk copy is an optimisation only: an absent, unreadable or foreign file is recomputed, a folder that cannot be
 written is ignored. ``$H100LAB_CACHE`` names the cache folder as for the NVRTC cache (:func:`h100lab.nvrtc.cache_dir`;
 the fits go to its ``fits/`` subfolder), and ``H100LAB_CACHE=off`` turns the disk cache off (the in-process memory
@@ -27,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["cache_dir", "key", "memo", "source_digest", "clear_memory"]
+__all__ = ["cache_dir", "key", "memo", "on_disk", "source_digest", "clear_memory"]
 
 PACKAGE = Path(__file__).resolve().parent
 _MEMORY: dict[str, Any] = {}
@@ -109,6 +112,18 @@ def memo(name: str, parts: Any, compute: Callable[[], Any]) -> Any:
     k = key(name, parts)
     if k in _MEMORY:
         return _MEMORY[k]
+    value = _MEMORY[k] = _on_disk(name, k, compute)
+    return value
+
+
+def on_disk(name: str, parts: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered on disk only (as :func:`memo`, without the process's copy): every call returns a
+    fresh object — for results a caller may modify or that are too large to keep for the whole process (the
+    emulator's parsed PTX modules)."""
+    return _on_disk(name, key(name, parts), compute)
+
+
+def _on_disk(name: str, k: str, compute: Callable[[], Any]) -> Any:
     folder = cache_dir()
     path = folder / f"{name}-{k[:40]}.pickle" if folder is not None else None
     hit, value = _load(path, k) if path is not None and path.is_file() else (False, None)
@@ -116,7 +131,6 @@ def memo(name: str, parts: Any, compute: Callable[[], Any]) -> Any:
         value = compute()
         if path is not None:
             _store(path, k, value)
-    _MEMORY[k] = value
     return value
 
 

@@ -127,3 +127,25 @@ def test_the_memory_model_fit_is_remembered_and_a_changed_record_refits(cache, m
     h = vt.fit(changed, None, None, None, max_iter=3)
     assert len(calls) == 2 and h.lsq.values != f.lsq.values
     assert vt.fit(stream, None, None, None, max_iter=4) is not f and len(calls) == 3
+
+
+def test_on_disk_gives_a_fresh_equal_object_from_the_disk(cache):
+    compute, calls = _counted({"x": [1, 2]})
+    first = fitcache.on_disk("demo", [7], compute)
+    second = fitcache.on_disk("demo", [7], compute)
+    assert calls == [1] and second == first and second is not first      # no copy kept in the process
+    second["x"].append(3)                                                   # a caller's change stays its own
+    assert fitcache.on_disk("demo", [7], compute) == {"x": [1, 2]} and calls == [1]
+
+
+def test_a_parsed_ptx_module_comes_back_from_the_disk_equal_and_fresh(cache):
+    from h100lab.emu import api, ptx
+
+    text = "\n".join([".version 8.0", ".target sm_90a", ".address_size 64", ".visible .entry k(.param .u64 p)",
+                      "{", ".reg .b32 %r<2>;", "mov.u32 %r1, 5;", "ret;", "}"])
+    a, b = api._parse(text), api._parse(text)
+    assert a == ptx.parse(text) and b == a and b is not a
+    assert len(list(cache.glob("ptx-module-*.pickle"))) == 1
+    with pytest.raises(ptx.PtxSyntaxError):                                 # a parse error is never kept
+        api._parse(text.replace("mov.u32", "mov.u32 {"))
+    assert len(list(cache.glob("ptx-module-*.pickle"))) == 1

@@ -907,15 +907,18 @@ class _Layout:
     waves: tuple                      # (active CTAs, DRAM bytes, L2 hit rate) per wave of the busiest CTA
 
 
-def _persistent_order(f: Form, tm: int, tn: int, group: int, order_dir: str) -> list:
+@lru_cache(maxsize=1024)
+def _persistent_order(f: Form, tm: int, tn: int, group: int, order_dir: str) -> tuple:
     """The tile order of a persistent launch of ``f`` on a ``tm × tn`` tile grid: the grouped order
     (:func:`h100lab.design.schedule.static_order`), for a cluster pair the order of pairs of tile rows, each pair's
-    two tiles one after the other (CTA ranks 0 and 1 of the cluster)."""
+    two tiles one after the other (CTA ranks 0 and 1 of the cluster). A tuple, computed once per grid and form
+    (the time model asks for the same few hundreds of times)."""
     from . import schedule
 
     if f.cluster == 2:
-        return [(2 * q + r, n) for q, n in schedule.static_order(-(-tm // 2), tn, group, order_dir) for r in (0, 1)]
-    return schedule.static_order(tm, tn, group, order_dir)
+        return tuple((2 * q + r, n) for q, n in schedule.static_order(-(-tm // 2), tn, group, order_dir)
+                     for r in (0, 1))
+    return tuple(schedule.static_order(tm, tn, group, order_dir))
 
 
 @lru_cache(maxsize=512)

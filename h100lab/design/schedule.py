@@ -285,8 +285,16 @@ def l2_reuse(order: list, ctas: int, bm: int, bn: int, K: int, elem_bytes: int =
     req = 0
     dram = 0.0
     per, distinct = [], []
+    lockstep = (spread == 0 and lag == 0) or math.isinf(capacity)
     for w in range(0, len(order), ctas):
         wave = order[w:w + ctas]
+        if lockstep:                                        # one read per distinct panel: count them
+            da, db = len({t[:-1] for t in wave}), len({t[:-2] + t[-1:] for t in wave})
+            distinct.append((da, db))
+            per.append((da, db))
+            req += len(wave) * (pa + pb)
+            dram += da * pa + db * pb
+            continue
         ua, ub = {}, {}
         for c, t in enumerate(wave):
             r = c // round_ctas

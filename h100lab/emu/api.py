@@ -201,6 +201,19 @@ def encode_tiled(dtype, rank: int, global_address, global_dim: Sequence[int], gl
 # ------------------------------------------------------------------------------------------------
 # Programs and kernels
 
+def _parse(ptx: str) -> Module:
+    """:func:`h100lab.emu.ptx.parse` of ``ptx``, kept on disk under the text's SHA-256 (and the package's code:
+    :func:`h100lab.fitcache.on_disk`) — the parse is the costliest part of loading a kernel, and a book or a test run
+    loads the same few kernels in many processes. A fresh :class:`Module` every call (the caller sets its
+    ``source_lines``)."""
+    import hashlib
+
+    from ..fitcache import on_disk
+
+    return on_disk("ptx-module", {"sha256": hashlib.sha256(ptx.encode()).hexdigest(), "bytes": len(ptx)},
+                   lambda: parse(ptx))
+
+
 class Program:
     """Parsed PTX (``module``), NVRTC's output (``ptx``, ``log``), the CUDA ``source`` (for error messages)."""
 
@@ -210,7 +223,7 @@ class Program:
         self.source = source
         self.log = log
         self.arch = arch
-        self.module: Module = parse(ptx)
+        self.module: Module = _parse(ptx)
         self.module.source_lines = source.splitlines() if source else None
         self._kernels: dict = {}
         self._globals: dict = {}

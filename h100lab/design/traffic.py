@@ -67,6 +67,14 @@ fitted on it) — the window is a *time* model, not a faithful byte count:
 * a plain 132-CTA launch fills one GPC after another (the ``placement`` records with ``data/l02/gpc_map``: CTAs
   0–7 on four 2-SM GPCs, then 8, five × 16, 18 and 18 consecutive CTAs per GPC), so a window of 24 consecutive
   CTAs spans one or two GPCs; reuse domains of exactly one GPC fit the times worse (the small GPCs first).
+* two readings of the 4096³ row-major ping-pong records tried on the committed data and not kept (2026-12-03; the
+  model's constants unchanged, nothing registered): the window's reads served from L2 wherever the wave's working
+  set (:func:`h100lab.design.perf.wave_working_sets`, 38 MB there) fits in the L2 — the in-step time, from
+  +25…+27 % to −22 % on those records, nowhere else changed; and the L2 → SM delivery of :func:`lrc_bytes` at the
+  highest rate of its calibration runs as a bound of every persistent form, in the period's soft maximum with the
+  others (:func:`h100lab.sim.timing.soft_period`) — it binds the 128-column cooperative forms, which run near that
+  rate already (+11…+18 % at 4096³ and 8192³), held out 281 → 262 of 286. The truth at
+  4096³ lies between the in-step and the window reads; neither counts the L2 → SM traffic the row-major order adds.
 
 **The L2's capacity and the CTAs' drift** (:func:`capacity_reads`, issue 17; a byte estimate, not in the time
 model): the in-step estimate counts each wave's distinct panels once, so it has neither the reuse a small shape gets

@@ -73,8 +73,11 @@ fitted on it) — the window is a *time* model, not a faithful byte count:
   +25…+27 % to −22 % on those records, nowhere else changed; and the L2 → SM delivery of :func:`lrc_bytes` at the
   highest rate of its calibration runs as a bound of every persistent form, in the period's soft maximum with the
   others (:func:`h100lab.sim.timing.soft_period`) — it binds the 128-column cooperative forms, which run near that
-  rate already (+11…+18 % at 4096³ and 8192³), held out 281 → 262 of 286. The truth at
-  4096³ lies between the in-step and the window reads; neither counts the L2 → SM traffic the row-major order adds.
+  rate already (+11…+18 % at 4096³ and 8192³), held out 281 → 262 of 286; the two together with the delivery as a
+  hard floor of the period instead: held out 282 (the persistent 4096³ record within; the step kernel's pairs
+  schedule at 4096³ −22 %: its B sharers share a GPC, so the delivery estimate does not bind), the order sweep's
+  held-out ping-pong records 42 of 53 (39), the first fresh bf16 round 95 and 94 of 98 (97 and 95) — no clear gain.
+  The truth at 4096³ lies between the in-step and the window reads.
 
 **The L2's capacity and the CTAs' drift** (:func:`capacity_reads`, issue 17; a byte estimate, not in the time
 model): the in-step estimate counts each wave's distinct panels once, so it has neither the reuse a small shape gets

@@ -84,10 +84,16 @@ def test_glossary_is_bilingual_and_unique():
 
 
 def _toc_files() -> list[str]:
+    """Every document of _toc.yml, root first, a chapter's sections after it."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            files.append(e["file"])
+            walk(e.get("sections"))
     for part in toc["parts"]:
-        files += [c["file"] for c in part["chapters"]]
+        walk(part["chapters"])
     return files
 
 

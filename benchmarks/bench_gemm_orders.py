@@ -302,9 +302,29 @@ L2_RUN_SETS = {
                    for v in ("cooperative_n128", "cooperative_n128_inflight", "cooperative_n128_inflight_tmastore",
                              "cooperative")]
                   + [(_SQ8, v, "persistent", 8, 0, None) for v in ("cooperative_n128", "cooperative_n128_inflight")]),
+    # the L2 -> SM delivery of the ping-pong records the time model misses (issue 17): at 4096³ in row-major order the
+    # persistent ping-pong reads 2.6 GB from L2 at ~8.6 TB/s (l08/gemm_l2_traffic) where the grouped order reads half;
+    # the step kernel's and the ablation's pairs schedule there (no counters yet), with the grouped orders as
+    # controls, and the order sweep's row-major misses at 8192 × 8192 × 4096 and 1280 × 3840 × 8192 — L2 -> SM
+    # sectors, DRAM bytes, the traffic between the L2 halves, the duration (SET_METRICS), with where the CTAs of a
+    # launch of several rounds land (placement_rounds)
+    "delivery": tuple([(_SQ4, v, "pairs", g, r, None) for v in ("pingpong", "pingpong_inflight")
+                       for g, r in ((1, 0), (8, 0), (1, 1))]
+                      + [(s, "pingpong", "persistent", g, 0, None) for s in ((8192, 8192, 4096), (1280, 3840, 8192))
+                         for g in (1, 8)]
+                      + [(_SQ4, "pingpong", "persistent", g, 0, None) for g in (1, 8)]),
 }
 #: the run sets whose launches ncu reads in one pass (:data:`L2_METRICS_ONE_PASS`): a launch's state is one state
 ONE_PASS_SETS = ("bistable", "n128")
+#: run sets with metrics of their own: delivery — the L2 -> SM read sectors (``srcunit_tex``: what the SMs' requests,
+#: after the L2 Request Coalescer, read from L2) beside DRAM, the link between the L2 halves and the duration
+SET_METRICS = {"delivery": ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+                            "lts__t_sectors_srcunit_ltcfabric.sum", "gpu__time_duration.sum")}
+
+
+def set_metrics(l2_set: str) -> tuple:
+    """The ncu metrics of one --l2-set."""
+    return SET_METRICS.get(l2_set) or (L2_METRICS_ONE_PASS if l2_set in ONE_PASS_SETS else L2_METRICS)
 #: the %smid probe: one CTA per SM (a shared-memory request only one fits), CTA i writes its SM
 PLACEMENT_SRC = r"""
 extern "C" __global__ void smid_probe(unsigned* out) {
@@ -312,6 +332,51 @@ extern "C" __global__ void smid_probe(unsigned* out) {
     if (threadIdx.x == 0) { unsigned s; asm volatile("mov.u32 %0, %%smid;" : "=r"(s)); out[blockIdx.x] = s; pad[0] = 1; }
 }
 """
+
+
+#: the placement in rounds: a launch of several CTAs per SM, one resident at a time (a shared-memory request only one
+#: fits), every CTA the same work (it spins ``spin_ns`` on %globaltimer): CTA i writes its SM and when it started
+#: and ended — where the CTAs after the first round land, as a non-persistent launch (the pairs schedule) places them
+PLACEMENT_ROUNDS_SRC = r"""
+extern "C" __global__ void smid_rounds(unsigned* sm, unsigned long long* t, unsigned long long spin_ns) {
+    extern __shared__ unsigned char pad[];
+    if (threadIdx.x == 0) {
+        unsigned s; unsigned long long t0, t1;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1)); } while (t1 - t0 < spin_ns);
+        sm[blockIdx.x] = s; t[2 * blockIdx.x] = t0; t[2 * blockIdx.x + 1] = t1; pad[0] = 1;
+    }
+}
+"""
+#: rounds of CTAs per SM and the spin of each (about a 4096³ pairs launch: 512 CTAs on 132 SMs, ~0.3 ms)
+PLACEMENT_ROUNDS = 4
+PLACEMENT_SPIN_NS = 60_000
+
+
+def _placement_rounds(be, repeats: int = 3) -> list[dict]:
+    """The SM and start of each CTA of a launch of ``PLACEMENT_ROUNDS × SMs`` equal CTAs, one per SM at a time
+    (records of kind ``placement_rounds``; start and end in ns after the first CTA's start)."""
+    import numpy as np
+
+    cuda = be.cuda
+    k = cuda.compile(PLACEMENT_ROUNDS_SRC, name="smid_rounds.cu").function("smid_rounds")
+    props = cuda.device_properties(0)
+    smem = int(props.get("sharedMemPerBlockOptin", 227 * 1024)) - 1024
+    k.set_max_dynamic_shared_memory(smem)
+    grid = PLACEMENT_ROUNDS * be.sm_count()
+    out = []
+    for rep in range(repeats):
+        sm = cuda.zeros(grid, np.uint32)
+        t = cuda.zeros(2 * grid, np.uint64)
+        cuda.launch(k, grid, 128, sm, t, np.uint64(PLACEMENT_SPIN_NS), shared_mem=smem)
+        cuda.synchronize()
+        tt = t.to_host().astype(np.int64)
+        t0 = int(tt[0::2].min())
+        out.append({"kind": "placement_rounds", "grid": grid, "shared_mem": smem, "spin_ns": PLACEMENT_SPIN_NS,
+                    "repeat": rep, "ok": True, "smid": [int(x) for x in sm.to_host()],
+                    "start_ns": [int(x - t0) for x in tt[0::2]], "end_ns": [int(x - t0) for x in tt[1::2]]})
+    return out
 
 
 def l2_grid(run, sms: int) -> int:
@@ -425,12 +490,12 @@ def run_l2(args, log=print) -> tuple[list[dict], dict]:
     plan = tmp / "plan.json"
     plan.write_text(json.dumps({"runs": runs}))
     me = [sys.executable, str(Path(__file__).resolve())]
-    extra: dict = {"metrics": list(L2_METRICS_ONE_PASS if args.l2_set in ONE_PASS_SETS else L2_METRICS),
+    extra: dict = {"metrics": list(set_metrics(args.l2_set)),
                    "l2_set": args.l2_set, "launches_per_run": n_launch}
     ncu = find_ncu()
     entries = sorted({cap.variant(v).entry for _, v, *_ in runs})
     got: list = [None] * len(runs)               # per run: (ncu launch, child record) or the error string
-    metrics = L2_METRICS_ONE_PASS if args.l2_set in ONE_PASS_SETS else L2_METRICS
+    metrics = set_metrics(args.l2_set)
     deadline = time.time() + args.l2_timeout
 
     def chunk(lo: int, part: list):
@@ -601,6 +666,9 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
         recs += got
         meta.update(extra)
         recs += bench_gemm.attempt_all(lambda: _placement(be), {"kind": "placement"}, "placement", log)
+        if args.l2_set == "delivery":
+            recs += bench_gemm.attempt_all(lambda: _placement_rounds(be), {"kind": "placement_rounds"},
+                                           "placement in rounds", log)
         shapes = []
     for i, shape in enumerate(shapes):
         runs = runs_of(shape, variants, orders, pair_orders, pair_shapes, grid_runs)

@@ -77,7 +77,12 @@ fitted on it) — the window is a *time* model, not a faithful byte count:
   hard floor of the period instead: held out 282 (the persistent 4096³ record within; the step kernel's pairs
   schedule at 4096³ −22 %: its B sharers share a GPC, so the delivery estimate does not bind), the order sweep's
   held-out ping-pong records 42 of 53 (39), the first fresh bf16 round 95 and 94 of 98 (97 and 95) — no clear gain.
-  The truth at 4096³ lies between the in-step and the window reads.
+  The truth at 4096³ lies between the in-step and the window reads. Nsight Compute on those launches
+  (:func:`delivery_rows`, ``data/l08/gemm_l2_delivery``) then showed why: they are bound by L2 → SM delivery (7–8.4
+  TB/s at L2, DRAM under 3 TB/s), not by DRAM. Nor does :func:`capacity_reads` with a drift of the ping-pong's own
+  count its DRAM reads: fitted on the eight 8192³ ping-pong runs' counters its best drift (0.03) leaves an rms log
+  ratio of 0.51 — groups of 8 and 16 along N read 2.1–2.2× its bytes, row-major 1.5×, the grouped orders along M
+  0.6–0.7×.
 
 **The L2's capacity and the CTAs' drift** (:func:`capacity_reads`, issue 17; a byte estimate, not in the time
 model): the in-step estimate counts each wave's distinct panels once, so it has neither the reuse a small shape gets
@@ -121,18 +126,25 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
+
 __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
            "l2_estimate", "drifts", "is_calibration", "fit_window", "fit_window_for", "window_records",
            "window_at", "WINDOW_K", "DRIFT_EXPONENT", "calibrated_window", "window_for",
            "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes",
            "DeliveryRow", "l2_delivery_rows", "DRIFT_CALIBRATION", "DRIFTS", "capacity_reads", "is_drift_calibration",
            "fit_drift", "calibrated_drift", "CapacityRow", "capacity_rows", "LRC_CALIBRATION", "lrc_parts", "lrc_bytes",
-           "fit_lrc", "calibrated_lrc", "is_lrc_calibration", "lrc_ceiling_tb_s", "LrcRow", "lrc_rows"]
+           "fit_lrc", "calibrated_lrc", "is_lrc_calibration", "lrc_ceiling_tb_s", "LrcRow", "lrc_rows",
+           "DELIVERY_DATASET", "delivery_rows", "placement_round_rows"]
 
 #: the order sweep (benchmarks/bench_gemm_orders.py)
 ORDERS_DATASET = "l08/gemm_orders"
 #: DRAM bytes per run measured by Nsight Compute (benchmarks/bench_gemm_orders.py --l2); nothing is fitted on it
 L2_DATASET = "l08/gemm_l2_traffic"
+#: the ping-pong records the time model misses under Nsight Compute with the L2 -> SM sectors, and where the CTAs of a
+#: launch of several rounds land (``bench_gemm_orders.py --l2 --l2-set delivery``; :func:`delivery_rows`,
+#: :func:`placement_round_rows`)
+DELIVERY_DATASET = "l08/gemm_l2_delivery"
 #: DRAM bytes and duration of each of 20 launches of 5 runs (bench_gemm_orders.py --l2 --l2-set bistable)
 BISTABLE_DATASET = "l08/gemm_l2_bistable"
 #: the calibration subset of the order sweep: (variant, schedule, M, N, K, grid) — the ping-pong form, persistent on
@@ -814,4 +826,98 @@ def lrc_rows(dataset: str = L2_DATASET) -> list[LrcRow]:
         pp, req, merged, d, tex = _lrc_design(r)
         est = req - (c[0] if pp else c[1]) * merged + c[2] * d
         out.append(LrcRow(_run_label(r), "calibration" if is_lrc_calibration(r) else "held-out", tex, est, req))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The ping-pong misses under the counters (issue 17; a diagnosis, nothing fitted, nothing in the time model)
+
+def delivery_rows(dataset=DELIVERY_DATASET, params=None) -> list[dict]:
+    """Per profiled run of ``dataset`` (its name or a :class:`h100lab.data.Dataset`; each launched several times under Nsight Compute: the medians): ``label``,
+    ``schedule``, ``variant``, ``shape``, ``group``, ``raster``; what L2 delivered to the SMs (``tex_gb``: the
+    ``srcunit_tex`` read sectors × 32 B), what DRAM read (``dram_gb``) and the link between the L2 halves carried
+    (``fabric_gb``), each over the launch's duration (``ncu_ms``) as ``tex_tb_s`` and ``dram_tb_s``; the
+    requested bytes (every tile's panels); the timed median (``timed_ms``, the same run without ncu), the time
+    model's prediction of it (``model_ms``, ``params`` default the model) and its DRAM bytes with the reuse window
+    (``model_dram_gb``). [] without the dataset.
+
+    What the committed run shows (H200, ``data/l08/gemm_l2_delivery``): every run the model times more than 10 %
+    too slow reads little from DRAM (well under half of lesson 5's read ceiling) and a lot from L2 — near the ~8.6
+    TB/s the SMs' L2 reads top out at (:func:`l2_delivery_rows`), about every byte its tiles request, where the
+    grouped order of the same form delivers half. The model charges those launches to its DRAM bound with the
+    window's bytes, several times what DRAM read: their loss is L2 → SM delivery of requests no sharer merged
+    (:func:`lrc_bytes`), not DRAM traffic — and the pairs schedule, whose CTAs after the first round land on other
+    SMs than the first round's (:func:`placement_round_rows`), merges fewer requests than :func:`lrc_bytes` counts
+    from the first round's placement."""
+    from .. import data
+    from . import perf
+
+    if isinstance(dataset, str) and not data.available(dataset):
+        return []
+    p = perf.calibrated() if params is None else params
+    recs = (data.load(dataset) if isinstance(dataset, str) else dataset).records
+    key = lambda r: (r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["group"], r["raster"],  # noqa: E731
+                     r.get("ctas_arg"))
+    timed = {key(r): r for r in recs if r.get("kind") == "l2time" and r.get("ok")}
+    out = []
+    for r in recs:
+        if r.get("kind") != "l2" or not r.get("ok") or "lts__t_sectors_srcunit_tex_op_read.sum" not in r["metrics"]:
+            continue
+        ms = r.get("launch_metrics") or [r["metrics"]]
+        med = lambda k: float(np.median([m[k] for m in ms]))  # noqa: E731
+        tex, dram = med("lts__t_sectors_srcunit_tex_op_read.sum") * 32.0, med("dram__bytes_read.sum")
+        dur = med("gpu__time_duration.sum") * 1e-6                       # ms
+        f = perf.form(r["variant"], schedule=r["schedule"])
+        M, N, K, g, ra = r["M"], r["N"], r["K"], int(r["group"]), int(r["raster"])
+        sms = int(r.get("ctas_arg") or 132)
+        t = timed.get(key(r))
+        pr = perf.predict(f, M, N, K, sms=sms, group=g, raster=ra, params=p,
+                          launches=(t["warmup"] + t["repeats"]) if t else None)
+        tiles = -(-M // f.bm) * -(-N // f.bn)
+        out.append({"label": _run_label(r), "schedule": r["schedule"], "variant": r["variant"], "shape": (M, N, K),
+                    "group": g, "raster": ra, "tex_gb": tex / 1e9, "dram_gb": dram / 1e9,
+                    "fabric_gb": med("lts__t_sectors_srcunit_ltcfabric.sum") * 32.0 / 1e9, "ncu_ms": dur,
+                    "tex_tb_s": tex / dur * 1e-9, "dram_tb_s": dram / dur * 1e-9,
+                    "requested_gb": tiles * (f.bm + f.bn) * K * f.elem_bytes / 1e9,
+                    "timed_ms": float(t["median_ms"]) if t else float("nan"), "model_ms": pr.time_ms,
+                    "model_dram_gb": model_dram_bytes(r["variant"], r["schedule"], M, N, K, sms, g, ra,
+                                                      window_for(f, p, K)) / 1e9})
+    return out
+
+
+def placement_round_rows(dataset=DELIVERY_DATASET) -> list[dict]:
+    """Where the CTAs of a launch of several rounds land (``placement_rounds`` records: equal CTAs, one resident per
+    SM at a time): per repeat, ``rounds``, ``same_sm`` — the share of the CTAs after the first round that run on the
+    SM of CTA ``i mod SMs`` — and ``gpc_run_first`` / ``gpc_run_later`` — the mean length of the runs of
+    consecutive CTAs on one GPC (lesson 2's ``l02/gpc_map``) in the first round and after it. What the committed
+    run shows: the first round is the plain launch's placement (runs of 8–18 consecutive CTAs per GPC), the later
+    rounds land on other SMs (almost none on CTA ``i mod SMs``'s) in shorter runs — each CTA takes an SM as one
+    frees, and they free in no fixed order. [] without the dataset or the GPC map."""
+    from .. import data
+
+    if (isinstance(dataset, str) and not data.available(dataset)) or not data.available("l02/gpc_map"):
+        return []
+    gpc = {int(s): int(g["gpc"]) for g in data.load("l02/gpc_map").records for s in g.get("sms", ())}
+
+    def mean_run(sms: list) -> float:
+        runs, n = [], 1
+        for a, b in zip(sms, sms[1:]):
+            if gpc.get(a) == gpc.get(b):
+                n += 1
+            else:
+                runs.append(n)
+                n = 1
+        runs.append(n)
+        return float(np.mean(runs))
+
+    out = []
+    for r in (data.load(dataset) if isinstance(dataset, str) else dataset).records:
+        if r.get("kind") != "placement_rounds" or not r.get("ok"):
+            continue
+        sm = [int(x) for x in r["smid"]]
+        G = len(set(sm))                                   # SMs used: one CTA per SM per round
+        later = sm[G:]
+        out.append({"repeat": r.get("repeat"), "rounds": len(sm) // G, "sms": G,
+                    "same_sm": sum(x == sm[i % G] for i, x in enumerate(later, start=G)) / max(1, len(later)),
+                    "gpc_run_first": mean_run(sm[:G]), "gpc_run_later": mean_run(later)})
     return out

@@ -1494,6 +1494,68 @@ for _name in N128_DATASETS:
                   f"stable (< {STABLE_SPAN:.0%})", lesson=8, dataset=_name)(_launches)
 
 
+#: the ping-pong misses under the counters (``bench_gemm_orders.py --l2 --l2-set delivery``, 2026-12-03):
+#: :func:`h100lab.design.traffic.delivery_rows`, :func:`h100lab.design.traffic.placement_round_rows`
+DELIVERY_DATASET = "l08/gemm_l2_delivery"
+#: a launch is L2 -> SM delivery-bound when L2 delivers at least this share of the highest rate the SMs' L2 reads
+#: reached (:func:`h100lab.design.traffic.lrc_ceiling_tb_s`) and DRAM reads at most ``DRAM_SHARE`` of lesson 5's
+#: read ceiling
+DELIVERY_SHARE = 0.8
+DRAM_SHARE = 0.7
+#: a row-major run delivers at least this many times its grouped control's bytes
+DELIVERY_RATIO = 1.7
+
+
+def delivery_verdict(ds: Dataset | str | None = None) -> dict:
+    """The account of the ping-pong misses on :data:`DELIVERY_DATASET`: ``rows`` (:func:`delivery_rows` with
+    ``error``, ``bound``: "delivery" when L2 -> SM delivery-bound as :data:`DELIVERY_SHARE` and :data:`DRAM_SHARE`
+    say, and ``control_ratio``: its bytes over those of the grouped run of the same form, schedule and shape),
+    ``slow`` (the runs the model times more than 10 % too slow), ``ceiling_tb_s``, ``hbm_tb_s`` and ``placement``
+    (:func:`placement_round_rows`). {} without the dataset."""
+    from ..design import perf, traffic
+    from ..sim.timing import read_ceiling
+
+    ds = _dataset(ds, DELIVERY_DATASET)
+    if ds is None:
+        return {}
+    rows = traffic.delivery_rows(ds)
+    ceiling = traffic.lrc_ceiling_tb_s()
+    hbm = read_ceiling(perf.calibrated().timing) * 1e-3                 # B/ns -> TB/s
+    grouped = {(r["variant"], r["schedule"], r["shape"]): r for r in rows if r["group"] == 8 and r["raster"] == 0}
+    for r in rows:
+        c = grouped.get((r["variant"], r["schedule"], r["shape"]))
+        r["error"] = r["model_ms"] / r["timed_ms"] - 1.0
+        r["bound"] = ("delivery" if r["tex_tb_s"] >= DELIVERY_SHARE * ceiling and r["dram_tb_s"] <= DRAM_SHARE * hbm
+                      else "other")
+        r["control_ratio"] = r["tex_gb"] / c["tex_gb"] if c is not None and c is not r else None
+    return {"rows": rows, "slow": [r for r in rows if r["error"] > TOLERANCE], "ceiling_tb_s": ceiling,
+            "hbm_tb_s": hbm, "placement": traffic.placement_round_rows(ds)}
+
+
+def _delivery(ds: Dataset) -> CheckResult:
+    v = delivery_verdict(ds)
+    if not v or not v["slow"]:
+        return CheckResult(1, 1, [], note=f"{ds.name}: no run the model times too slow")
+    bad = [r for r in v["slow"] if r["bound"] != "delivery"
+           or (r["control_ratio"] is not None and r["control_ratio"] < DELIVERY_RATIO)]
+    moved = [x for x in v["placement"] if x["same_sm"] > 0.1]
+    return CheckResult(len(v["slow"]) + len(v["placement"]), len(bad) + len(moved) + (not v["placement"]),
+                       [{"case": r["label"], "L2 -> SM": f"{r['tex_tb_s']:.2f} TB/s", "DRAM": f"{r['dram_tb_s']:.2f} TB/s",
+                         "grouped's bytes": r["control_ratio"]} for r in bad][:5],
+                       f"{len(v['slow'])} runs the model times > 10 % slow, each delivered from L2 at ≥ "
+                       f"{DELIVERY_SHARE:.0%} of {v['ceiling_tb_s']:.1f} TB/s with DRAM ≤ {DRAM_SHARE:.0%} of "
+                       f"{v['hbm_tb_s']:.1f} TB/s; later rounds on the first round's SM: "
+                       + ", ".join(f"{100 * x['same_sm']:.1f} %" for x in v["placement"]))
+
+
+silicon_check("The ping-pong misses under the counters (l08/gemm_l2_delivery, Nsight Compute, three launches a run): "
+              "every run the time model times more than 10 % too slow is L2 -> SM delivery-bound — L2 delivers at "
+              f"least {DELIVERY_SHARE:.0%} of the SMs' highest L2 read rate, DRAM reads at most {DRAM_SHARE:.0%} of "
+              f"its ceiling — and delivers at least {DELIVERY_RATIO}× its grouped order's bytes; the CTAs after a "
+              "launch's first round land on other SMs than the first round's (diagnosis: the model counts DRAM "
+              "there, not delivery)", lesson=8, dataset=DELIVERY_DATASET)(_delivery)
+
+
 # ------------------------------------------------------------------------------------------------
 # the model's cycles and clock apart: every bf16 form under Nsight Compute
 

@@ -846,9 +846,11 @@ def delivery_rows(dataset=DELIVERY_DATASET, params=None) -> list[dict]:
     TB/s the SMs' L2 reads top out at (:func:`l2_delivery_rows`), about every byte its tiles request, where the
     grouped order of the same form delivers half. The model charges those launches to its DRAM bound with the
     window's bytes, several times what DRAM read: their loss is L2 → SM delivery of requests no sharer merged
-    (:func:`lrc_bytes`), not DRAM traffic — and the pairs schedule, whose CTAs after the first round land on other
-    SMs than the first round's (:func:`placement_round_rows`), merges fewer requests than :func:`lrc_bytes` counts
-    from the first round's placement."""
+    (:func:`lrc_bytes`), not DRAM traffic. The pairs schedule in row-major order delivers more than
+    :func:`lrc_bytes` counts (2.59 GB against 1.97) and in the grouped orders less (1.32–1.39 against 1.63–1.64);
+    counting the merges with the placement the later rounds measured (:func:`placement_round_rows`) instead of the
+    first round's does not mend it (1.99; 1.75–1.93 GB, tried 2026-12-03): what merges the sharers' requests is not
+    the GPC alone."""
     from .. import data
     from . import perf
 

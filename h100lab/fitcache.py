@@ -11,8 +11,9 @@ same committed datasets, so :func:`memo` keeps each result
   inputs, the source of every module of the package (a changed line of the model is a new key, whichever module
   it is in), and the Python and NumPy versions. A changed input or a changed model is never served an old result.
 
-:func:`on_disk` keeps a result on disk only (each call a fresh object): the emulator's parsed PTX modules
-(:func:`h100lab.emu.api._parse`), which every chapter and test process would otherwise parse again.
+:func:`on_disk` keeps a result on disk only (each call a fresh object): the emulator's parsed PTX modules of the
+book's large kernels (:func:`h100lab.emu.api._parse`), which every chapter and test process would otherwise parse
+again.
 
 The disk copy is an optimisation only: an absent, unreadable or foreign file is recomputed, a folder that cannot be
 written is ignored. ``$H100LAB_CACHE`` names the cache folder as for the NVRTC cache (:func:`h100lab.nvrtc.cache_dir`;

@@ -138,11 +138,14 @@ def test_on_disk_gives_a_fresh_equal_object_from_the_disk(cache):
     assert fitcache.on_disk("demo", [7], compute) == {"x": [1, 2]} and calls == [1]
 
 
-def test_a_parsed_ptx_module_comes_back_from_the_disk_equal_and_fresh(cache):
+def test_a_parsed_ptx_module_comes_back_from_the_disk_equal_and_fresh(cache, monkeypatch):
     from h100lab.emu import api, ptx
 
     text = "\n".join([".version 8.0", ".target sm_90a", ".address_size 64", ".visible .entry k(.param .u64 p)",
                       "{", ".reg .b32 %r<2>;", "mov.u32 %r1, 5;", "ret;", "}"])
+    api._parse(text)
+    assert not list(cache.glob("ptx-module-*.pickle"))                      # a short text: parsed, never kept
+    monkeypatch.setattr(api, "PARSE_CACHE_MIN", 0)
     a, b = api._parse(text), api._parse(text)
     assert a == ptx.parse(text) and b == a and b is not a
     assert len(list(cache.glob("ptx-module-*.pickle"))) == 1

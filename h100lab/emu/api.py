@@ -201,11 +201,19 @@ def encode_tiled(dtype, rank: int, global_address, global_dim: Sequence[int], gl
 # ------------------------------------------------------------------------------------------------
 # Programs and kernels
 
+#: PTX texts at least this long (characters) are parsed once and kept on disk (:func:`_parse`): the book's large
+#: kernels (the capstone's variants: ~0.6 MB, a quarter of a second to parse); a short text — a student's kernel, a
+#: probe — parses in milliseconds and is never written to the cache
+PARSE_CACHE_MIN = 100_000
+
+
 def _parse(ptx: str) -> Module:
-    """:func:`h100lab.emu.ptx.parse` of ``ptx``, kept on disk under the text's SHA-256 (and the package's code:
-    :func:`h100lab.fitcache.on_disk`) — the parse is the costliest part of loading a kernel, and a book or a test run
-    loads the same few kernels in many processes. A fresh :class:`Module` every call (the caller sets its
-    ``source_lines``)."""
+    """:func:`h100lab.emu.ptx.parse` of ``ptx``; a text of :data:`PARSE_CACHE_MIN` characters or more kept on disk
+    under its SHA-256 (and the package's code: :func:`h100lab.fitcache.on_disk`) — the parse is the costliest part
+    of loading a large kernel, and a book or a test run loads the same few in many processes. A fresh
+    :class:`Module` every call (the caller sets its ``source_lines``)."""
+    if len(ptx) < PARSE_CACHE_MIN:
+        return parse(ptx)
     import hashlib
 
     from ..fitcache import on_disk

@@ -94,3 +94,22 @@ def test_the_lead1_misses_traced_hide_their_loads_and_the_check_bites():
         if r.get("variant") == I.LEAD1 and "median_ms" in r:
             r["median_ms"] = float(r["median_ms"]) * 1.15          # lead 1 slower than the ring: no hidden loads
     assert I._gate_trace_check(Dataset(ds.name, ds.meta, recs)).mismatches == 4
+
+
+def test_lead1_against_the_ring_follows_depth_and_working_set_alike():
+    rs = I.lead_ratio_rows()
+    shallow = [r for r in rs if r["K"] <= 6656]
+    deep = [r for r in rs if r["K"] >= 8192]
+    assert len(shallow) >= 15 and len(deep) >= 25
+    assert all(r["ratio"] < 1.02 for r in shallow) and sum(r["ratio"] < 1 for r in shallow) >= 0.8 * len(shallow)
+    assert [r["shape"] for r in deep if r["ratio"] <= 1] == [(12288, 2048, 8192)]
+    whole = [r for r in rs if r["shape"][0] * r["shape"][1] >= 132 * 128 * 128]
+    assert all(r["ws_mb"] * 1e6 >= 23 * 128 * r["K"] for r in whole)        # a whole wave: working set >= 23·128·K
+
+
+def test_the_lead_ratio_figure_has_its_units():
+    from h100lab.viz import l08_perf as V
+
+    fig = V.draw_lead_ratio([{"K": 4096, "ratio": 0.97, "ws_mb": 13.1}, {"K": 8192, "ratio": 1.09, "ws_mb": 26.2}])
+    ax = fig.axes[0]
+    assert "(elements)" in ax.get_xlabel() and "(ratio)" in ax.get_ylabel() and "(MB)" in fig.axes[1].get_ylabel()

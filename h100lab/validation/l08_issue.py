@@ -24,7 +24,8 @@ from ..data import Dataset
 from . import CheckResult, beyond_floor, silicon_check
 
 __all__ = ["ISSUE_SHAPES", "ISSUE_DATASET", "ISSUE_PREDICTIONS", "RULE", "trace_issue_params", "issue_predictions",
-           "issue_registered", "issue_rows", "issue_verdict", "GATE_TRACE_DATASET", "gate_trace_rows"]
+           "issue_registered", "issue_rows", "issue_verdict", "GATE_TRACE_DATASET", "gate_trace_rows",
+           "lead_ratio_rows"]
 
 #: seven shapes no run had timed (multiples of the 128-wide tiles; first-wave working sets 15–46 MB: below the scale
 #: loads' gate, in its ramp and above it), every run in the sustained regime
@@ -184,3 +185,35 @@ silicon_check("The lead-1 FP8 misses traced (l08/gemm_trace_gate, four shapes wh
               "128-column form more than 10 % slow): on silicon lead 1 runs no slower than the scale ring (its loads "
               "hidden), the model keeps it >10 % slow (the known miss), while the ring and the 128 × 192 tile stay "
               "within ±10 % at the trace's clock", lesson=8, dataset=GATE_TRACE_DATASET)(_gate_trace_check)
+
+
+def lead_ratio_rows() -> list[dict]:
+    """Every shape where a committed ``data/l08`` run timed both the lead-1 128 × 128 form and the scale ring
+    (:data:`LEAD1`, :data:`LEAD2`; group 8 along M; the median over runs of each form's medians): ``shape``,
+    ``ratio`` (lead 1 / lead 2), ``K`` and ``ws_mb`` (the first wave's working set,
+    :func:`h100lab.design.perf.wave_working_sets`). What it shows on the committed runs: lead 1 is the faster of the
+    two at nearly every shape with K ≤ 6656 (never slower by as much as 2 %) and the slower at all but one with
+    K ≥ 8192 — and for a whole first wave the working set and K go together (132 tiles of 128 × 128 span at least 23
+    tile rows and columns, so the wave's working set is at least 23 · 128 · K bytes), so these runs cannot tell which
+    of the two decides it; :data:`GATE_TRACE_DATASET`'s tall shape (12288 × 2048 × 8192: lead 1 no slower) is the
+    exception to both."""
+    import statistics
+
+    from .. import data
+    from ..design import perf
+
+    got: dict = {}
+    for n in data.names():
+        if not n.startswith("l08/"):
+            continue
+        for r in data.load(n).records:
+            if r.get("variant") in (LEAD1, LEAD2) and "median_ms" in r and (r.get("group", 8), r.get("raster", 0)) \
+                    == (8, 0) and r.get("ok", True):
+                got.setdefault((r["M"], r["N"], r["K"]), {}).setdefault(r["variant"], []).append(float(r["median_ms"]))
+    f = perf.form(LEAD1)
+    out = []
+    for s, d in sorted(got.items()):
+        if LEAD1 in d and LEAD2 in d:
+            out.append({"shape": s, "K": s[2], "ratio": statistics.median(d[LEAD1]) / statistics.median(d[LEAD2]),
+                        "ws_mb": perf.wave_working_sets(f, *s, 132)[0] / 1e6})
+    return out

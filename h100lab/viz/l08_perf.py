@@ -7,7 +7,7 @@ import numpy as np
 
 from .style import PALETTE, figure, label
 
-__all__ = ["draw_agreement", "draw_gap"]
+__all__ = ["draw_agreement", "draw_gap", "draw_lead_ratio"]
 
 
 def draw_agreement(rows, tol: float = 0.10, by: str = "shape"):
@@ -72,4 +72,18 @@ def draw_gap(gaps: dict, parts: dict):
     ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
     label(ax, "share of the predicted time (%)", "case (—)",
           "Where the time goes (model): the datasheet peak, then each loss")
+    return fig
+
+
+def draw_lead_ratio(rows):
+    """The lead-1 128 × 128 FP8 form's time over the scale ring's (lead 2) per shape against the depth K, coloured
+    by the first wave's working set (MB); 1 (equal times) drawn. ``rows``:
+    :func:`h100lab.validation.l08_issue.lead_ratio_rows`."""
+    fig, ax = figure(1, 1, figsize=(7.0, 3.4))
+    ax.axhline(1.0, color="0.4", lw=0.8)
+    sc = ax.scatter([r["K"] for r in rows], [r["ratio"] for r in rows], c=[r["ws_mb"] for r in rows], cmap="viridis",
+                    s=30, edgecolors="0.2", linewidths=0.5)
+    fig.colorbar(sc, ax=ax).set_label("first wave's working set (MB)")
+    label(ax, "K (elements)", "lead 1 time / lead 2 time (ratio)",
+          "Lead-1 scale loads against the ring, per shape: below 1 the lead-1 loads are hidden")
     return fig

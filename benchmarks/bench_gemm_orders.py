@@ -169,6 +169,10 @@ def run_shape(be, M: int, N: int, K: int, seed: int, sms: int, args, runs, log=p
 SKEW_VARIANT = "cooperative"
 SKEW_RUNS = tuple(((8192, 8192, 8192), g, 8, 0) for g in (2, 4, 8, 16, 24, 32, 48, 64, 96, 132)) + (
     ((8192, 8192, 8192), 132, 1, 0), ((8192, 8192, 4096), 132, 1, 0), ((8192, 8192, 4096), 132, 8, 0))
+#: --skew --skew-variant pingpong (issue 17: does the ping-pong, which loses L2 reuse in row-major order where the
+#: cooperative form does not, drift apart?): the row-major and grouped orders at the order sweep's shapes on 132 CTAs
+SKEW_RUNS_PINGPONG = tuple((s, 132, g, 0) for s in ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 4096))
+                           for g in (1, 8))
 
 
 def _trace_module():
@@ -187,8 +191,10 @@ def clock_to_ns(w: dict, clk) -> list:
 
 def skew_record(groups: list, grid: int) -> dict:
     """From trace_gemm.split's warpgroups of one traced launch: per traced CTA (0 and grid / 2) its SM, each
-    warpgroup's start (%globaltimer) and the consumer warpgroup 1's tile starts, in ns after CTA 0's producer
-    started; ``start_skew_ns``: CTA grid / 2's producer start minus CTA 0's."""
+    warpgroup's start (%globaltimer), the consumer warpgroup 1's tile starts and the producer's (its TMA issue of
+    each tile's first k-block: every tile, whichever consumer takes it — the ping-pong's consumer 1 runs every
+    other tile), in ns after CTA 0's producer started; ``start_skew_ns``: CTA grid / 2's producer start minus
+    CTA 0's."""
     by = {(w["slot"], w["wg"]): w for w in groups}
     if (0, 0) not in by:
         raise ValueError("CTA 0's producer wrote no trace header")
@@ -202,14 +208,22 @@ def skew_record(groups: list, grid: int) -> dict:
                      "start_ns": [by[(slot, wg)]["ns0"] - t0 for wg in range(3) if (slot, wg) in by],
                      "end_ns": by[(slot, 0)]["ns1"] - t0,
                      "tile_start_ns": [] if cons is None else
-                     [round(x - t0, 1) for x in clock_to_ns(cons, cons["tile_ev"][:, 0])]})
+                     [round(x - t0, 1) for x in clock_to_ns(cons, cons["tile_ev"][:, 0])],
+                     "producer_tile_ns": _producer_tiles(by[(slot, 0)], t0)})
     rec = {"ctas": ctas}
     if len(ctas) == 2:
         rec["start_skew_ns"] = ctas[1]["start_ns"][0] - ctas[0]["start_ns"][0]
     return rec
 
 
-def run_skew(be, runs, log=print) -> list[dict]:
+def _producer_tiles(prod: dict, t0: int) -> list:
+    """The producer's TMA issue of each tile's first k-block (event 1 of ring slot tile · nk), ns after ``t0``."""
+    nk = max(1, int(prod["nk"]))
+    ev = prod["ev"]
+    return [round(x - t0, 1) for x in clock_to_ns(prod, [ev[j * nk, 1] for j in range(len(ev) // nk)])]
+
+
+def run_skew(be, runs, log=print, variant: str = SKEW_VARIANT) -> list[dict]:
     """One traced launch (after a warm-up) per run of :data:`SKEW_RUNS`: the launch skew and drift of CTA
     grid / 2 against CTA 0 (records of kind ``skew``)."""
     import numpy as np
@@ -217,23 +231,24 @@ def run_skew(be, runs, log=print) -> list[dict]:
     from h100lab.design import capstone as cap
 
     tg = _trace_module()
-    v = cap.variant(SKEW_VARIANT)
+    v = cap.variant(variant)
     recs = []
     for i, ((M, N, K), grid, group, raster) in enumerate(runs):
-        rec = {"kind": "skew", "variant": SKEW_VARIANT, "M": M, "N": N, "K": K, "grid": grid, "group": group,
+        rec = {"kind": "skew", "variant": variant, "M": M, "N": N, "K": K, "grid": grid, "group": group,
                "raster": raster, "traced_ctas": [0, grid // 2]}
-        label = f"skew {SKEW_VARIANT} {M}x{N}x{K} grid {grid:3d} group {group} raster {'MN'[raster]}"
+        label = f"skew {variant} {M}x{N}x{K} grid {grid:3d} group {group} raster {'MN'[raster]}"
 
         def body(rec=rec, M=M, N=N, K=K, grid=grid, group=group, raster=raster, label=label):
             tm, tn = cap.tile_counts(v, M, N)
             cap_n = -(-tm * tn // grid) * -(-K // v.bk)
-            fn, buf = be.traced(SKEW_VARIANT, M, N, K, grid, group, raster, cap_n, tg.trace_len(cap_n), seed=900)
+            fn, buf = be.traced(variant, M, N, K, grid, group, raster, cap_n, tg.trace_len(cap_n), seed=900)
             fn()                                              # warm-up launch
             be.zero(buf)
             fn()
             groups = tg.split(be.host(buf), cap_n)
             rec.update(skew_record(groups, grid), trace_cap=cap_n, ok=True)
-            drift = [b - a for a, b in zip(rec["ctas"][0]["tile_start_ns"], rec["ctas"][-1]["tile_start_ns"])]
+            key = "producer_tile_ns" if v.pingpong else "tile_start_ns"     # ping-pong: a consumer runs every other
+            drift = [b - a for a, b in zip(rec["ctas"][0][key], rec["ctas"][-1][key])]
             rec["tile_drift_ns"] = [round(x, 1) for x in drift]
             log(f"{label}: start skew {rec.get('start_skew_ns', float('nan')):.0f} ns; tile-start drift "
                 f"{[round(x) for x in drift[:4]]} ... {[round(x) for x in drift[-2:]]} ns; SMs "
@@ -603,6 +618,8 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s)")
     ap.add_argument("--shapes", default=None, help="comma-separated MxNxK shapes to sweep instead of SHAPES (e.g. "
                     "8192x8192x2048,4096x4096x16384: the drift law's fresh depths, --name l08/gemm_orders_k)")
+    ap.add_argument("--skew-variant", default=SKEW_VARIANT, help="--skew: the traced variant (pingpong: its runs "
+                    "are SKEW_RUNS_PINGPONG; drift from the producer's tile starts)")
     ap.add_argument("--skew", action="store_true", help="only the traced launches of SKEW_RUNS (records of kind "
                     "'skew': when CTA grid / 2 starts and runs its tiles against CTA 0), into l08/gemm_skew")
     ap.add_argument("--l2", action="store_true", help="only the runs of L2_RUNS under Nsight Compute (DRAM bytes, L2 "
@@ -659,7 +676,9 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     save = bench_gemm.dataset_saver(args.name, recs, meta, t0)
 
     if args.skew:
-        recs += run_skew(be, SKEW_RUNS if skew_runs is None else skew_runs, log)
+        pp = args.skew_variant != SKEW_VARIANT
+        recs += run_skew(be, skew_runs if skew_runs is not None else SKEW_RUNS_PINGPONG if pp else SKEW_RUNS, log,
+                         args.skew_variant)
         shapes = []
     if args.l2:
         got, extra = run_l2(args, log)

@@ -96,8 +96,6 @@ def launch_args(v, maps, c_ptr, M: int, N: int, K: int, *, scales=None, trace=No
         mc, flag = maps[2]
         args += [mc, np.int32(flag)]
     if trace is not None:
-        if v.pingpong:
-            raise ValueError(f"{v.name}: -DTRACE=1 times the cooperative kernel (l08_gemm.cu)")
         if cap_n < 1:
             raise ValueError(f"trace capacity {cap_n}: at least one k-block")
         args += [trace, np.int32(cap_n)]

@@ -79,14 +79,29 @@ def test_untraced_kernel_is_unchanged(variant):
     assert params(t) == params(a) + 2
 
 
-def test_trace_refuses_pingpong():
-    with pytest.raises(nvrtc.CompileError):
-        nvrtc.compile_kernel("l08_gemm", options=cap.variant("pingpong").options + ("-DTRACE=1",))
-    with pytest.raises(ValueError, match="cooperative"):
-        v = cap.variant("pingpong")
-        tg.launch_args(v, (None, None), 0, 128, 256, 64, trace=np.uint64(1), cap_n=4)
-    v = cap.variant("cooperative_inflight_cluster2")               # a cluster pair is traced (l08_gemm.cu TRACE note)
-    assert tg.launch_args(v, (None, None), 0, 128, 256, 64, trace=np.uint64(1), cap_n=4)[-2:] == [1, 4]
+def test_pingpong_and_cluster_pairs_are_traced():
+    assert "%globaltimer" in nvrtc.compile_kernel("l08_gemm", options=cap.variant("pingpong").options
+                                                  + ("-DTRACE=1",)).ptx
+    for name in ("pingpong", "cooperative_inflight_cluster2"):       # l08_gemm.cu's TRACE note
+        v = cap.variant(name)
+        assert tg.launch_args(v, (None, None), 0, 128, 256, 64, trace=np.uint64(1), cap_n=4)[-2:] == [1, 4]
+
+
+def test_pingpong_trace_on_the_emulator():
+    """Two CTAs, four 64 x 256 tiles each (consumers 0 and 1 take every other one), two k-blocks per tile: the
+    traced output is the untraced one bit for bit; the producer stamps every k-block in order; each consumer stamps
+    the tiles it takes and leaves the other's slots 0."""
+    M, N, K = 128, 1024, 128
+    plain, traced, raw, cap_n, v, grid = _run_traced("pingpong", M, N, K)
+    assert v.pingpong and grid == 2 and np.array_equal(plain, traced)
+    nk = -(-K // v.bk)
+    regions = {(r["slot"], r["wg"]): r for r in tg.split(raw, cap_n)}
+    for slot in (0, 1):
+        prod = regions[(slot, 0)]
+        assert prod["blocks"] == 4 * nk and np.all(np.diff(prod["ev"][:, 1]) > 0)
+        for c in (0, 1):
+            tl = regions[(slot, 1 + c)]["tile_ev"]
+            assert np.all(tl[c::2, 0] > 0) and np.all(tl[1 - c::2, 0] == 0)
 
 
 @pytest.mark.parametrize("variant", ["fp8_cooperative_tmastore_cluster2",

@@ -59,45 +59,51 @@ def test_orders_bench_on_a_fake_gpu(tmp_path):
     assert ("pingpong", 128, 512, 64, 2, 1) in be.launches and recs[-1]["waves"] == 4
 
 
+class _EmuSkew:
+    """bench_gemm_orders' SkewCuda on the emulator (the traced capstone, -DTRACE=1)."""
+
+    def metadata(self, command):
+        return {"gpu": "Fake H200", "compute_capability": "9.0", "driver": "0", "cuda": "0", "date": "2000-01-01",
+                "command": command}
+
+    def sm_count(self):
+        return 4
+
+    def traced(self, variant, M, N, K, grid, group, raster, cap_n, n, seed):
+        import numpy as np
+
+        from h100lab.design import capstone as cap
+
+        tg = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")._trace_module()
+        v = cap.variant(variant)
+        k = emu.compile_kernel("l08_gemm", options=tg.traced_options(v)).function(v.entry)
+        k.set_max_dynamic_shared_memory(v.smem_bytes)
+        rng = np.random.default_rng(seed)
+        A, B = (emu.to_device(cap.bf16_round(rng.standard_normal(s).astype(np.float32))) for s in ((M, K), (N, K)))
+        C = emu.to_device(np.zeros((M, N), np.uint16))
+        buf = emu.to_device(np.zeros(n, np.uint64))
+        self.keep = (A, B, C, buf)                      # device arrays live while the launch may run
+        args = tg.launch_args(v, cap.tensor_maps(emu, v, A, B, M, N, K), C, M, N, K, trace=buf, cap_n=cap_n,
+                              group=group, raster=raster)
+        return (lambda: emu.launch(k, grid, cap.THREADS, *args, shared_mem=v.smem_bytes)), buf
+
+    def zero(self, buf):
+        import numpy as np
+
+        buf.copy_from_host(np.zeros(buf.shape, np.uint64))
+
+    def host(self, buf):
+        import numpy as np
+
+        return buf.to_host().view(np.uint64)
+
+
 def test_skew_mode_on_the_emulator(tmp_path):
     """--skew: the traced capstone (-DTRACE=1) on the emulator standing in for the GPU — CTA 0's and CTA grid / 2's
     starts and tile starts read back; the records carry the start skew and the per-tile drift."""
-    import numpy as np
-
-    from h100lab.design import capstone as cap
-
     bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
-    tg = bench._trace_module()
-
-    class EmuSkew:
-        def metadata(self, command):
-            return {"gpu": "Fake H200", "compute_capability": "9.0", "driver": "0", "cuda": "0", "date": "2000-01-01",
-                    "command": command}
-
-        def sm_count(self):
-            return 4
-
-        def traced(self, variant, M, N, K, grid, group, raster, cap_n, n, seed):
-            v = cap.variant(variant)
-            k = emu.compile_kernel("l08_gemm", options=tg.traced_options(v)).function(v.entry)
-            k.set_max_dynamic_shared_memory(v.smem_bytes)
-            rng = np.random.default_rng(seed)
-            A, B = (emu.to_device(cap.bf16_round(rng.standard_normal(s).astype(np.float32))) for s in ((M, K), (N, K)))
-            C = emu.to_device(np.zeros((M, N), np.uint16))
-            buf = emu.to_device(np.zeros(n, np.uint64))
-            self.keep = (A, B, C, buf)                      # device arrays live while the launch may run
-            args = tg.launch_args(v, cap.tensor_maps(emu, v, A, B, M, N, K), C, M, N, K, trace=buf, cap_n=cap_n,
-                                  group=group, raster=raster)
-            return (lambda: emu.launch(k, grid, cap.THREADS, *args, shared_mem=v.smem_bytes)), buf
-
-        def zero(self, buf):
-            buf.copy_from_host(np.zeros(buf.shape, np.uint64))
-
-        def host(self, buf):
-            return buf.to_host().view(np.uint64)
-
     logs = []
-    out = bench.main(["--out", str(tmp_path), "--skew"], backend=EmuSkew(), log=logs.append,
+    out = bench.main(["--out", str(tmp_path), "--skew"], backend=_EmuSkew(), log=logs.append,
                      skew_runs=(((128, 1024, 128), 2, 1, 0), ((128, 1024, 128), 4, 8, 0)))
     obj = json.loads(Path(out["path"]).read_text())
     assert Path(out["path"]).name.startswith("gemm_skew") and obj["meta"]["complete"] is True
@@ -196,3 +202,17 @@ def test_shapes_option_sweeps_the_given_depths(tmp_path):
     for bad in ("128x512", "axbxc", "128x0x64"):
         with pytest.raises(SystemExit):
             bench.main(["--out", str(tmp_path), "--shapes", bad], backend=be, log=lambda *a: None)
+
+
+def test_skew_mode_traces_the_pingpong_by_its_producer(tmp_path):
+    """--skew --skew-variant pingpong: the ping-pong's consumers each run every other tile, so the drift comes from
+    the producer's TMA issue of each tile's first k-block."""
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    out = bench.main(["--out", str(tmp_path), "--skew", "--skew-variant", "pingpong", "--name", "l08/gemm_skew_pp"],
+                     backend=_EmuSkew(), log=lambda *a: None, skew_runs=(((128, 1024, 128), 2, 1, 0),))
+    rec = json.loads(Path(out["path"]).read_text())["records"][0]
+    assert rec["ok"] and rec["variant"] == "pingpong", rec
+    # 128 x 1024 = 8 tiles of 64 x 256 on 2 CTAs: four each, the producer stamps all four
+    assert [len(c["producer_tile_ns"]) for c in rec["ctas"]] == [4, 4] and len(rec["tile_drift_ns"]) == 4
+    assert all(b > a for c in rec["ctas"] for a, b in zip(c["producer_tile_ns"], c["producer_tile_ns"][1:]))
+    assert bench.SKEW_RUNS_PINGPONG and all(g in (1, 8) for _, _, g, _ in bench.SKEW_RUNS_PINGPONG)

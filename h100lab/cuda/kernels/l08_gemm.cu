@@ -104,9 +104,10 @@
 //    The stagger lost 2-10 % at every shape of that run (it won a few per cent at 4096^3 in its own): no dependable
 //    gain. Where 128 x 192 tiles leave a wave mostly idle (1408 x 3072: 176 tiles on 132 SMs) 128 x 128 is faster
 //    (h100lab.design.capstone.fp8_tile_choice).
-// -DTRACE=1 (cooperative, CLUSTER 1 or 2; for finding where a k-block's time goes, h100lab.validation.l08.trace_rows,
-//    benchmarks/trace_gemm.py): two more kernel arguments, `unsigned long long* trace, int trace_cap`. In CTAs 0 and
-//    gridDim.x / 2 (slot 0, 1; a grid of one CTA fills slot 0 only) thread 0 of each warpgroup w writes %clock64
+// -DTRACE=1 (cooperative, CLUSTER 1 or 2, and ping-pong, whose consumer c writes only the tiles it takes -- every
+//    other one -- and leaves the other's slots unwritten; for finding where a k-block's time goes,
+//    h100lab.validation.l08.trace_rows, benchmarks/trace_gemm.py): two more kernel arguments,
+//    `unsigned long long* trace, int trace_cap`. In CTAs 0 and gridDim.x / 2 (slot 0, 1; a grid of one CTA fills slot 0 only) thread 0 of each warpgroup w writes %clock64
 //    (SM cycles) at each event of ring slot `it` (the CTA's k-block counter over its tiles, it < trace_cap) into
 //    region (slot * 3 + w) of TRACE_HDR + trace_cap * (TRACE_EV + TRACE_TEV) u64 values: a header (%globaltimer and
 //    %clock64 at the warpgroup's start, the same at its end, %smid, k-blocks, tiles, nk), then TRACE_EV values per
@@ -181,9 +182,6 @@
 #ifndef TRACE
 #define TRACE 0              // 1: on-device timestamps of every k-block's events (extra kernel arguments trace,
 #endif                       //    trace_cap; see "TRACE" at the end of the header note)
-#if TRACE && PINGPONG
-#error "TRACE times the cooperative kernel (CLUSTER 1 or 2)"
-#endif
 #ifndef STAGES
 #if PINGPONG
 #define STAGES 5

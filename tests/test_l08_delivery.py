@@ -70,3 +70,19 @@ def test_the_delivery_set_reads_the_l2_to_sm_sectors():
     assert B.set_metrics("bistable") == B.L2_METRICS_ONE_PASS and B.set_metrics("default") == B.L2_METRICS
     assert all(run[1].startswith("pingpong") for run in B.L2_RUN_SETS["delivery"])
     assert "smid_rounds" in B.PLACEMENT_ROUNDS_SRC
+
+
+@pytest.mark.skipif(not data.available(traffic.SKEW_PINGPONG_DATASET), reason="the ping-pong trace is not committed")
+def test_the_pingpong_drifts_apart_in_row_major_order_and_the_check_bites():
+    rows = {(r["shape"], r["group"]): r for r in traffic.skew_rows()}
+    assert len(rows) == 6
+    for shape in ((8192, 8192, 8192), (8192, 8192, 4096)):
+        assert rows[(shape, 1)]["drift_share"] > 0.2 and rows[(shape, 8)]["drift_share"] < 0.005
+    assert 0.01 < rows[((4096,) * 3, 1)]["drift_share"] < 0.05 and rows[((4096,) * 3, 8)]["drift_share"] < 0.005
+    ds = data.load(traffic.SKEW_PINGPONG_DATASET)
+    assert l08._skew_pingpong(ds).mismatches == 0
+    recs = copy.deepcopy(ds.records)
+    for r in recs:                                   # a grouped launch drifting like a row-major one: the claim fails
+        if r.get("kind") == "skew" and r["group"] == 8 and r["M"] == 8192:
+            r["tile_drift_ns"] = [x * 1000 + 400_000 for x in r["tile_drift_ns"]]
+    assert l08._skew_pingpong(Dataset(ds.name, ds.meta, recs)).mismatches == 2

@@ -44,7 +44,10 @@ sweep), and Nsight Compute counted the DRAM bytes (``data/l08/gemm_l2_traffic``,
 the lockstep estimate is right for every grouped order; the row-major ping-pong order at 8192³ reads ~3× it; at
 4096³ the row-major order reads no more than the grouped one while it runs longer; and a plain launch fills one GPC
 after another, so CTAs far apart in the launch sit on different GPCs [open: why sharing breaks down between them,
-and only at 8192³].
+and only at 8192³]. The ping-pong kernel traced the same way (``data/l08/gemm_skew_pingpong``,
+:func:`h100lab.design.traffic.skew_rows`) does drift: in the row-major order CTA 66 runs a quarter of the run
+ahead of CTA 0 at 8192³ and at 8192 × 8192 × 4096 (2–3 % at 4096³), in the grouped order they stay together — the
+form that loses reuse in that order is the one whose CTAs fall out of step in it.
 """
 from __future__ import annotations
 

@@ -1556,6 +1556,33 @@ silicon_check("The ping-pong misses under the counters (l08/gemm_l2_delivery, Ns
               "there, not delivery)", lesson=8, dataset=DELIVERY_DATASET)(_delivery)
 
 
+#: the ping-pong kernel traced in the two order families (:func:`h100lab.design.traffic.skew_rows`): a launch whose
+#: CTAs 0 and grid / 2 start the same tile more than DRIFT_APART of the run apart has drifted; DRIFT_TOGETHER: in step
+DRIFT_APART, DRIFT_TOGETHER = 0.10, 0.01
+
+
+def _skew_pingpong(ds: Dataset) -> CheckResult:
+    from ..design import traffic
+
+    rows = traffic.skew_rows(ds)
+    if not rows:
+        return CheckResult(1, 1, [], note=f"{ds.name}: no traced launch")
+    # the account: row-major apart at the large shapes (8192 rows and columns), close at 4096³; grouped together
+    bad = [r for r in rows if (r["group"] == 1 and r["shape"][0] >= 8192 and r["drift_share"] < DRIFT_APART)
+           or (r["group"] == 1 and r["shape"][0] < 8192 and r["drift_share"] > DRIFT_APART)
+           or (r["group"] != 1 and r["drift_share"] > DRIFT_TOGETHER)]
+    return CheckResult(len(rows), len(bad), [{"case": f"{'×'.join(map(str, r['shape']))} group {r['group']}",
+                                              "drift": f"{r['drift_us']:.1f} µs of {r['run_us']:.0f}"} for r in bad],
+                       "; ".join(f"{'×'.join(map(str, r['shape']))} group {r['group']}: {r['drift_us']:.1f} µs of "
+                                 f"{r['run_us']:.0f}" for r in rows))
+
+
+silicon_check("The ping-pong kernel traced (l08/gemm_skew_pingpong, CTAs 0 and 66): in the row-major order its CTAs "
+              f"drift more than {DRIFT_APART:.0%} of the run apart at 8192 rows and columns and less at 4096³; in the "
+              f"grouped order they stay within {DRIFT_TOGETHER:.0%} (diagnosis of the row-major reuse loss: not in "
+              "the model)", lesson=8, dataset="l08/gemm_skew_pingpong")(_skew_pingpong)
+
+
 # ------------------------------------------------------------------------------------------------
 # the model's cycles and clock apart: every bf16 form under Nsight Compute
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Dataset", "data_dir", "load", "write", "available", "names", "rewrite", "REQUIRED_META", "display_command"]
+__all__ = ["Dataset", "data_dir", "load", "committed", "write", "available", "names", "rewrite", "REQUIRED_META",
+           "display_command"]
 
 REQUIRED_META = ("gpu", "compute_capability", "driver", "cuda", "date", "command")
 
@@ -116,6 +117,13 @@ def load(name: str) -> Dataset:
     if missing:
         raise ValueError(f"dataset {name!r} lacks metadata {missing}")
     return Dataset(name, obj["meta"], obj["records"])
+
+
+def committed(ds: "Dataset | str") -> "Dataset | None":
+    """``ds`` itself (a :class:`Dataset`), or the committed dataset of that name; None when it is not committed."""
+    if isinstance(ds, str):
+        return load(ds) if available(ds) else None
+    return ds
 
 
 def write(name: str, records: list[dict[str, Any]], meta: dict[str, Any]) -> Path:

@@ -484,6 +484,11 @@ class DeliveryRow:
     sm_mhz: float
 
 
+def _requested_bytes(f, M: int, N: int, K: int) -> float:
+    """What a launch's TMA copies ask L2 for: every tile's A and B panels, tiles × (bm + bn) × K × element bytes."""
+    return float(-(-M // f.bm) * -(-N // f.bn) * (f.bm + f.bn) * K * f.elem_bytes)
+
+
 def l2_delivery_rows(dataset: str = L2_DATASET) -> list[DeliveryRow]:
     """L2 → SM delivery per profiled run of ``dataset`` (a diagnosis; nothing fitted, nothing of it in the time
     model). What it shows on the committed run (H200):
@@ -517,8 +522,7 @@ def l2_delivery_rows(dataset: str = L2_DATASET) -> list[DeliveryRow]:
                 or "gpu__time_duration.sum" not in m):
             continue
         f = form(r["variant"], schedule=r["schedule"])
-        tiles = -(-r["M"] // f.bm) * -(-r["N"] // f.bn)
-        req = float(tiles * (f.bm + f.bn) * r["K"] * f.elem_bytes)
+        req = _requested_bytes(f, r["M"], r["N"], r["K"])
         tex = m["lts__t_sectors_srcunit_tex_op_read.sum"] * 32.0
         ms = m["gpu__time_duration.sum"] * 1e-6
         out.append(DeliveryRow(_run_label(r), r["variant"], (r["M"], r["N"], r["K"]), int(r["group"]),
@@ -857,10 +861,11 @@ def delivery_rows(dataset=DELIVERY_DATASET, params=None) -> list[dict]:
     from .. import data
     from . import perf
 
-    if isinstance(dataset, str) and not data.available(dataset):
+    ds = data.committed(dataset)
+    if ds is None:
         return []
     p = perf.calibrated() if params is None else params
-    recs = (data.load(dataset) if isinstance(dataset, str) else dataset).records
+    recs = ds.records
     key = lambda r: (r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["group"], r["raster"],  # noqa: E731
                      r.get("ctas_arg"))
     timed = {key(r): r for r in recs if r.get("kind") == "l2time" and r.get("ok")}
@@ -878,12 +883,11 @@ def delivery_rows(dataset=DELIVERY_DATASET, params=None) -> list[dict]:
         t = timed.get(key(r))
         pr = perf.predict(f, M, N, K, sms=sms, group=g, raster=ra, params=p,
                           launches=(t["warmup"] + t["repeats"]) if t else None)
-        tiles = -(-M // f.bm) * -(-N // f.bn)
         out.append({"label": _run_label(r), "schedule": r["schedule"], "variant": r["variant"], "shape": (M, N, K),
                     "group": g, "raster": ra, "tex_gb": tex / 1e9, "dram_gb": dram / 1e9,
                     "fabric_gb": med("lts__t_sectors_srcunit_ltcfabric.sum") * 32.0 / 1e9, "ncu_ms": dur,
                     "tex_tb_s": tex / dur * 1e-9, "dram_tb_s": dram / dur * 1e-9,
-                    "requested_gb": tiles * (f.bm + f.bn) * K * f.elem_bytes / 1e9,
+                    "requested_gb": _requested_bytes(f, M, N, K) / 1e9,
                     "timed_ms": float(t["median_ms"]) if t else float("nan"), "model_ms": pr.time_ms,
                     "model_dram_gb": model_dram_bytes(r["variant"], r["schedule"], M, N, K, sms, g, ra,
                                                       window_for(f, p, K)) / 1e9})
@@ -900,7 +904,8 @@ def placement_round_rows(dataset=DELIVERY_DATASET) -> list[dict]:
     frees, and they free in no fixed order. [] without the dataset or the GPC map."""
     from .. import data
 
-    if (isinstance(dataset, str) and not data.available(dataset)) or not data.available("l02/gpc_map"):
+    ds = data.committed(dataset)
+    if ds is None or not data.available("l02/gpc_map"):
         return []
     gpc = {int(s): int(g["gpc"]) for g in data.load("l02/gpc_map").records for s in g.get("sms", ())}
 
@@ -916,7 +921,7 @@ def placement_round_rows(dataset=DELIVERY_DATASET) -> list[dict]:
         return float(np.mean(runs))
 
     out = []
-    for r in (data.load(dataset) if isinstance(dataset, str) else dataset).records:
+    for r in ds.records:
         if r.get("kind") != "placement_rounds" or not r.get("ok"):
             continue
         sm = [int(x) for x in r["smid"]]
@@ -940,9 +945,9 @@ def skew_rows(dataset=SKEW_PINGPONG_DATASET) -> list[dict]:
     the cooperative form does not is not measured. [] without the dataset."""
     from .. import data
 
-    if isinstance(dataset, str) and not data.available(dataset):
+    ds = data.committed(dataset)
+    if ds is None:
         return []
-    ds = data.load(dataset) if isinstance(dataset, str) else dataset
     out = []
     for r in ds.records:
         if r.get("kind") != "skew" or not r.get("ok") or len(r.get("ctas", ())) != 2:

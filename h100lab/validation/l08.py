@@ -40,6 +40,7 @@ from typing import Any, Sequence
 
 
 from ..data import Dataset
+from ..design.traffic import DELIVERY_DATASET, SKEW_PINGPONG_DATASET
 from . import CheckResult, beyond_floor, silicon_check
 from .fit import Agreement, agreement
 
@@ -1494,9 +1495,8 @@ for _name in N128_DATASETS:
                   f"stable (< {STABLE_SPAN:.0%})", lesson=8, dataset=_name)(_launches)
 
 
-#: the ping-pong misses under the counters (``bench_gemm_orders.py --l2 --l2-set delivery``, 2026-12-03):
-#: :func:`h100lab.design.traffic.delivery_rows`, :func:`h100lab.design.traffic.placement_round_rows`
-DELIVERY_DATASET = "l08/gemm_l2_delivery"
+#: (the ping-pong misses under the counters: ``DELIVERY_DATASET``, ``bench_gemm_orders.py --l2 --l2-set delivery``,
+#: 2026-12-03; :func:`h100lab.design.traffic.delivery_rows`, :func:`h100lab.design.traffic.placement_round_rows`)
 #: a launch is L2 -> SM delivery-bound when L2 delivers at least this share of the highest rate the SMs' L2 reads
 #: reached (:func:`h100lab.design.traffic.lrc_ceiling_tb_s`) and DRAM reads at most ``DRAM_SHARE`` of lesson 5's
 #: read ceiling
@@ -1580,7 +1580,7 @@ def _skew_pingpong(ds: Dataset) -> CheckResult:
 silicon_check("The ping-pong kernel traced (l08/gemm_skew_pingpong, CTAs 0 and 66): in the row-major order its CTAs "
               f"drift more than {DRIFT_APART:.0%} of the run apart at 8192 rows and columns and less at 4096³; in the "
               f"grouped order they stay within {DRIFT_TOGETHER:.0%} (diagnosis of the row-major reuse loss: not in "
-              "the model)", lesson=8, dataset="l08/gemm_skew_pingpong")(_skew_pingpong)
+              "the model)", lesson=8, dataset=SKEW_PINGPONG_DATASET)(_skew_pingpong)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -2044,12 +2044,11 @@ def registered_rows(file: str) -> list[dict]:
 
 
 def committed_run(ds: Dataset | str) -> Dataset | None:
-    """``ds`` itself, or the committed dataset of that name; None when it is not committed."""
+    """``ds`` itself, or the committed dataset of that name; None when it is not committed
+    (:func:`h100lab.data.committed`)."""
     from .. import data
 
-    if isinstance(ds, str):
-        return data.load(ds) if data.available(ds) else None
-    return ds
+    return data.committed(ds)
 
 
 def registered_errors(ds: Dataset | str, registered: dict) -> list[tuple[dict, dict]]:

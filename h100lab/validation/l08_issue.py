@@ -22,6 +22,7 @@ from typing import Sequence
 
 from ..data import Dataset
 from . import CheckResult, beyond_floor, silicon_check
+from .l08_lead import LEAD_PAIR, wave_working_set_mb
 
 __all__ = ["ISSUE_SHAPES", "ISSUE_DATASET", "ISSUE_PREDICTIONS", "RULE", "trace_issue_params", "issue_predictions",
            "issue_registered", "issue_rows", "issue_verdict", "GATE_TRACE_DATASET", "gate_trace_rows",
@@ -142,7 +143,8 @@ for _suffix in ("", "_b"):
 #: 2026-12-03): the k-block trace at the four shapes where the model times the lead-1 128-column form more than 10 %
 #: slow (two of this round's, two of the first fresh round's), with the scale ring and the 128 × 192 tile beside it
 GATE_TRACE_DATASET = "l08/gemm_trace_gate"
-LEAD1, LEAD2, WIDE = "fp8_cooperative_tmastore", "fp8_cooperative_tmastore_lead2", "fp8_cooperative_n192_tmastore"
+LEAD1, LEAD2 = LEAD_PAIR
+WIDE = "fp8_cooperative_n192_tmastore"
 
 
 def gate_trace_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
@@ -191,16 +193,15 @@ def lead_ratio_rows() -> list[dict]:
     """Every shape where a committed ``data/l08`` run timed both the lead-1 128 × 128 form and the scale ring
     (:data:`LEAD1`, :data:`LEAD2`; group 8 along M; the median over runs of each form's medians): ``shape``,
     ``ratio`` (lead 1 / lead 2), ``K`` and ``ws_mb`` (the first wave's working set,
-    :func:`h100lab.design.perf.wave_working_sets`). What it shows on the committed runs: lead 1 is the faster of the
-    two at nearly every shape with K ≤ 6656 (never slower by as much as 2 %) and the slower at all but one with
-    K ≥ 8192 — and for a whole first wave the working set and K go together (132 tiles of 128 × 128 span at least 23
+    :func:`h100lab.validation.l08_lead.wave_working_set_mb`). What it shows on the committed runs: lead 1 is the
+    faster of the two at nearly every shape with K ≤ 6656 (never slower by as much as 2 %) and the slower at all
+    but one with K ≥ 8192 — and for a whole first wave the working set and K go together (132 tiles of 128 × 128 span at least 23
     tile rows and columns, so the wave's working set is at least 23 · 128 · K bytes), so these runs cannot tell which
     of the two decides it; :data:`GATE_TRACE_DATASET`'s tall shape (12288 × 2048 × 8192: lead 1 no slower) is the
     exception to both."""
     import statistics
 
     from .. import data
-    from ..design import perf
 
     got: dict = {}
     for n in data.names():
@@ -210,10 +211,5 @@ def lead_ratio_rows() -> list[dict]:
             if r.get("variant") in (LEAD1, LEAD2) and "median_ms" in r and (r.get("group", 8), r.get("raster", 0)) \
                     == (8, 0) and r.get("ok", True):
                 got.setdefault((r["M"], r["N"], r["K"]), {}).setdefault(r["variant"], []).append(float(r["median_ms"]))
-    f = perf.form(LEAD1)
-    out = []
-    for s, d in sorted(got.items()):
-        if LEAD1 in d and LEAD2 in d:
-            out.append({"shape": s, "K": s[2], "ratio": statistics.median(d[LEAD1]) / statistics.median(d[LEAD2]),
-                        "ws_mb": perf.wave_working_sets(f, *s, 132)[0] / 1e6})
-    return out
+    return [{"shape": s, "K": s[2], "ratio": statistics.median(d[LEAD1]) / statistics.median(d[LEAD2]),
+             "ws_mb": wave_working_set_mb(*s)} for s, d in sorted(got.items()) if LEAD1 in d and LEAD2 in d]

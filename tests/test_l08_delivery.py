@@ -21,11 +21,13 @@ pytestmark = pytest.mark.skipif(not data.available(l08.DELIVERY_DATASET), reason
 def test_the_slow_runs_are_the_row_major_ones_and_each_is_delivery_bound():
     v = l08.delivery_verdict()
     slow = v["slow"]
+    # with the model's delivery bound of an out-of-step ping-pong wave the 4096³ runs (A and B fit in L2) are within;
+    # left slow: the two whose wave's working set is over the L2, where the model keeps the window's DRAM bytes
     assert {(r["schedule"], r["variant"], r["shape"]) for r in slow} == {
-        ("pairs", "pingpong", (4096,) * 3), ("pairs", "pingpong_inflight", (4096,) * 3),
-        ("persistent", "pingpong", (4096,) * 3), ("persistent", "pingpong", (8192, 8192, 4096)),
-        ("persistent", "pingpong", (1280, 3840, 8192))}
+        ("persistent", "pingpong", (8192, 8192, 4096)), ("persistent", "pingpong", (1280, 3840, 8192))}
     assert all(r["group"] == 1 and r["raster"] == 0 and r["bound"] == "delivery" for r in slow)
+    within = [r for r in v["rows"] if r["shape"] == (4096,) * 3 and r["group"] == 1 and r["raster"] == 0]
+    assert len(within) == 3 and all(abs(r["error"]) <= l08.TOLERANCE for r in within)
     for r in slow:            # L2 delivered about every requested byte, DRAM read a fraction of the model's bytes
         assert 0.9 < r["tex_gb"] / r["requested_gb"] < 1.15 and r["dram_gb"] < 0.6 * r["model_dram_gb"]
         assert r["control_ratio"] > l08.DELIVERY_RATIO

@@ -101,11 +101,12 @@ def test_the_diagnosis():
     # the one-clock model on the records it was fitted against (the first tables)
     assert f["kernel_ab"] == 20 > m["kernel_ab"]
     assert m["today"]["within"] < f["today"]["within"] and m["first"]["within"] <= f["today"]["within"]
-    # each model with its own reuse window; the hypothesis's puts the row-major ping-pong at 4096³ far out
+    # each model with its own reuse window; with the delivery bound of an out-of-step ping-pong wave (both models
+    # have it) the row-major ping-pong at 4096³, which its window put 25-27 % out, is within for the form clock
     assert f["window"] != m["window"] and {f["window"], m["window"]} <= set(traffic.WINDOWS)
-    rm = [e for k, e in f["today"]["misses"].items() if k.startswith("4096×4096×4096") and "group 1 raster M" in k]
-    assert len(rm) == 4 and all(e > 0.2 for e in rm)
-    assert f["today"]["families"]["steps"][0] < m["today"]["families"]["steps"][0]
+    assert not [k for k in f["today"]["misses"] if k.startswith("4096×4096×4096") and "group 1 raster M" in k]
+    assert f["today"]["families"]["steps"] == m["today"]["families"]["steps"] == (28, 28)
+    assert f["today"]["families"]["ablation"] == (16, 16) and m["today"]["families"]["ablation"][0] < 16
     # and yet, on the order sweep's held-out ping-pong records, each with its own window, it is far ahead
     assert f["orders"][1] == m["orders"][1] > 40 and f["orders"][0] > m["orders"][0] + 8
     # FP8: the clock right on its launches, most of the cycles (with the issue window refitted on them), and the

@@ -64,6 +64,8 @@ bounds::
                         + wake + hold − try_wait hit + arrive
     producer Q = try_wait (phase complete) + expect_tx + 2 · TMA issue + loop branch   (specialized kernels)
     P = soft_period([T_tc, T_x, T_s, T_h, R / S, Q])
+    delivery P = max(P, requested A+B k-slices of the wave / delivery ceiling)
+                                         (a ping-pong wave out of step as a whole: delivery_waves; the others none)
 
 (``hold``: how long the consumers keep a stage, from :func:`issue_timing`; ``miss`` = 1 − the wave's L2 hit rate;
 the consumers' own per-k-block warp work — the full-barrier try_wait, ``wgmma.fence``, the empty-barrier arrive,
@@ -88,7 +90,11 @@ Assumptions (each a limit of the model, not of the kernel):
   ping-pong order (sharers of a B panel 16–32 CTAs apart) becomes bound by HBM. The DRAM counters
   (``l08/gemm_l2_traffic``) say the window is a model of the time more than of the bytes: the window's bytes and
   the HBM ceiling (lesson 5's read streams, above what tile reads reach) err in opposite directions at 8192³, and
-  the row-major loss at 4096³ is not DRAM traffic (see the traffic module);
+  the row-major loss at 4096³ is not DRAM traffic (see the traffic module) but L2 → SM delivery: a ping-pong wave
+  whose bytes are mostly read by sharers alone in their windows runs out of step as a whole, L2 merges none of its
+  requests, and where its working set fits in L2 its DRAM reads are the in-step ones (:func:`delivery_waves`, the
+  ``delivery`` bound; its ceiling :func:`h100lab.design.traffic.lrc_ceiling_tb_s` and its lonely-share threshold
+  :func:`h100lab.design.traffic.fit_lonely_share`, both read off the L2 → SM counters, no time);
 * a wgmma reads each shared-memory operand byte once (:func:`h100lab.design.tiles.smem_bytes_per_clock`) and the
   shared-memory bound and the tensor-core bound slow each other as the memory bounds do (the smooth maximum)
   [limit: the DRAM-counter run's SM cycles (:func:`h100lab.validation.l08.cycle_rows`) say the forms it binds run
@@ -222,7 +228,7 @@ shapes (:func:`_fit_scale_on_cycles`, ``data/l08/gemm_ncu_forms_fp8``) held out 
 (the model: 274 there, 277 on the first tables as first recorded) — capstone 87 of 88, its miss the in-flight
 128 × 128 form at 16384³, whose launches lose L2 reuse by a varying amount (``data/l08/gemm_l2_n128_a``/``_b``);
 FP8 125 of 130 as the model; the steps 26 of 28: its window puts the row-major ping-pong at 4096³ +25 % (four
-records; the order sweep at 8192³ cannot tell 20 from 24, 4096³ wants 24–28 — one window in CTAs does not carry
+records, within since the delivery bound of a wave out of step, :func:`delivery_waves`; the order sweep at 8192³ cannot tell 20 from 24, 4096³ wants 24–28 — one window in CTAs does not carry
 across shapes), though on the order sweep's held-out ping-pong records it has 39 of 53 within ±10 % (the model,
 with its window: 27). A window shrinking as 1 / √K (the drift law, :func:`h100lab.design.traffic.window_at`) would
 have fixed the 4096³ records, but was chosen after seeing the sweep; its predictions for five depths never run,
@@ -328,7 +334,8 @@ __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTimin
            "FENCE_READINGS", "fp8_fence_calibration", "SCALE_CALIBRATION", "SCALE_CANDIDATES", "EARLY_SCALE_COPY", "scale_records",
            "TRACE_DATASET", "TRACE_SHAPE", "trace_constants", "trace_overhead", "fp8_promote_block",
            "calibration_part", "is_calibration", "calibrate", "calibrated", "run_ms", "unloaded_l2_hit_ns",
-           "scale_load_latency", "scale_read_bytes", "wave_working_sets", "scale_ws_factor", "SCALE_WORKING_SET_MB",
+           "scale_load_latency", "scale_read_bytes", "wave_working_sets", "delivery_waves",
+           "scale_ws_factor", "SCALE_WORKING_SET_MB",
            "wave_clock_ratio", "at_clock",
            "WAVE_CLOCK_CALIBRATION", "wave_clock_rows", "wave_clock_constants", "form_clock_ratio",
            "FORM_CLOCK_DATASET", "FORM_CLOCK_SHAPES", "SMEM_WRITE_WEIGHTS", "form_clock_constants",
@@ -657,7 +664,12 @@ class PerfParams:
     K = :data:`h100lab.design.traffic.WINDOW_K` (where its calibration records are); ``window_k_exponent`` (default
     0: the same window at every K): the window at another K is ``reuse_window · (WINDOW_K / K) ** exponent``
     (:func:`h100lab.design.traffic.window_at`; 0.5: the drift law, refuted on fresh depths —
-    :func:`h100lab.validation.l08.drift_law_rows`)."""
+    :func:`h100lab.validation.l08.drift_law_rows`). ``delivery_floor_tb_s`` (TB/s; default 0, off — the model's,
+    :func:`calibrated`, has :func:`h100lab.design.traffic.lrc_ceiling_tb_s`, set before its window is fitted): the
+    L2 → SM delivery ceiling of a ping-pong wave out of step as a whole (:func:`delivery_waves`) — its k-block takes
+    at least its requested bytes at this rate, and its DRAM reads are the in-step ones where its working set fits in
+    L2; ``lonely_share``: the lonely share over which a wave is out of step (the model's:
+    :func:`h100lab.design.traffic.fit_lonely_share`)."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -682,6 +694,8 @@ class PerfParams:
     scale_ws_gate: tuple = ()
     reuse_window: int | None = None
     window_k_exponent: float = 0.0
+    delivery_floor_tb_s: float = 0.0
+    lonely_share: float = 0.0
     source: str = ""
     notes: tuple = ()
 
@@ -1169,6 +1183,52 @@ def _wave_panels(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: 
     return [({m for m, _ in w}, {n for _, n in w}) for w in waves]
 
 
+@lru_cache(maxsize=1024)
+def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, window: int) -> tuple:
+    """Per wave of a ping-pong launch of ``f`` whose sharers drift apart beyond ``window`` consecutive CTAs (the
+    reuse window of :mod:`h100lab.design.traffic`): (lonely share, in-step DRAM bytes, working set bytes, requested
+    bytes per k-block) [model, issue 17].
+
+    * lonely share — :func:`h100lab.design.traffic.lonely_bytes` over the wave's requested bytes: the part read by
+      a tile whose panel has no other sharer in its window (a wave of a ``pairs`` launch: each in-flight set of
+      ``sms`` consecutive tiles, as :func:`h100lab.design.traffic.l2_estimate` reads it);
+    * in-step DRAM bytes — the wave's reads with its sharers in step (:func:`_layout` with no window);
+    * working set — the wave's distinct A and B panels over the whole of K;
+    * requested bytes per k-block — every tile's A and B k-slices (``(bm + bn) · bk`` elements per tile), per
+      in-flight set.
+
+    :func:`predict` uses them when :attr:`PerfParams.delivery_floor_tb_s` is set: a wave whose lonely share is over
+    :attr:`PerfParams.lonely_share` (:func:`h100lab.design.traffic.fit_lonely_share`) runs out of step as a whole, so L2 merges none of its requests (the L2 Request Coalescer
+    merges only requests that arrive together) and delivers every requested byte — its k-block takes at least the
+    requested bytes per k-block at the delivery ceiling; and where its working set fits in the L2
+    (:attr:`h100lab.specs.H200_SXM.l2_bytes`), a k-slice one sharer brought in is still there for the next, so its
+    DRAM reads are the in-step reads, not the window's. The silicon behind it (``data/l08/gemm_l2_delivery``,
+    ``l08/gemm_l2_traffic``, :func:`h100lab.design.traffic.delivery_rows`): ping-pong runs in orders whose B sharers
+    are 16 or more CTAs apart deliver 0.97–1.17 of their requested bytes from L2, at 6.6–8.9 TB/s, and read from
+    DRAM what the grouped order reads when A and B fit in L2; runs whose B sharers are 1–4 CTAs apart deliver about
+    half."""
+    from . import schedule
+    from .traffic import lonely_bytes
+    tm, tn = -(-M // f.bm), -(-N // f.bn)
+    order_dir = "m" if raster == 0 else "n"
+    order = (_persistent_order(f, tm, tn, group, order_dir) if f.schedule == "persistent"
+             else tuple(schedule.static_order(tm, tn, group, order_dir)))
+    lay = _layout(f, M, N, K, sms, group, raster, window)
+    ins = _layout(f, M, N, K, sms, group, raster, None)
+    pa, pb = f.bm * f.bk * f.elem_bytes, f.bn * f.bk * f.elem_bytes
+    step = lay.grid if f.schedule == "persistent" else sms * (2 if f.schedule == "pairs" else 1)
+    conc = lay.grid if f.schedule == "persistent" else sms
+    out = []
+    for w in range(len(lay.waves)):
+        wave = order[w * step:(w + 1) * step]
+        sets = [wave[i:i + conc] for i in range(0, len(wave), conc)]
+        lonely = sum(lonely_bytes(s, window, pa, pb) for s in sets)
+        req = len(wave) * (pa + pb)
+        ws = float((len({t[0] for t in wave}) * f.bm + len({t[1] for t in wave}) * f.bn) * K * f.elem_bytes)
+        out.append((lonely / req, float(ins.waves[w][1]), ws, req / len(sets)))
+    return tuple(out)
+
+
 #: the wave working sets (MB, 10⁶ bytes) between which the model's FP8 scale loads go from unloaded to loaded by the
 #: wave's DRAM reads (:func:`scale_ws_factor`): the bounds of the working-set hypothesis of
 #: :mod:`h100lab.validation.l08_lead`, read off the lead pairs under Nsight Compute (every in-domain pair at ≤ 19.7
@@ -1325,8 +1385,19 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     waves = []
     first_it = None
     alike: dict = {}                   # a wave's answer depends on these alone: waves alike are computed once
+    # a ping-pong wave out of step as a whole (delivery_waves): L2 delivers every requested byte, DRAM the in-step
+    # reads where its working set fits in L2
+    drift = (delivery_waves(f, int(M), int(N), int(K), sms, int(group), int(raster), int(window))
+             if p.delivery_floor_tb_s > 0 and f.pingpong and window is not None else None)
     for wi, (active, dram, hit) in enumerate(lay.waves):
-        same = (active, dram, hit, None if loaded is None else loaded[wi])
+        floor = 0.0
+        if drift is not None:
+            lonely, ins_dram, ws, req_kb = drift[wi]
+            if lonely > p.lonely_share:
+                if ws <= H200_SXM.l2_bytes:
+                    dram = ins_dram
+                floor = req_kb / (p.delivery_floor_tb_s * 1e3)
+        same = (active, dram, hit, None if loaded is None else loaded[wi], floor)
         if same in alike:
             waves.append(alike[same])
             continue
@@ -1345,7 +1416,11 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
                     else producer - getattr(w, "loop", 0.0) / ghz + getattr(w, "loop", 0.0) / g)
             b = {"tensor": itw.cycles / g, "tma": t_x, "hbm": t_h, "ring": ring / f.stages, "producer": prod,
                  "smem": t_sm * ghz / g * (active / sms if p.smem_shared else 1.0)}
-            return b, soft_period(b.values(), t)
+            per = soft_period(b.values(), t)
+            if floor > per:
+                b["delivery"] = floor
+                per = floor
+            return b, per
 
         itw, lat = it, 0.0
         bounds, period = _bounds(itw)
@@ -2086,8 +2161,8 @@ def _fence_inputs() -> tuple:
 
 
 def _window_inputs() -> tuple:
-    from .traffic import ORDERS_DATASET
-    return (ORDERS_DATASET,)
+    from .traffic import L2_DATASET, ORDERS_DATASET
+    return (ORDERS_DATASET, L2_DATASET)
 
 
 def _with_window(p: PerfParams) -> PerfParams:
@@ -2095,9 +2170,12 @@ def _with_window(p: PerfParams) -> PerfParams:
     :data:`h100lab.design.traffic.WINDOWS` that puts the most of the order sweep's calibration records within ±10 %
     with ``p``'s constants (:func:`h100lab.design.traffic.fit_window_for`; ties: the smallest median |error|) — fitted
     after the time constants, with them, so each model has its own."""
-    from .traffic import fit_window_for
-    w = fit_window_for(p)
-    return replace(p, reuse_window=w, notes=p.notes + (
+    from .traffic import fit_lonely_share, fit_window_for, lrc_ceiling_tb_s
+    ceiling, lonely = lrc_ceiling_tb_s(), fit_lonely_share()
+    q = (replace(p, delivery_floor_tb_s=ceiling, lonely_share=lonely) if ceiling == ceiling and lonely is not None
+         else p)
+    w = fit_window_for(q)
+    return replace(q, reuse_window=w, notes=q.notes + (
         f"reuse window of the ping-pong forms: {w} CTAs (l08/gemm_orders, the ping-pong form at 8192³ in every tile "
         f"order)",))
 

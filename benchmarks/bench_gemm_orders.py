@@ -618,6 +618,8 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     ap.add_argument("--name", default=DATASET, help="dataset name under the data folder (default: %(default)s)")
     ap.add_argument("--shapes", default=None, help="comma-separated MxNxK shapes to sweep instead of SHAPES (e.g. "
                     "8192x8192x2048,4096x4096x16384: the drift law's fresh depths, --name l08/gemm_orders_k)")
+    ap.add_argument("--pairs", action="store_true", help="also the pairs schedule (PAIR_ORDERS) at every shape swept, "
+                    "not only at PAIR_SHAPES (the delivery bound's fresh shapes, --name l08/gemm_orders_delivery)")
     ap.add_argument("--skew-variant", default=SKEW_VARIANT, help="--skew: the traced variant (pingpong: its runs "
                     "are SKEW_RUNS_PINGPONG; drift from the producer's tile starts)")
     ap.add_argument("--skew", action="store_true", help="only the traced launches of SKEW_RUNS (records of kind "
@@ -661,6 +663,8 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
     orders = ORDERS if orders is None else orders
     pair_orders = PAIR_ORDERS if pair_orders is None else pair_orders
     pair_shapes = PAIR_SHAPES if pair_shapes is None else pair_shapes
+    if args.pairs:
+        pair_shapes = tuple(tuple(s) for s in shapes)
     grid_runs = GRID_RUNS if grid_runs is None else grid_runs
     cmd = "PYTHONPATH=. python3 benchmarks/bench_gemm_orders.py " + " ".join(argv if argv is not None else sys.argv[1:])
     meta = be.metadata(cmd.strip())

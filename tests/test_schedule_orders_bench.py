@@ -59,6 +59,20 @@ def test_orders_bench_on_a_fake_gpu(tmp_path):
     assert ("pingpong", 128, 512, 64, 2, 1) in be.launches and recs[-1]["waves"] == 4
 
 
+def test_pairs_flag_runs_the_pairs_schedule_at_every_shape_swept(tmp_path):
+    bench = _module("bench_gemm_orders", HERE.parent / "benchmarks" / "bench_gemm_orders.py")
+    fake = _module("fake_l08_bench", HERE / "test_l08_bench.py")
+    be = fake.FakeBackend()
+    be.sm_count = lambda: 2
+    out = bench.main(["--out", str(tmp_path), "--variants", "pingpong", "--pairs", "--shapes", "128x512x64",
+                      "--name", "l08/gemm_orders_delivery"], backend=be, orders=((1, 0),), grid_runs=(),
+                     log=lambda *a: None)
+    recs = json.loads(Path(out["path"]).read_text())["records"]
+    assert Path(out["path"]).name.startswith("gemm_orders_delivery") and out["failed"] == 0
+    got = [(r.get("schedule"), r.get("group"), r.get("raster")) for r in recs if r["variant"] == "pingpong"]
+    assert got == [("persistent", 1, 0)] + [("pairs", g, r) for g, r in bench.PAIR_ORDERS]
+
+
 class _EmuSkew:
     """bench_gemm_orders' SkewCuda on the emulator (the traced capstone, -DTRACE=1)."""
 

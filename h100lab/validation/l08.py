@@ -1956,6 +1956,54 @@ def _drift_b(ds: Dataset) -> CheckResult:
 
 
 # ------------------------------------------------------------------------------------------------
+# the delivery bound of a ping-pong wave out of step, tested on shapes never run before
+
+#: the order sweep's shapes for the delivery bound (``bench_gemm_orders.py --shapes ... --variants pingpong --pairs
+#: --name l08/gemm_orders_delivery``; nothing of data/l08 had timed them): four where the bound takes the row-major
+#: order (a wave's working set under the L2: 6144 × 6144 × 4096, 5120³, 8192 × 4096 × 4096, 4096 × 4096 × 6144) and
+#: two where it should change nothing — 3072³ (B sharers 12 CTAs apart: the lonely share under the threshold) and
+#: 4096 × 8192 × 4096 (the row-major wave's working set over the L2); registered before the run
+#: (:func:`delivery_round_predictions`, ``benchmarks/predictions/l08_gemm_orders_delivery.json``)
+DELIVERY_SHAPES = ((6144, 6144, 4096), (5120, 5120, 5120), (8192, 4096, 4096), (4096, 4096, 6144), (3072, 3072, 3072),
+                   (4096, 8192, 4096))
+DELIVERY_ROUND_DATASET = "l08/gemm_orders_delivery"
+#: the pairs schedule's tile orders in the sweep (as ``bench_gemm_orders.PAIR_ORDERS``)
+DELIVERY_PAIR_ORDERS = ((1, 0), (8, 0), (1, 1))
+
+
+def _delivery_runs(shapes: Sequence) -> list[tuple]:
+    return ([(s, "persistent", g, r) for s in shapes for g, r in DRIFT_ORDERS]
+            + [(s, "pairs", g, r) for s in shapes for g, r in DELIVERY_PAIR_ORDERS])
+
+
+def delivery_round_predictions(shapes: Sequence = DELIVERY_SHAPES) -> list[dict]:
+    """The ping-pong form at each of ``shapes``, persistent on 132 CTAs in every tile order of :data:`DRIFT_ORDERS`
+    and in the pairs schedule in :data:`DELIVERY_PAIR_ORDERS`, predicted (ms) by ``model`` — the model
+    (:func:`h100lab.design.perf.calibrated`, with its delivery bound of a ping-pong wave out of step,
+    :func:`h100lab.design.perf.delivery_waves`) — and ``plain`` — the same constants without the bound
+    (``delivery_floor_tb_s`` 0: the model before it); with ``bound`` (the model's first-wave bound), ``lonely``
+    (the launch's lonely share, :func:`h100lab.design.traffic.lonely_share_of`) and ``ws_mb`` (the largest wave's
+    working set). [model]"""
+    from dataclasses import replace as _replace
+
+    from ..design import perf, traffic
+
+    p = perf.calibrated()
+    plain = _replace(p, delivery_floor_tb_s=0.0)
+    out = []
+    for (M, N, K), sched, g, r in _delivery_runs(shapes):
+        f = perf.form("pingpong", schedule=sched)
+        a = perf.predict(f, M, N, K, sms=132, group=g, raster=r, params=p)
+        b = perf.predict(f, M, N, K, sms=132, group=g, raster=r, params=plain)
+        ws = max(x[2] for x in perf.delivery_waves(f, M, N, K, 132, g, r, p.reuse_window))
+        out.append({"M": M, "N": N, "K": K, "schedule": sched, "group": g, "raster": r, "model": a.time_ms,
+                    "plain": b.time_ms, "bound": a.bound,
+                    "lonely": traffic.lonely_share_of("pingpong", sched, M, N, K, g, r, p.reuse_window),
+                    "ws_mb": ws / 1e6})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
 # the fresh-shape test: every form of the kernel at shapes no run had timed, predicted before the run
 
 #: seven shapes no earlier run had timed (issue 17: a timing model predicts): a cube between the measured ones, a

@@ -328,6 +328,13 @@ L2_RUN_SETS = {
                       + [(s, "pingpong", "persistent", g, 0, None) for s in ((8192, 8192, 4096), (1280, 3840, 8192))
                          for g in (1, 8)]
                       + [(_SQ4, "pingpong", "persistent", g, 0, None) for g in (1, 8)]),
+    # the delivery bound's fresh shapes (l08.DELIVERY_SHAPES less the wide control): the ping-pong form in the
+    # row-major order and its transpose (group 16 along N), the grouped order and the column-major one — whether a
+    # launch's lonely share over the threshold delivers every requested byte, on runs the threshold never saw
+    "delivery_round": tuple((s, "pingpong", "persistent", g, r, None)
+                            for s in ((6144, 6144, 4096), (5120, 5120, 5120), (8192, 4096, 4096), (4096, 4096, 6144),
+                                      (3072, 3072, 3072))
+                            for g, r in ((1, 0), (8, 0), (16, 1), (1, 1))),
 }
 #: the run sets whose launches ncu reads in one pass (:data:`L2_METRICS_ONE_PASS`): a launch's state is one state
 ONE_PASS_SETS = ("bistable", "n128")
@@ -335,6 +342,7 @@ ONE_PASS_SETS = ("bistable", "n128")
 #: after the L2 Request Coalescer, read from L2) beside DRAM, the link between the L2 halves and the duration
 SET_METRICS = {"delivery": ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
                             "lts__t_sectors_srcunit_ltcfabric.sum", "gpu__time_duration.sum")}
+SET_METRICS["delivery_round"] = SET_METRICS["delivery"]
 
 
 def set_metrics(l2_set: str) -> tuple:

@@ -1,13 +1,16 @@
 """The delivery bound's registered round (h100lab.validation.l08.delivery_round_predictions): the predictions
 committed before the order sweep at six fresh shapes ran (benchmarks/predict_delivery.py,
 benchmarks/predictions/l08_gemm_orders_delivery.json) are the code's, and the round can tell the model with the
-bound from the model without it."""
+bound from the model without it — and what the H200 said (data/l08/gemm_orders_delivery, _b; the counters of
+data/l08/gemm_l2_delivery_round), with checks that bite on planted times and counters."""
+import copy
 import json
 from pathlib import Path
 
 import pytest
 
 from h100lab import data
+from h100lab.data import Dataset
 from h100lab.validation import l08
 
 PREDICTIONS = Path(__file__).resolve().parent.parent / "benchmarks" / "predictions" / "l08_gemm_orders_delivery.json"
@@ -18,7 +21,7 @@ def _timed_shapes() -> set:
     out = set()
     for path in sorted((data.data_dir() / "l08").glob("*.json")):
         name = f"l08/{path.stem}"
-        if name.startswith(l08.DELIVERY_ROUND_DATASET):
+        if name.startswith(l08.DELIVERY_ROUND_DATASET) or name == l08.DELIVERY_ROUND_L2_DATASET:
             continue
         out |= {(r["M"], r["N"], r["K"]) for r in data.load(name).records if all(k in r for k in "MNK")}
     return out
@@ -51,3 +54,61 @@ def test_the_round_separates_the_two_models():
     assert all(r["model"] == r["plain"] for r in rows if (r["M"], r["N"], r["K"]) == (3072,) * 3)
     assert all(r["model"] == r["plain"] for r in rows if (r["M"], r["N"], r["K"]) == (4096, 8192, 4096)
                and r["group"] == 1 and r["raster"] == 0)
+
+
+needs_run = pytest.mark.skipif(not data.available(l08.DELIVERY_ROUND_DATASET), reason="the round is not committed")
+
+
+@needs_run
+def test_the_round_kept_the_bound():
+    s = l08.delivery_round_summary()
+    assert set(s) == {l08.DELIVERY_ROUND_DATASET, l08.DELIVERY_ROUND_DATASET + "_b"}
+    for v in s.values():
+        assert v["n"] == 78 and v["decisive"] >= 10
+        # where the two registered predictions differ the bound got almost every record, the model without it none
+        assert v["decisive_model"] >= v["decisive"] - 1 and v["decisive_plain"] == 0
+        assert v["model"] >= v["plain"] + 10 and v["model"] >= l08.ACHIEVED_DELIVERY_ROUND * v["n"]
+    rows = {(r["shape"], r["schedule"], r["group"], r["raster"]): r for r in l08.delivery_round_rows()}
+    # the row-major order at 6144 x 6144 x 4096: 46 % slow without the bound, within 1 % with it
+    r = rows[((6144, 6144, 4096), "persistent", 1, 0)]
+    assert abs(r["model"]) < 0.02 and r["plain"] > 0.4
+    # left: the controls the bound does not touch — all of A and B in L2 at 3072³, a wave over the L2 at 4096 x 8192
+    assert rows[((3072,) * 3, "persistent", 1, 0)]["model"] > 0.1
+    assert rows[((4096, 8192, 4096), "persistent", 1, 0)]["model"] > 0.2
+
+
+@needs_run
+def test_the_round_checks_bite_on_planted_times():
+    for name in (l08.DELIVERY_ROUND_DATASET, l08.DELIVERY_ROUND_DATASET + "_b"):
+        ds = data.load(name)
+        assert l08._delivery_round_check(ds).mismatches == 0
+        recs = copy.deepcopy(ds.records)
+        for r in recs:     # the decisive runs as slow as the model without the bound says
+            if r.get("variant") == "pingpong" and r.get("group") == 1 and r.get("raster") == 0 \
+                    and r["M"] in (6144, 5120, 8192):
+                r["median_ms"] *= 1.45
+        assert l08._delivery_round_check(Dataset(ds.name, ds.meta, recs)).mismatches > 0
+
+
+@pytest.mark.skipif(not data.available(l08.DELIVERY_ROUND_L2_DATASET), reason="the counter run is not committed")
+def test_the_threshold_on_the_rounds_counters():
+    rs = l08.delivery_round_lonely()
+    assert len(rs) == 20 and sum(r["right"] for r in rs) == 19
+    wrong = [r for r in rs if not r["right"]]
+    assert wrong[0]["label"].startswith("6144×6144×4096") and wrong[0]["unmerged"]
+    ds = data.load(l08.DELIVERY_ROUND_L2_DATASET)
+    assert l08._delivery_round_l2(ds).mismatches == 0
+    recs = copy.deepcopy(ds.records)
+    key = "lts__t_sectors_srcunit_tex_op_read.sum"
+    for r in recs:         # the row-major runs merging half their requests: on the wrong side of the threshold
+        if r.get("kind") == "l2" and (r.get("group"), r.get("raster")) == (1, 0):
+            for m in r.get("launch_metrics") or [r["metrics"]]:
+                m[key] *= 0.5
+            r["metrics"][key] *= 0.5
+    orig = data.load
+    planted = Dataset(ds.name, ds.meta, recs)
+    try:
+        data.load = lambda name, *a, **k: planted if name == ds.name else orig(name, *a, **k)
+        assert l08._delivery_round_l2(planted).mismatches > 0
+    finally:
+        data.load = orig

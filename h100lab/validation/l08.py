@@ -2003,6 +2003,133 @@ def delivery_round_predictions(shapes: Sequence = DELIVERY_SHAPES) -> list[dict]
     return out
 
 
+#: the delivery round's predictions file (``benchmarks/predict_delivery.py``)
+DELIVERY_ROUND_FILE = "l08_gemm_orders_delivery.json"
+#: the delivery round's Nsight Compute run (``bench_gemm_orders.py --l2 --l2-set delivery_round``): the lonely-share
+#: threshold on runs it never saw
+DELIVERY_ROUND_L2_DATASET = "l08/gemm_l2_delivery_round"
+#: what the model as registered achieves on each process of the round (64 and 65 of 78 within ±TOLERANCE; without
+#: the bound 53 and 54): the floor of its check
+ACHIEVED_DELIVERY_ROUND = 0.82
+
+
+def delivery_round_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
+    """Each ping-pong record of a delivery-round run (default :data:`DELIVERY_ROUND_DATASET`; ``_b`` its second
+    process) next to the predictions registered before it (:data:`DELIVERY_ROUND_FILE`): the measured median ``ms``,
+    the errors of the model as registered (``model``, with the delivery bound) and of the same constants without the
+    bound (``plain``), whether the two differed by more than the tolerance (``decisive``), ``bound``, ``lonely``,
+    ``ws_mb`` as registered, and ``now`` — the model as it is (``params``, default
+    :func:`h100lab.design.perf.calibrated`). [] when the run is not committed. Nothing was fitted on it."""
+    from ..design import perf
+
+    ds = committed_run(ds or DELIVERY_ROUND_DATASET)
+    if ds is None:
+        return []
+    reg = {(r["M"], r["N"], r["K"], r["schedule"], r["group"], r["raster"]): r
+           for r in registered_rows(DELIVERY_ROUND_FILE)}
+    p = params if params is not None else perf.calibrated()
+    out = []
+    for r in ds.records:
+        if r.get("kind") != "orders" or r.get("variant") != "pingpong" or not r.get("ok") or "median_ms" not in r:
+            continue
+        g = reg.get((r["M"], r["N"], r["K"], r["schedule"], r["group"], r["raster"]))
+        if g is None:
+            continue
+        ms = float(r["median_ms"])
+        now = perf.predict(perf.form("pingpong", schedule=r["schedule"]), r["M"], r["N"], r["K"], sms=132,
+                           group=r["group"], raster=r["raster"], params=p).time_ms
+        out.append({"shape": (r["M"], r["N"], r["K"]), "schedule": r["schedule"], "group": r["group"],
+                    "raster": r["raster"], "ms": ms, "model": g["model"] / ms - 1, "plain": g["plain"] / ms - 1,
+                    "decisive": abs(g["model"] / g["plain"] - 1) > TOLERANCE, "bound": g["bound"],
+                    "lonely": g["lonely"], "ws_mb": g["ws_mb"], "now": now / ms - 1})
+    return out
+
+
+def delivery_round_summary(tol: float = TOLERANCE) -> dict:
+    """Per committed process of the delivery round: ``n``, the records within ±``tol`` of the model as registered
+    (``model``), without the bound (``plain``) and now (``now``); the records where the two registered predictions
+    differ (``decisive``) and of those the ones each got within (``decisive_model``, ``decisive_plain``)."""
+    out = {}
+    for name in (DELIVERY_ROUND_DATASET, DELIVERY_ROUND_DATASET + "_b"):
+        rs = delivery_round_rows(name)
+        if not rs:
+            continue
+        dec = [r for r in rs if r["decisive"]]
+        out[name] = {"n": len(rs), **{k: sum(abs(r[k]) <= tol for r in rs) for k in ("model", "plain", "now")},
+                     "decisive": len(dec), "decisive_model": sum(abs(r["model"]) <= tol for r in dec),
+                     "decisive_plain": sum(abs(r["plain"]) <= tol for r in dec)}
+    return out
+
+
+def _delivery_round_check(ds: Dataset) -> CheckResult:
+    rs = delivery_round_rows(ds)
+    if not rs:
+        return CheckResult(1, 1, [], note=f"{ds.name}: no ping-pong record of the registered round")
+    n = len(rs)
+    within = {k: sum(abs(r[k]) <= TOLERANCE for r in rs) for k in ("model", "plain", "now")}
+    dec = [r for r in rs if r["decisive"]]
+    bad = sorted((r for r in rs if abs(r["model"]) > TOLERANCE), key=lambda r: -abs(r["model"]))
+    # the bound must win where it decides: more records within than without it, there and overall
+    lost = int(sum(abs(r["model"]) <= TOLERANCE for r in dec) <= sum(abs(r["plain"]) <= TOLERANCE for r in dec)
+               or within["model"] <= within["plain"])
+    return CheckResult(n, beyond_floor(n, len(bad), ACHIEVED_DELIVERY_ROUND) + lost,
+                       [{"case": f"{'×'.join(map(str, r['shape']))} {r['schedule']} group {r['group']} raster "
+                                 f"{'MN'[r['raster']]}", "model (registered)": f"{100 * r['model']:+.1f} %",
+                         "without the bound": f"{100 * r['plain']:+.1f} %"} for r in bad[:5]],
+                       f"the model as registered {within['model']}/{n} within ±{TOLERANCE:.0%}, without the bound "
+                       f"{within['plain']}/{n}; where the two differ ({len(dec)}): "
+                       f"{sum(abs(r['model']) <= TOLERANCE for r in dec)} against "
+                       f"{sum(abs(r['plain']) <= TOLERANCE for r in dec)}; the model now {within['now']}/{n}")
+
+
+for _suffix in ("", "_b"):
+    silicon_check(f"The delivery bound of a ping-pong wave out of step, on six shapes no run had timed (the order "
+                  f"sweep, persistent and pairs; predictions registered before the run, nothing fitted on it"
+                  + ("; a second process" if _suffix else "") + f"): at least {ACHIEVED_DELIVERY_ROUND:.0%} "
+                  f"within ±{TOLERANCE:.0%}, and more records within than the same model without the bound, where "
+                  f"the two differ and overall (goal: every record)", lesson=8,
+                  dataset=DELIVERY_ROUND_DATASET + _suffix)(_delivery_round_check)
+
+
+def delivery_round_lonely(ds: Dataset | str | None = None) -> list[dict]:
+    """The delivery round's Nsight Compute runs (default :data:`DELIVERY_ROUND_L2_DATASET`) against the lonely-share
+    threshold fitted before them (:func:`h100lab.design.traffic.lonely_rows` with the model's window and
+    :attr:`h100lab.design.perf.PerfParams.lonely_share`): each row with ``out_of_step`` (lonely share over the
+    threshold), ``unmerged`` (delivered over :data:`h100lab.design.traffic.UNMERGED_ABOVE`) and ``right``."""
+    from ..design import perf, traffic
+
+    ds = committed_run(ds or DELIVERY_ROUND_L2_DATASET)
+    if ds is None:
+        return []
+    t = perf.calibrated().lonely_share
+    rows = traffic.lonely_rows(ds.name)
+    return [dict(r, out_of_step=r["lonely"] > t, unmerged=r["delivered"] > traffic.UNMERGED_ABOVE,
+                 right=(r["lonely"] > t) == (r["delivered"] > traffic.UNMERGED_ABOVE)) for r in rows]
+
+
+#: the lonely-share threshold on the round's counter runs: at most this many called wrong (of 20: one, 6144 × 6144 ×
+#: 4096 in groups of 16 along N, a lonely share of 0.347 against the threshold's 0.353, delivered every byte)
+DELIVERY_ROUND_WRONG = 1
+
+
+def _delivery_round_l2(ds: Dataset) -> CheckResult:
+    rs = delivery_round_lonely(ds)
+    if not rs:
+        return CheckResult(1, 1, [], note=f"{ds.name}: no ping-pong counter run")
+    wrong = [r for r in rs if not r["right"]]
+    return CheckResult(len(rs), max(0, len(wrong) - DELIVERY_ROUND_WRONG),
+                       [{"case": r["label"], "lonely share": f"{r['lonely']:.3f}",
+                         "delivered / requested": f"{r['delivered']:.2f}"} for r in wrong][:5],
+                       f"{len(rs) - len(wrong)}/{len(rs)} runs on the side of the threshold their L2 -> SM bytes "
+                       f"say")
+
+
+silicon_check("The lonely-share threshold (read off l08/gemm_l2_traffic's counters) on the delivery round's shapes "
+              "under Nsight Compute, runs it never saw: a launch over the threshold delivers every requested byte "
+              f"from L2, one under it merges (at most {DELIVERY_ROUND_WRONG} called wrong; goal: none)", lesson=8,
+              dataset=DELIVERY_ROUND_L2_DATASET)(_delivery_round_l2)
+
+
 # ------------------------------------------------------------------------------------------------
 # the fresh-shape test: every form of the kernel at shapes no run had timed, predicted before the run
 

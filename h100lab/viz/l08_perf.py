@@ -7,7 +7,7 @@ import numpy as np
 
 from .style import PALETTE, figure, label
 
-__all__ = ["draw_agreement", "draw_gap", "draw_lead_ratio", "draw_lonely_share"]
+__all__ = ["draw_agreement", "draw_gap", "draw_lead_ratio", "draw_lonely_share", "draw_round_errors"]
 
 
 def draw_agreement(rows, tol: float = 0.10, by: str = "shape"):
@@ -103,4 +103,22 @@ def draw_lonely_share(calibration, held, threshold: float):
     ax.legend(loc="lower right", fontsize=8)
     label(ax, "lonely share of the requested bytes (fraction)", "L2 → SM bytes / requested bytes (ratio)",
           "Ping-pong runs: past the threshold no request merges")
+    return fig
+
+
+def draw_round_errors(rows, tol: float = 0.10):
+    """A registered round's records (:func:`h100lab.validation.l08.delivery_round_rows`): the error of each
+    registered prediction (model with the delivery bound, and without it) per record, the records ordered by the
+    error without the bound; the ±``tol`` band drawn."""
+    rs = sorted(rows, key=lambda r: r["plain"])
+    x = list(range(len(rs)))
+    fig, ax = figure(1, 1, figsize=(7.0, 3.4))
+    ax.axhspan(-100 * tol, 100 * tol, color="0.9")
+    ax.axhline(0.0, color="0.4", lw=0.8)
+    ax.scatter(x, [100 * r["plain"] for r in rs], marker="x", s=22, color="C1", label="without the bound")
+    ax.scatter(x, [100 * r["model"] for r in rs], marker="o", s=18, edgecolors="0.2", linewidths=0.5, color="C0",
+               label="with the delivery bound")
+    ax.legend(loc="upper left", fontsize=8)
+    label(ax, "record (ordered by the error without the bound)", "predicted / measured − 1 (%)",
+          "Registered before the run: six shapes never timed")
     return fig

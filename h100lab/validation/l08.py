@@ -1912,14 +1912,18 @@ def drift_law_rows(ds: Dataset | str | None = None) -> list[dict]:
     return out
 
 
+def _within(rows: Sequence[dict], keys: Sequence[str], tol: float = TOLERANCE, suffix: str = "") -> dict:
+    """{key: how many of ``rows`` have ``|row[key + suffix]| <= tol``} — a registered round's counts per prediction."""
+    return {k: sum(abs(r[k + suffix]) <= tol for r in rows) for k in keys}
+
+
 def drift_law_summary(tol: float = TOLERANCE) -> dict:
     """Per fresh-depth run (:data:`DRIFT_DATASET`, ``_b``): n and the records within ±``tol`` of each prediction."""
     out = {}
     for name in (DRIFT_DATASET, DRIFT_DATASET + "_b"):
         rs = drift_law_rows(name)
         if rs:
-            out[name] = {"n": len(rs), **{k: sum(abs(r[f"{k}_error"]) <= tol for r in rs)
-                                          for k in ("law", "const", "model", "now")}}
+            out[name] = {"n": len(rs), **_within(rs, ("law", "const", "model", "now"), tol, "_error")}
     return out
 
 
@@ -1928,7 +1932,7 @@ def _drift_check(ds: Dataset) -> CheckResult:
     if not rs:
         return CheckResult(1, 1, [], note=f"{ds.name}: no persistent ping-pong record to predict")
     n = len(rs)
-    within = {k: sum(abs(r[f"{k}_error"]) <= TOLERANCE for r in rs) for k in ("law", "const", "model", "now")}
+    within = _within(rs, ("law", "const", "model", "now"), suffix="_error")
     bad = [r for r in rs if abs(r["now_error"]) > TOLERANCE]         # the model now: the form clock, one window
     return CheckResult(n, beyond_floor(n, len(bad), ACHIEVED_DRIFT_MODEL),
                        [{"case": f"{'×'.join(map(str, r['shape']))} group {r['group']} raster {'MN'[r['raster']]}",
@@ -2055,9 +2059,9 @@ def delivery_round_summary(tol: float = TOLERANCE) -> dict:
         if not rs:
             continue
         dec = [r for r in rs if r["decisive"]]
-        out[name] = {"n": len(rs), **{k: sum(abs(r[k]) <= tol for r in rs) for k in ("model", "plain", "now")},
-                     "decisive": len(dec), "decisive_model": sum(abs(r["model"]) <= tol for r in dec),
-                     "decisive_plain": sum(abs(r["plain"]) <= tol for r in dec)}
+        d = _within(dec, ("model", "plain"), tol)
+        out[name] = {"n": len(rs), **_within(rs, ("model", "plain", "now"), tol), "decisive": len(dec),
+                     "decisive_model": d["model"], "decisive_plain": d["plain"]}
     return out
 
 
@@ -2066,20 +2070,18 @@ def _delivery_round_check(ds: Dataset) -> CheckResult:
     if not rs:
         return CheckResult(1, 1, [], note=f"{ds.name}: no ping-pong record of the registered round")
     n = len(rs)
-    within = {k: sum(abs(r[k]) <= TOLERANCE for r in rs) for k in ("model", "plain", "now")}
-    dec = [r for r in rs if r["decisive"]]
+    within = _within(rs, ("model", "plain", "now"))
+    dec = _within([r for r in rs if r["decisive"]], ("model", "plain"))
     bad = sorted((r for r in rs if abs(r["model"]) > TOLERANCE), key=lambda r: -abs(r["model"]))
     # the bound must win where it decides: more records within than without it, there and overall
-    lost = int(sum(abs(r["model"]) <= TOLERANCE for r in dec) <= sum(abs(r["plain"]) <= TOLERANCE for r in dec)
-               or within["model"] <= within["plain"])
+    lost = int(dec["model"] <= dec["plain"] or within["model"] <= within["plain"])
     return CheckResult(n, beyond_floor(n, len(bad), ACHIEVED_DELIVERY_ROUND) + lost,
                        [{"case": f"{'×'.join(map(str, r['shape']))} {r['schedule']} group {r['group']} raster "
                                  f"{'MN'[r['raster']]}", "model (registered)": f"{100 * r['model']:+.1f} %",
                          "without the bound": f"{100 * r['plain']:+.1f} %"} for r in bad[:5]],
                        f"the model as registered {within['model']}/{n} within ±{TOLERANCE:.0%}, without the bound "
-                       f"{within['plain']}/{n}; where the two differ ({len(dec)}): "
-                       f"{sum(abs(r['model']) <= TOLERANCE for r in dec)} against "
-                       f"{sum(abs(r['plain']) <= TOLERANCE for r in dec)}; the model now {within['now']}/{n}")
+                       f"{within['plain']}/{n}; where the two differ ({sum(r['decisive'] for r in rs)}): "
+                       f"{dec['model']} against {dec['plain']}; the model now {within['now']}/{n}")
 
 
 for _suffix in ("", "_b"):

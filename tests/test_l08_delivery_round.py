@@ -14,6 +14,7 @@ from h100lab.data import Dataset
 from h100lab.validation import l08
 
 PREDICTIONS = Path(__file__).resolve().parent.parent / "benchmarks" / "predictions" / "l08_gemm_orders_delivery.json"
+PREDICTIONS2 = PREDICTIONS.with_name("l08_gemm_orders_delivery2.json")
 
 
 def _timed_shapes() -> set:
@@ -21,27 +22,41 @@ def _timed_shapes() -> set:
     out = set()
     for path in sorted((data.data_dir() / "l08").glob("*.json")):
         name = f"l08/{path.stem}"
-        if name.startswith(l08.DELIVERY_ROUND_DATASET) or name == l08.DELIVERY_ROUND_L2_DATASET:
+        if any(name.startswith(d) for d in l08.DELIVERY_ROUNDS) or name == l08.DELIVERY_ROUND_L2_DATASET:
             continue
         out |= {(r["M"], r["N"], r["K"]) for r in data.load(name).records if all(k in r for k in "MNK")}
     return out
 
 
 def test_the_shapes_were_never_timed_before():
-    assert not set(l08.DELIVERY_SHAPES) & _timed_shapes()
+    timed = _timed_shapes()
+    assert not set(l08.DELIVERY_SHAPES) & timed and not set(l08.DELIVERY2_SHAPES) & timed
+    assert not set(l08.DELIVERY_SHAPES) & set(l08.DELIVERY2_SHAPES)
 
 
-def test_the_committed_predictions_are_the_codes():
-    committed = json.loads(PREDICTIONS.read_text())
-    assert [tuple(s) for s in committed["shapes"]] == list(l08.DELIVERY_SHAPES)
-    now = l08.delivery_round_predictions()
-    assert len(now) == len(committed["rows"]) == len(l08.DELIVERY_SHAPES) * (len(l08.DRIFT_ORDERS)
-                                                                            + len(l08.DELIVERY_PAIR_ORDERS))
+@pytest.mark.parametrize("path, name", [(PREDICTIONS, l08.DELIVERY_ROUND_DATASET),
+                                        (PREDICTIONS2, l08.DELIVERY2_DATASET)])
+def test_the_committed_predictions_are_the_codes(path, name):
+    committed = json.loads(path.read_text())
+    shapes, _, pairs = l08.DELIVERY_ROUNDS[name]
+    assert [tuple(s) for s in committed["shapes"]] == list(shapes)
+    now = l08.delivery_round_predictions(shapes, pairs=pairs)
+    assert len(now) == len(committed["rows"]) == len(shapes) * (len(l08.DRIFT_ORDERS) + len(l08.DELIVERY_PAIR_ORDERS))
     for a, b in zip(now, committed["rows"]):
         assert {k: a[k] for k in ("M", "N", "K", "schedule", "group", "raster", "bound")} == \
             {k: b[k] for k in ("M", "N", "K", "schedule", "group", "raster", "bound")}
         for k in ("model", "plain", "lonely", "ws_mb"):
             assert a[k] == pytest.approx(b[k], rel=1e-9)
+
+
+def test_the_second_round_separates_the_pairs_refinements():
+    rows = l08.delivery_round_predictions(l08.DELIVERY2_SHAPES, pairs=True)
+    differ = [r for r in rows if abs(r["model"] / r["plain"] - 1) > 0.10]
+    # the row-major pairs launch at every shape, nothing persistent
+    assert {(r["M"], r["N"], r["K"]) for r in differ} == set(l08.DELIVERY2_SHAPES)
+    assert all(r["schedule"] == "pairs" and (r["group"], r["raster"]) == (1, 0) and r["model"] < r["plain"]
+               for r in differ)
+    assert all(r["model"] == r["plain"] for r in rows if r["schedule"] == "persistent")
 
 
 def test_the_round_separates_the_two_models():

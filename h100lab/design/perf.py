@@ -79,7 +79,9 @@ run the epilogue while the tensor cores idle (exposed); ping-pong consumers run 
 mainloop (exposed only past that mainloop and after the CTA's last tile). **Per launch**: the CTA with the most
 tiles, its tiles wave by wave (a later, partial wave has fewer active CTAs: more of L2 and HBM each), plus the fill —
 the first stage's load (issue, transfer, ``tma_latency + dram_latency``, wake). A non-persistent launch (one or two
-tiles per CTA, steps 2–5) pays fill, mainloop and epilogue per CTA.
+tiles per CTA, steps 2–5) pays fill, mainloop and epilogue per CTA — except in a wave bound by L2 → SM delivery
+(the ``delivery`` bound), which pays only its mainloops: the SMs share one delivery rate, so the others stream
+while a CTA fills or stores (one fill and one epilogue per launch stay exposed) [model].
 
 Assumptions (each a limit of the model, not of the kernel):
 
@@ -669,7 +671,10 @@ class PerfParams:
     L2 → SM delivery ceiling of a ping-pong wave out of step as a whole (:func:`delivery_waves`) — its k-block takes
     at least its requested bytes at this rate, and its DRAM reads are the in-step ones where its working set fits in
     L2; ``lonely_share``: the lonely share over which a wave is out of step (the model's:
-    :func:`h100lab.design.traffic.fit_lonely_share`)."""
+    :func:`h100lab.design.traffic.fit_lonely_share`); ``delivery_pairs`` (default True; False: the bound as the
+    first delivery round registered it, ``l08_gemm_orders_delivery.json``): a ``pairs`` wave's working set is its
+    largest in-flight set's, and a delivery-bound wave of a launch of one or two tiles per CTA hides its CTAs' fills
+    and epilogues (:func:`delivery_waves`, :func:`predict`)."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -696,6 +701,7 @@ class PerfParams:
     window_k_exponent: float = 0.0
     delivery_floor_tb_s: float = 0.0
     lonely_share: float = 0.0
+    delivery_pairs: bool = True
     source: str = ""
     notes: tuple = ()
 
@@ -1184,7 +1190,8 @@ def _wave_panels(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: 
 
 
 @lru_cache(maxsize=1024)
-def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, window: int) -> tuple:
+def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, window: int,
+                   per_set: bool = True) -> tuple:
     """Per wave of a ping-pong launch of ``f`` whose sharers drift apart beyond ``window`` consecutive CTAs (the
     reuse window of :mod:`h100lab.design.traffic`): (lonely share, in-step DRAM bytes, working set bytes, requested
     bytes per k-block) [model, issue 17].
@@ -1193,7 +1200,9 @@ def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster
       a tile whose panel has no other sharer in its window (a wave of a ``pairs`` launch: each in-flight set of
       ``sms`` consecutive tiles, as :func:`h100lab.design.traffic.l2_estimate` reads it);
     * in-step DRAM bytes — the wave's reads with its sharers in step (:func:`_layout` with no window);
-    * working set — the wave's distinct A and B panels over the whole of K;
+    * working set — the distinct A and B panels over the whole of K of the wave's largest in-flight set (a
+      persistent wave: the wave; a ``pairs`` wave: ``sms`` consecutive tiles, what its CTAs read at once;
+      ``per_set`` False: the whole wave's, as the first delivery round had it);
     * requested bytes per k-block — every tile's A and B k-slices (``(bm + bn) · bk`` elements per tile), per
       in-flight set.
 
@@ -1224,7 +1233,8 @@ def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster
         sets = [wave[i:i + conc] for i in range(0, len(wave), conc)]
         lonely = sum(lonely_bytes(s, window, pa, pb) for s in sets)
         req = len(wave) * (pa + pb)
-        ws = float((len({t[0] for t in wave}) * f.bm + len({t[1] for t in wave}) * f.bn) * K * f.elem_bytes)
+        ws = max(float((len({t[0] for t in x}) * f.bm + len({t[1] for t in x}) * f.bn) * K * f.elem_bytes)
+                 for x in (sets if per_set else [wave]))
         out.append((lonely / req, float(ins.waves[w][1]), ws, req / len(sets)))
     return tuple(out)
 
@@ -1387,7 +1397,7 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     alike: dict = {}                   # a wave's answer depends on these alone: waves alike are computed once
     # a ping-pong wave out of step as a whole (delivery_waves): L2 delivers every requested byte, DRAM the in-step
     # reads where its working set fits in L2
-    drift = (delivery_waves(f, int(M), int(N), int(K), sms, int(group), int(raster), int(window))
+    drift = (delivery_waves(f, int(M), int(N), int(K), sms, int(group), int(raster), int(window), p.delivery_pairs)
              if p.delivery_floor_tb_s > 0 and f.pingpong and window is not None else None)
     for wi, (active, dram, hit) in enumerate(lay.waves):
         floor = 0.0
@@ -1477,8 +1487,17 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
             total += drain + epi           # the CTA's last tile: nothing left to hide its epilogue under
     else:
         starts = len(waves)
+        hidden = False
         for wv in waves:
-            total += fill + wv.tiles * wv.mainloop_ns + (wv.tiles - 1) * wv.exposed_ns + drain + epi
+            if "delivery" in wv.bounds and p.delivery_pairs:
+                # bound by L2 -> SM delivery: the SMs share one rate, so while a CTA fills or stores its tile the
+                # others stream faster — the wave pays its bytes' delivery, its CTAs' fills and epilogues hidden
+                total += wv.tiles * wv.mainloop_ns
+                hidden = True
+            else:
+                total += fill + wv.tiles * wv.mainloop_ns + (wv.tiles - 1) * wv.exposed_ns + drain + epi
+        if hidden:
+            total += fill + drain + epi      # the first CTA's fill and the last one's epilogue stay exposed
     return Prediction(f, int(M), int(N), int(K), sms, int(group), int(raster), lay.grid, lay.tiles, lay.k_blocks,
                       lay.per_cta, ghz, regime, first_it if first_it is not None else it, fill, starts, epi, drain,
                       tuple(waves), total)

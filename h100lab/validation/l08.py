@@ -1980,26 +1980,31 @@ def _delivery_runs(shapes: Sequence) -> list[tuple]:
             + [(s, "pairs", g, r) for s in shapes for g, r in DELIVERY_PAIR_ORDERS])
 
 
-def delivery_round_predictions(shapes: Sequence = DELIVERY_SHAPES) -> list[dict]:
+def delivery_round_predictions(shapes: Sequence = DELIVERY_SHAPES, pairs: bool = False) -> list[dict]:
     """The ping-pong form at each of ``shapes``, persistent on 132 CTAs in every tile order of :data:`DRIFT_ORDERS`
-    and in the pairs schedule in :data:`DELIVERY_PAIR_ORDERS`, predicted (ms) by ``model`` — the model
-    (:func:`h100lab.design.perf.calibrated`, with its delivery bound of a ping-pong wave out of step,
-    :func:`h100lab.design.perf.delivery_waves`) — and ``plain`` — the same constants without the bound
-    (``delivery_floor_tb_s`` 0: the model before it); with ``bound`` (the model's first-wave bound), ``lonely``
-    (the launch's lonely share, :func:`h100lab.design.traffic.lonely_share_of`) and ``ws_mb`` (the largest wave's
-    working set). [model]"""
+    and in the pairs schedule in :data:`DELIVERY_PAIR_ORDERS`, predicted (ms) by ``model`` and by ``plain``; with
+    ``bound`` (the model's first-wave bound), ``lonely`` (the launch's lonely share,
+    :func:`h100lab.design.traffic.lonely_share_of`) and ``ws_mb`` (the largest wave's working set) [model].
+
+    * ``pairs`` False — the first delivery round, as registered: ``model`` the model with its delivery bound of a
+      ping-pong wave out of step (:func:`h100lab.design.perf.delivery_waves`) as it was then
+      (:attr:`h100lab.design.perf.PerfParams.delivery_pairs` False), ``plain`` the same constants without the bound
+      (``delivery_floor_tb_s`` 0);
+    * ``pairs`` True — the second: ``model`` the model (the bound with its two refinements of the pairs schedule,
+      ``delivery_pairs``), ``plain`` the bound as the first round had it."""
     from dataclasses import replace as _replace
 
     from ..design import perf, traffic
 
-    p = perf.calibrated()
-    plain = _replace(p, delivery_floor_tb_s=0.0)
+    now = perf.calibrated()
+    first = _replace(now, delivery_pairs=False)
+    p, plain = (now, first) if pairs else (first, _replace(first, delivery_floor_tb_s=0.0))
     out = []
     for (M, N, K), sched, g, r in _delivery_runs(shapes):
         f = perf.form("pingpong", schedule=sched)
         a = perf.predict(f, M, N, K, sms=132, group=g, raster=r, params=p)
         b = perf.predict(f, M, N, K, sms=132, group=g, raster=r, params=plain)
-        ws = max(x[2] for x in perf.delivery_waves(f, M, N, K, 132, g, r, p.reuse_window))
+        ws = max(x[2] for x in perf.delivery_waves(f, M, N, K, 132, g, r, p.reuse_window, pairs))
         out.append({"M": M, "N": N, "K": K, "schedule": sched, "group": g, "raster": r, "model": a.time_ms,
                     "plain": b.time_ms, "bound": a.bound,
                     "lonely": traffic.lonely_share_of("pingpong", sched, M, N, K, g, r, p.reuse_window),
@@ -2009,6 +2014,18 @@ def delivery_round_predictions(shapes: Sequence = DELIVERY_SHAPES) -> list[dict]
 
 #: the delivery round's predictions file (``benchmarks/predict_delivery.py``)
 DELIVERY_ROUND_FILE = "l08_gemm_orders_delivery.json"
+#: the second delivery round (``benchmarks/predict_delivery.py --round 2``; ``bench_gemm_orders.py --shapes ...
+#: --variants pingpong --pairs --name l08/gemm_orders_delivery2``): five shapes no run had timed where the two
+#: refinements of the pairs schedule (:attr:`h100lab.design.perf.PerfParams.delivery_pairs`, read off the first
+#: round's pairs misses) move the row-major pairs launch 16-33 % — a two-tile wave's working set over the L2, each
+#: in-flight set's under it
+DELIVERY2_SHAPES = ((4096, 4096, 6656), (6144, 4096, 6144), (5120, 6144, 4608), (3072, 6144, 4608),
+                    (3072, 4096, 6656))
+DELIVERY2_DATASET = "l08/gemm_orders_delivery2"
+DELIVERY2_FILE = "l08_gemm_orders_delivery2.json"
+#: each delivery round: its dataset -> (shapes, predictions file, pairs refinements in its model)
+DELIVERY_ROUNDS = {DELIVERY_ROUND_DATASET: (DELIVERY_SHAPES, DELIVERY_ROUND_FILE, False),
+                   DELIVERY2_DATASET: (DELIVERY2_SHAPES, DELIVERY2_FILE, True)}
 #: the delivery round's Nsight Compute run (``bench_gemm_orders.py --l2 --l2-set delivery_round``): the lonely-share
 #: threshold on runs it never saw
 DELIVERY_ROUND_L2_DATASET = "l08/gemm_l2_delivery_round"
@@ -2018,19 +2035,22 @@ ACHIEVED_DELIVERY_ROUND = 0.82
 
 
 def delivery_round_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
-    """Each ping-pong record of a delivery-round run (default :data:`DELIVERY_ROUND_DATASET`; ``_b`` its second
-    process) next to the predictions registered before it (:data:`DELIVERY_ROUND_FILE`): the measured median ``ms``,
-    the errors of the model as registered (``model``, with the delivery bound) and of the same constants without the
-    bound (``plain``), whether the two differed by more than the tolerance (``decisive``), ``bound``, ``lonely``,
-    ``ws_mb`` as registered, and ``now`` — the model as it is (``params``, default
-    :func:`h100lab.design.perf.calibrated`). [] when the run is not committed. Nothing was fitted on it."""
+    """Each ping-pong record of a delivery-round run (a dataset of :data:`DELIVERY_ROUNDS`, default the first;
+    ``_b`` its second process) next to the predictions registered before it (its file): the measured median ``ms``,
+    the errors of the two registered predictions (``model`` and ``plain``, :func:`delivery_round_predictions`),
+    whether the two differed by more than the tolerance (``decisive``), ``bound``, ``lonely``, ``ws_mb`` as
+    registered, and ``now`` — the model as it is (``params``, default :func:`h100lab.design.perf.calibrated`). []
+    when the run is not committed. Nothing was fitted on it."""
     from ..design import perf
 
     ds = committed_run(ds or DELIVERY_ROUND_DATASET)
     if ds is None:
         return []
+    base = ds.name[:-2] if ds.name.endswith("_b") else ds.name
+    if base not in DELIVERY_ROUNDS:
+        raise ValueError(f"{ds.name}: not a delivery round ({sorted(DELIVERY_ROUNDS)}, or _b)")
     reg = {(r["M"], r["N"], r["K"], r["schedule"], r["group"], r["raster"]): r
-           for r in registered_rows(DELIVERY_ROUND_FILE)}
+           for r in registered_rows(DELIVERY_ROUNDS[base][1])}
     p = params if params is not None else perf.calibrated()
     out = []
     for r in ds.records:
@@ -2049,12 +2069,13 @@ def delivery_round_rows(ds: Dataset | str | None = None, params=None) -> list[di
     return out
 
 
-def delivery_round_summary(tol: float = TOLERANCE) -> dict:
-    """Per committed process of the delivery round: ``n``, the records within ±``tol`` of the model as registered
-    (``model``), without the bound (``plain``) and now (``now``); the records where the two registered predictions
-    differ (``decisive``) and of those the ones each got within (``decisive_model``, ``decisive_plain``)."""
+def delivery_round_summary(tol: float = TOLERANCE, round_: str = DELIVERY_ROUND_DATASET) -> dict:
+    """Per committed process of a delivery round (``round_``, a dataset of :data:`DELIVERY_ROUNDS`): ``n``, the
+    records within ±``tol`` of the two registered predictions (``model``, ``plain``) and of the model now
+    (``now``); the records where the two registered predictions differ (``decisive``) and of those the ones each got
+    within (``decisive_model``, ``decisive_plain``)."""
     out = {}
-    for name in (DELIVERY_ROUND_DATASET, DELIVERY_ROUND_DATASET + "_b"):
+    for name in (round_, round_ + "_b"):
         rs = delivery_round_rows(name)
         if not rs:
             continue

@@ -127,3 +127,26 @@ def test_the_threshold_on_the_rounds_counters():
         assert l08._delivery_round_l2(planted).mismatches > 0
     finally:
         data.load = orig
+
+
+@pytest.mark.skipif(not data.available(l08.DELIVERY2_DATASET), reason="the second round is not committed")
+def test_the_second_round_kept_the_pairs_refinements():
+    s = l08.delivery_round_summary(round_=l08.DELIVERY2_DATASET)
+    assert set(s) == {l08.DELIVERY2_DATASET, l08.DELIVERY2_DATASET + "_b"}
+    for v in s.values():
+        assert v["n"] == 65 and v["decisive"] == 5 and v["decisive_model"] == 5 and v["decisive_plain"] == 0
+        assert v["model"] >= l08.ACHIEVED_DELIVERY2 * v["n"] and v["model"] > v["plain"]
+    rows = l08.delivery_round_rows(l08.DELIVERY2_DATASET)
+    dec = [r for r in rows if r["decisive"]]
+    assert all(r["schedule"] == "pairs" and abs(r["model"]) < 0.05 and r["plain"] > 0.25 for r in dec)
+    # what is left: the persistent order in groups of 2 along M, the window's DRAM reads of a wave in step
+    left = [r for r in rows if abs(r["model"]) > l08.TOLERANCE]
+    assert left and all(r["schedule"] == "persistent" and (r["group"], r["raster"]) == (2, 0) for r in left)
+    for name in (l08.DELIVERY2_DATASET, l08.DELIVERY2_DATASET + "_b"):
+        ds = data.load(name)
+        assert l08._delivery_round_check(ds).mismatches == 0
+        recs = copy.deepcopy(ds.records)
+        for r in recs:      # the row-major pairs launches as slow as the first round's bound said
+            if r.get("schedule") == "pairs" and (r.get("group"), r.get("raster")) == (1, 0):
+                r["median_ms"] *= 1.35
+        assert l08._delivery_round_check(Dataset(ds.name, ds.meta, recs)).mismatches > 0

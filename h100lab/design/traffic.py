@@ -39,8 +39,14 @@ Both constants are read off the L2 → SM counters (Nsight Compute, no time): th
 of the :data:`LRC_CALIBRATION` runs, the threshold the one that splits ``l08/gemm_l2_traffic``'s ping-pong runs into
 those that merged (under 0.8 of their bytes delivered) and those that did not (over 0.9) — 28 of 29 right, 12 of 12
 on the held-out delivery run. It was read off after the time model's misses were known (the row-major ping-pong at
-4096³, +25…+27 %, are within since); ``benchmarks/predict_delivery.py`` registers its predictions for shapes no run
-had timed before the run that tests it.
+4096³, +25…+27 %, are within since); ``benchmarks/predict_delivery.py`` registered its predictions for six shapes no
+run had timed before the H200 ran them (:func:`h100lab.validation.l08.delivery_round_summary`: 64 and 65 of 78
+within ±10 % in two processes, 53 and 54 without the bound; where the two differ 11 of 12 against none), and a
+second round for the two refinements of the pairs schedule read off the first round's misses
+(:attr:`h100lab.design.perf.PerfParams.delivery_pairs`: 62 and 61 of 65 against the first round's bound's 57 and 56,
+every one of the 5 records where they differ). What it leaves: waves in step whose working set fits in the L2 still
+pay the window's DRAM reads (the groups of 2 along M, 3072³), and groups of 4 and 8 along N drift without being
+lonely.
 
 **Calibration** (:func:`calibrated_window`): ``window`` is the one constant, fitted with the lesson-8 time model on a
 documented subset — :data:`CALIBRATION`: the ping-pong form in every tile order at 8192 × 8192 × 8192 on 132

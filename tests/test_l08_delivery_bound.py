@@ -56,7 +56,7 @@ def test_sharers_16_apart_are_half_alone_in_windows_of_20():
 @needs_counters
 def test_the_threshold_is_read_off_the_counters_and_classifies_the_held_out_run():
     t = traffic.fit_lonely_share()
-    rows = traffic.lonely_rows(traffic.L2_DATASET, window=20)
+    rows = traffic.lonely_rows(traffic.L2_DATASET)
     merged = [r["lonely"] for r in rows if r["delivered"] < traffic.MERGED_BELOW]
     unmerged = [r["lonely"] for r in rows if r["delivered"] > traffic.UNMERGED_ABOVE]
     assert len(rows) == len(merged) + len(unmerged) == 29                   # none in between
@@ -64,7 +64,7 @@ def test_the_threshold_is_read_off_the_counters_and_classifies_the_held_out_run(
     assert t == pytest.approx((max(merged) + min(x for x in unmerged if x > max(merged))) / 2)
     wrong = [r for r in rows if (r["lonely"] > t) != (r["delivered"] > traffic.UNMERGED_ABOVE)]
     assert [r["label"] for r in wrong] == ["8192×8192×8192 pingpong (persistent, 132 CTAs) group 8 raster N"]
-    held = traffic.lonely_rows(traffic.DELIVERY_DATASET, window=20)
+    held = traffic.lonely_rows(traffic.DELIVERY_DATASET)
     assert len(held) == 12 and {r["schedule"] for r in held} == {"persistent", "pairs"}
     assert all((r["lonely"] > t) == (r["delivered"] > traffic.UNMERGED_ABOVE) for r in held)
 
@@ -82,8 +82,9 @@ def test_the_threshold_moves_with_planted_counters():
     orig = data.load
     try:
         data.load = lambda name, *a, **k: planted if name == traffic.L2_DATASET else orig(name, *a, **k)
-        assert traffic.fit_lonely_share() > traffic.lonely_share_of("pingpong", "persistent", 8192, 8192, 8192, 1, 0,
-                                                                    20)
+        w = perf.calibrated().reuse_window
+        assert traffic.fit_lonely_share(window=w) > traffic.lonely_share_of("pingpong", "persistent", 8192, 8192,
+                                                                            8192, 1, 0, w)
     finally:
         data.load = orig
 
@@ -92,7 +93,9 @@ def test_the_threshold_moves_with_planted_counters():
 def test_the_model_has_the_bound_with_its_constants_from_the_counters():
     for p in (perf.calibrated(), perf.calibrated(form_clock=False)):
         assert p.delivery_floor_tb_s == traffic.lrc_ceiling_tb_s()
-        assert p.lonely_share == traffic.fit_lonely_share()
+        # the threshold with the window the constants fit before the bound, which the bound leaves as it was
+        assert p.lonely_share == traffic.fit_lonely_share(window=p.reuse_window)
+    assert perf.calibrated().lonely_share == traffic.fit_lonely_share()
 
 
 @needs_counters

@@ -1207,8 +1207,9 @@ def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster
       in-flight set.
 
     :func:`predict` uses them when :attr:`PerfParams.delivery_floor_tb_s` is set: a wave whose lonely share is over
-    :attr:`PerfParams.lonely_share` (:func:`h100lab.design.traffic.fit_lonely_share`) runs out of step as a whole, so L2 merges none of its requests (the L2 Request Coalescer
-    merges only requests that arrive together) and delivers every requested byte — its k-block takes at least the
+    :attr:`PerfParams.lonely_share` (:func:`h100lab.design.traffic.fit_lonely_share`) runs out of step as a whole,
+    so L2 merges none of its requests (the L2 Request Coalescer merges only requests that arrive together) and
+    delivers every requested byte — its k-block takes at least the
     requested bytes per k-block at the delivery ceiling; and where its working set fits in the L2
     (:attr:`h100lab.specs.H200_SXM.l2_bytes`), a k-slice one sharer brought in is still there for the next, so its
     DRAM reads are the in-step reads, not the window's. The silicon behind it (``data/l08/gemm_l2_delivery``,
@@ -2190,7 +2191,11 @@ def _with_window(p: PerfParams) -> PerfParams:
     with ``p``'s constants (:func:`h100lab.design.traffic.fit_window_for`; ties: the smallest median |error|) — fitted
     after the time constants, with them, so each model has its own."""
     from .traffic import fit_lonely_share, fit_window_for, lrc_ceiling_tb_s
-    ceiling, lonely = lrc_ceiling_tb_s(), fit_lonely_share()
+    # the window without the delivery bound first (the bound needs a window to say which reads are lonely), the
+    # bound's threshold with it, then the window again with the bound on
+    w0 = fit_window_for(p)
+    ceiling = lrc_ceiling_tb_s()
+    lonely = fit_lonely_share(window=w0) if w0 is not None else None
     q = (replace(p, delivery_floor_tb_s=ceiling, lonely_share=lonely) if ceiling == ceiling and lonely is not None
          else p)
     w = fit_window_for(q)

@@ -891,14 +891,14 @@ def lonely_rows(dataset: str = L2_DATASET, window: int | None = None) -> list[di
     return out
 
 
-def fit_lonely_share(dataset: str = L2_DATASET, window: int = 20) -> float | None:
+def fit_lonely_share(dataset: str = L2_DATASET, window: int | None = None) -> float | None:
     """The lonely share over which a ping-pong wave runs out of step as a whole (:attr:`h100lab.design.perf.PerfParams.
     lonely_share`) [model, calibrated on the L2 → SM counters of ``dataset``'s ping-pong runs — Nsight Compute's
     bytes, no time]: a run merged its sharers' requests when L2 delivered under :data:`MERGED_BELOW` of its requested
     bytes, not when over :data:`UNMERGED_ABOVE` (none falls between); the share is the threshold that classifies the
-    most runs right from their lonely share with reuse window ``window`` (:func:`lonely_rows`; the window the
-    sweep at 8192³ fits, fixed here so the two fits do not depend on each other), the middle of the widest gap
-    among the best. None without the runs.
+    most runs right from their lonely share with reuse window ``window`` (:func:`lonely_rows`; None: the model's,
+    :func:`calibrated_window` — :func:`h100lab.design.perf.calibrated` passes the window its constants fit before
+    the bound is on), the middle of the widest gap among the best. None without the runs.
 
     On ``l08/gemm_l2_traffic`` (29 ping-pong runs): every run with a lonely share up to 0.20 merged (0.43–0.72 of its
     bytes) but one — 8192³ in groups of 8 along N, 0.03 lonely, delivered 0.96 — and every run from 0.51 on did not

@@ -194,7 +194,9 @@ def test_l2_share_not_needed(one_clock, records, trace):
     with_l2 = perf.calibrate(records, wgmma=one_clock.wgmma, timing=one_clock.timing, fit_l2=True, trace=trace,
                              wave_clock=one_clock.wave_clock)
     assert with_l2.reuse_window is None                   # fitted in step, as calibrated() fits
-    with_l2 = perf._fit_fp8_fence(replace(with_l2, reuse_window=one_clock.reuse_window))   # as the model is
+    with_l2 = perf._fit_fp8_fence(replace(with_l2, reuse_window=one_clock.reuse_window,     # as the model is
+                                          delivery_floor_tb_s=one_clock.delivery_floor_tb_s,
+                                          lonely_share=one_clock.lonely_share))
     a, b = l08.report(records, one_clock), l08.report(records, with_l2)
     assert all(b.by_family[k].within <= v.within for k, v in a.by_family.items())
     assert abs(a.by_family["fp8"].within - b.by_family["fp8"].within) <= 2

@@ -88,6 +88,7 @@ def test_cycle_rows_row_major_pingpong_loses_cycles_not_clock():
     g1, g8 = rows[("pingpong", (4096,) * 3, 1, 0)], rows[("pingpong", (4096,) * 3, 8, 0)]
     # 4096^3 row-major ping-pong: ~36 % more SM cycles than grouped at about the same clock
     assert g1["cycles"] > 1.3 * g8["cycles"] and abs(g1["ncu_mhz"] / g8["ncu_mhz"] - 1) < 0.05
-    # the model has the ratio of the two, and both ~10-13 % high in cycles
-    assert 1.3 < g1["model_cycles"] / g8["model_cycles"] < 1.5
-    assert 1.05 < g8["ratio"] < g1["ratio"] < 1.2
+    # the model has most of the ratio of the two: with its delivery bound of an out-of-step ping-pong wave the
+    # row-major launch is within 5 % in cycles, the grouped one ~10 % high
+    assert 1.2 < g1["model_cycles"] / g8["model_cycles"] < g1["cycles"] / g8["cycles"]
+    assert abs(g1["ratio"] - 1) < 0.05 and 1.05 < g8["ratio"] < 1.2

@@ -35,9 +35,9 @@ def main(argv=None) -> int:
     ap.add_argument("--round", type=int, default=1, choices=(1, 2))
     args = ap.parse_args(argv)
     name = l08.DELIVERY_ROUND_DATASET if args.round == 1 else l08.DELIVERY2_DATASET
-    shapes, file, pairs = l08.DELIVERY_ROUNDS[name]
-    rows = l08.delivery_round_predictions(shapes, pairs=pairs)
-    out = write_predictions(file, {"shapes": [list(s) for s in shapes], "rows": rows})
+    rnd = l08.DELIVERY_ROUNDS[name]
+    rows = l08.delivery_round_predictions(rnd.shapes, pairs=rnd.pairs)
+    out = write_predictions(rnd.file, {"shapes": [list(s) for s in rnd.shapes], "rows": rows})
     print(f"{len(rows)} predictions -> {out.relative_to(ROOT)}")
     return 0
 

@@ -38,7 +38,7 @@ def test_the_shapes_were_never_timed_before():
                                         (PREDICTIONS2, l08.DELIVERY2_DATASET)])
 def test_the_committed_predictions_are_the_codes(path, name):
     committed = json.loads(path.read_text())
-    shapes, _, pairs = l08.DELIVERY_ROUNDS[name]
+    shapes, pairs = l08.DELIVERY_ROUNDS[name].shapes, l08.DELIVERY_ROUNDS[name].pairs
     assert [tuple(s) for s in committed["shapes"]] == list(shapes)
     now = l08.delivery_round_predictions(shapes, pairs=pairs)
     assert len(now) == len(committed["rows"]) == len(shapes) * (len(l08.DRIFT_ORDERS) + len(l08.DELIVERY_PAIR_ORDERS))

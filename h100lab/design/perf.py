@@ -326,7 +326,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 __all__ = ["NotModelled", "Form", "form", "step_form", "PerfParams", "IssueTiming", "issue_timing", "Wave",
            "Prediction", "predict", "predict_record", "issue_events", "Gap", "gap_to_peak", "GAP_PARTS", "DATASETS", "TIME_KINDS",
@@ -1174,7 +1174,7 @@ def scale_read_bytes(f: Form, M: int, N: int, K: int, sms: int, group: int = 8, 
         b = cols - (seen_b if fits else set())
         seen_a |= a
         seen_b |= b
-        out.append(float((len(a) * f.bm + len(b) * f.bn) * K * f.elem_bytes))
+        out.append(_panel_bytes(f, a, b, K))
     return tuple(out)
 
 
@@ -1189,12 +1189,31 @@ def _wave_panels(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: 
     return [({m for m, _ in w}, {n for _, n in w}) for w in waves]
 
 
+def _panel_bytes(f: Form, rows, cols, K: int) -> float:
+    """The bytes of the A panels of tile rows ``rows`` and the B panels of tile columns ``cols``, over the whole of
+    K (a working set)."""
+    return float((len(rows) * f.bm + len(cols) * f.bn) * K * f.elem_bytes)
+
+
+class DeliveryWave(NamedTuple):
+    """One wave of :func:`delivery_waves`: its ``lonely`` share, its ``in_step_dram`` bytes, its ``working_set``
+    (bytes), the bytes one in-flight set requests per k-block (``set_kblock_bytes``) and the whole wave's requested
+    bytes (``requested``)."""
+
+    lonely: float
+    in_step_dram: float
+    working_set: float
+    set_kblock_bytes: float
+    requested: float
+
+
 @lru_cache(maxsize=1024)
 def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, window: int,
                    per_set: bool = True) -> tuple:
     """Per wave of a ping-pong launch of ``f`` whose sharers drift apart beyond ``window`` consecutive CTAs (the
-    reuse window of :mod:`h100lab.design.traffic`): (lonely share, in-step DRAM bytes, working set bytes, requested
-    bytes per k-block) [model, issue 17].
+    reuse window of :mod:`h100lab.design.traffic`): a :class:`DeliveryWave` — lonely share, in-step DRAM bytes,
+    working set bytes, requested bytes per k-block of one in-flight set, and the wave's requested bytes [model,
+    issue 17].
 
     * lonely share — :func:`h100lab.design.traffic.lonely_bytes` over the wave's requested bytes: the part read by
       a tile whose panel has no other sharer in its window (a wave of a ``pairs`` launch: each in-flight set of
@@ -1204,7 +1223,7 @@ def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster
       persistent wave: the wave; a ``pairs`` wave: ``sms`` consecutive tiles, what its CTAs read at once;
       ``per_set`` False: the whole wave's, as the first delivery round had it);
     * requested bytes per k-block — every tile's A and B k-slices (``(bm + bn) · bk`` elements per tile), per
-      in-flight set.
+      in-flight set; the wave's requested bytes — every tile's A and B k-slices of the wave, per k-block.
 
     :func:`predict` uses them when :attr:`PerfParams.delivery_floor_tb_s` is set: a wave whose lonely share is over
     :attr:`PerfParams.lonely_share` (:func:`h100lab.design.traffic.fit_lonely_share`) runs out of step as a whole,
@@ -1234,9 +1253,8 @@ def delivery_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster
         sets = [wave[i:i + conc] for i in range(0, len(wave), conc)]
         lonely = sum(lonely_bytes(s, window, pa, pb) for s in sets)
         req = len(wave) * (pa + pb)
-        ws = max(float((len({t[0] for t in x}) * f.bm + len({t[1] for t in x}) * f.bn) * K * f.elem_bytes)
-                 for x in (sets if per_set else [wave]))
-        out.append((lonely / req, float(ins.waves[w][1]), ws, req / len(sets)))
+        ws = max(_panel_bytes(f, {t[0] for t in x}, {t[1] for t in x}, K) for x in (sets if per_set else [wave]))
+        out.append(DeliveryWave(lonely / req, float(ins.waves[w][1]), ws, req / len(sets), req))
     return tuple(out)
 
 
@@ -1256,7 +1274,7 @@ def wave_working_sets(f: Form, M: int, N: int, K: int, sms: int, group: int = 8,
     panels = _wave_panels(f, M, N, K, sms, group, raster)
     if panels is None:
         return tuple(float(d) for _, d, _ in _layout(f, M, N, K, sms, group, raster).waves)
-    return tuple(float((len(rows) * f.bm + len(cols) * f.bn) * K * f.elem_bytes) for rows, cols in panels)
+    return tuple(_panel_bytes(f, rows, cols, K) for rows, cols in panels)
 
 
 def scale_ws_factor(p: PerfParams, working_set: float) -> float:
@@ -1403,11 +1421,11 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     for wi, (active, dram, hit) in enumerate(lay.waves):
         floor = 0.0
         if drift is not None:
-            lonely, ins_dram, ws, req_kb = drift[wi]
-            if lonely > p.lonely_share:
-                if ws <= H200_SXM.l2_bytes:
-                    dram = ins_dram
-                floor = req_kb / (p.delivery_floor_tb_s * 1e3)
+            d = drift[wi]
+            if d.lonely > p.lonely_share:
+                if d.working_set <= H200_SXM.l2_bytes:
+                    dram = d.in_step_dram
+                floor = d.set_kblock_bytes / (p.delivery_floor_tb_s * 1e3)
         same = (active, dram, hit, None if loaded is None else loaded[wi], floor)
         if same in alike:
             waves.append(alike[same])

@@ -859,14 +859,16 @@ MERGED_BELOW, UNMERGED_ABOVE = 0.8, 0.9
 def lonely_share_of(variant: str, schedule: str, M: int, N: int, K: int, group: int, raster: int, window: int,
                     sms: int = 132) -> float:
     """The lonely share of a whole launch: :func:`h100lab.design.perf.delivery_waves`'s per wave, weighed by each
-    wave's requested bytes per k-block × its in-flight sets (the wave's requested bytes)."""
+    wave's requested bytes."""
     from . import perf
     f = perf.form(variant, schedule=schedule)
     waves = perf.delivery_waves(f, int(M), int(N), int(K), int(sms), int(group), int(raster), int(window))
-    lay = perf._layout(f, int(M), int(N), int(K), int(sms), int(group), int(raster), int(window))
-    per = 2 if schedule == "pairs" else 1
-    weights = [w[0] * per for w in lay.waves]             # tiles in the wave ∝ its requested bytes
-    return float(sum(x[0] * n for x, n in zip(waves, weights)) / sum(weights))
+    return float(sum(x.lonely * x.requested for x in waves) / sum(x.requested for x in waves))
+
+
+def _launch_median(r: dict, metric: str) -> float:
+    """The median of ``metric`` over a counter run's profiled launches (``launch_metrics``; one launch: ``metrics``)."""
+    return float(np.median([m[metric] for m in (r.get("launch_metrics") or [r["metrics"]])]))
 
 
 def lonely_rows(dataset: str = L2_DATASET, window: int | None = None) -> list[dict]:
@@ -883,7 +885,7 @@ def lonely_rows(dataset: str = L2_DATASET, window: int | None = None) -> list[di
     for r in _counter_runs(dataset, key):
         if not r["variant"].startswith("pingpong"):
             continue
-        tex = float(np.median([m[key] for m in (r.get("launch_metrics") or [r["metrics"]])])) * 32.0
+        tex = _launch_median(r, key) * 32.0
         sched = r.get("schedule", "persistent")
         out.append({"label": _run_label(r), "schedule": sched,
                     "lonely": lonely_share_of(r["variant"], sched, r["M"], r["N"], r["K"], r["group"], r["raster"], w),
@@ -907,7 +909,7 @@ def fit_lonely_share(dataset: str = L2_DATASET, window: int | None = None) -> fl
     rows = [r for r in lonely_rows(dataset, window) if r["delivered"] < MERGED_BELOW or r["delivered"] > UNMERGED_ABOVE]
     if not rows:
         return None
-    xs = sorted({r["lonely"] for r in rows})
+    xs = sorted({round(r["lonely"], 12) for r in rows})     # shares equal but for rounding are one share
     cands = [(a + b) / 2 for a, b in zip(xs, xs[1:])] or [xs[0]]
 
     def right(t: float) -> int:
@@ -986,8 +988,7 @@ def delivery_rows(dataset=DELIVERY_DATASET, params=None) -> list[dict]:
     for r in recs:
         if r.get("kind") != "l2" or not r.get("ok") or "lts__t_sectors_srcunit_tex_op_read.sum" not in r["metrics"]:
             continue
-        ms = r.get("launch_metrics") or [r["metrics"]]
-        med = lambda k: float(np.median([m[k] for m in ms]))  # noqa: E731
+        med = lambda k: _launch_median(r, k)  # noqa: E731
         tex, dram = med("lts__t_sectors_srcunit_tex_op_read.sum") * 32.0, med("dram__bytes_read.sum")
         dur = med("gpu__time_duration.sum") * 1e-6                       # ms
         f = perf.form(r["variant"], schedule=r["schedule"])

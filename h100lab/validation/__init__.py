@@ -37,6 +37,11 @@ class CheckResult:
         return self.cases > 0 and self.mismatches == 0
 
 
+def first_process(name: str) -> str:
+    """The dataset name of a run's first process: ``name`` less its ``_b`` (a run repeated in a second process)."""
+    return name[:-2] if name.endswith("_b") else name
+
+
 def beyond_floor(n: int, misses: int, floor: float) -> int:
     """A floor check's mismatches: of ``n`` cases at least ``floor`` (a fraction) must agree, so
     ``n − ceil(floor · n)`` may miss; the ``misses`` beyond that (0 when the floor is met)."""

@@ -36,12 +36,12 @@ next to the clock runs (nothing fitted on them).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 
 from ..data import Dataset
 from ..design.traffic import DELIVERY_DATASET, SKEW_PINGPONG_DATASET
-from . import CheckResult, beyond_floor, silicon_check
+from . import CheckResult, beyond_floor, first_process, silicon_check
 from .fit import Agreement, agreement
 
 __all__ = ["TOLERANCE", "ACHIEVED_HELD_OUT", "ACHIEVED_WORST", "CALIBRATION_TOLERANCE", "FAMILIES", "ACHIEVED",
@@ -2004,7 +2004,7 @@ def delivery_round_predictions(shapes: Sequence = DELIVERY_SHAPES, pairs: bool =
         f = perf.form("pingpong", schedule=sched)
         a = perf.predict(f, M, N, K, sms=132, group=g, raster=r, params=p)
         b = perf.predict(f, M, N, K, sms=132, group=g, raster=r, params=plain)
-        ws = max(x[2] for x in perf.delivery_waves(f, M, N, K, 132, g, r, p.reuse_window, pairs))
+        ws = max(x.working_set for x in perf.delivery_waves(f, M, N, K, 132, g, r, p.reuse_window, pairs))
         out.append({"M": M, "N": N, "K": K, "schedule": sched, "group": g, "raster": r, "model": a.time_ms,
                     "plain": b.time_ms, "bound": a.bound,
                     "lonely": traffic.lonely_share_of("pingpong", sched, M, N, K, g, r, p.reuse_window),
@@ -2023,9 +2023,6 @@ DELIVERY2_SHAPES = ((4096, 4096, 6656), (6144, 4096, 6144), (5120, 6144, 4608), 
                     (3072, 4096, 6656))
 DELIVERY2_DATASET = "l08/gemm_orders_delivery2"
 DELIVERY2_FILE = "l08_gemm_orders_delivery2.json"
-#: each delivery round: its dataset -> (shapes, predictions file, pairs refinements in its model)
-DELIVERY_ROUNDS = {DELIVERY_ROUND_DATASET: (DELIVERY_SHAPES, DELIVERY_ROUND_FILE, False),
-                   DELIVERY2_DATASET: (DELIVERY2_SHAPES, DELIVERY2_FILE, True)}
 #: the delivery round's Nsight Compute run (``bench_gemm_orders.py --l2 --l2-set delivery_round``): the lonely-share
 #: threshold on runs it never saw
 DELIVERY_ROUND_L2_DATASET = "l08/gemm_l2_delivery_round"
@@ -2034,9 +2031,25 @@ DELIVERY_ROUND_L2_DATASET = "l08/gemm_l2_delivery_round"
 ACHIEVED_DELIVERY_ROUND = 0.82
 #: the same for the second round (62 and 61 of 65; the first round's bound 57 and 56)
 ACHIEVED_DELIVERY2 = 0.93
-#: each round's floor, and what its ``plain`` prediction is
-_ROUND_FLOOR = {DELIVERY_ROUND_DATASET: (ACHIEVED_DELIVERY_ROUND, "without the bound"),
-                DELIVERY2_DATASET: (ACHIEVED_DELIVERY2, "the first round's bound")}
+
+
+class DeliveryRound(NamedTuple):
+    """One delivery round: its ``shapes``, its predictions ``file``, whether its model has the pairs refinements
+    (``pairs``, :func:`delivery_round_predictions`), its check's ``floor`` and what its ``plain`` prediction is."""
+
+    shapes: tuple
+    file: str
+    pairs: bool
+    floor: float
+    plain: str
+
+
+#: each delivery round, by its dataset
+DELIVERY_ROUNDS = {
+    DELIVERY_ROUND_DATASET: DeliveryRound(DELIVERY_SHAPES, DELIVERY_ROUND_FILE, False, ACHIEVED_DELIVERY_ROUND,
+                                          "without the bound"),
+    DELIVERY2_DATASET: DeliveryRound(DELIVERY2_SHAPES, DELIVERY2_FILE, True, ACHIEVED_DELIVERY2,
+                                     "the first round's bound")}
 
 
 def delivery_round_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
@@ -2051,11 +2064,11 @@ def delivery_round_rows(ds: Dataset | str | None = None, params=None) -> list[di
     ds = committed_run(ds or DELIVERY_ROUND_DATASET)
     if ds is None:
         return []
-    base = ds.name[:-2] if ds.name.endswith("_b") else ds.name
+    base = first_process(ds.name)
     if base not in DELIVERY_ROUNDS:
         raise ValueError(f"{ds.name}: not a delivery round ({sorted(DELIVERY_ROUNDS)}, or _b)")
     reg = {(r["M"], r["N"], r["K"], r["schedule"], r["group"], r["raster"]): r
-           for r in registered_rows(DELIVERY_ROUNDS[base][1])}
+           for r in registered_rows(DELIVERY_ROUNDS[base].file)}
     p = params if params is not None else perf.calibrated()
     out = []
     for r in ds.records:
@@ -2096,7 +2109,8 @@ def _delivery_round_check(ds: Dataset) -> CheckResult:
     if not rs:
         return CheckResult(1, 1, [], note=f"{ds.name}: no ping-pong record of the registered round")
     n = len(rs)
-    floor, plain = _ROUND_FLOOR[ds.name[:-2] if ds.name.endswith("_b") else ds.name]
+    rnd = DELIVERY_ROUNDS[first_process(ds.name)]
+    floor, plain = rnd.floor, rnd.plain
     within = _within(rs, ("model", "plain", "now"))
     dec = _within([r for r in rs if r["decisive"]], ("model", "plain"))
     bad = sorted((r for r in rs if abs(r["model"]) > TOLERANCE), key=lambda r: -abs(r["model"]))
@@ -2304,7 +2318,7 @@ def fresh_registered(file: str = "l08_gemm_fresh.json") -> dict:
 
 def _fresh_mode(name: str) -> tuple:
     """(mode, predictions file) of a fresh-shape run's dataset, (None, None) for any other."""
-    base = name[:-2] if name.endswith("_b") else name
+    base = first_process(name)
     return next(((m, file) for _, ds, file in FRESH_ROUNDS for m, d in ds.items() if d == base), (None, None))
 
 

@@ -48,7 +48,7 @@ from typing import Sequence
 
 from ..data import Dataset
 from ..design.perf import FP8_FENCE_CALIBRATION
-from . import CheckResult, beyond_floor, silicon_check
+from . import CheckResult, beyond_floor, first_process, silicon_check
 
 __all__ = ["FENCE_VARIANTS", "FENCE_PAIRS", "FENCE_CALIBRATION", "STRUCTURES", "FENCE_SHAPES", "FENCE_DATASET",
            "FENCE_PREDICTIONS", "FENCE2_SHAPES", "FENCE2_DATASET", "FENCE2_PREDICTIONS", "ROUNDS", "fence_params",
@@ -122,8 +122,7 @@ def fence_registered(rnd: int = 1) -> dict:
 
 
 def _round_of(name: str) -> int | None:
-    base = name[:-2] if name.endswith("_b") else name
-    return next((k for k, v in ROUNDS.items() if v[1] == base), None)
+    return next((k for k, v in ROUNDS.items() if v[1] == first_process(name)), None)
 
 
 def fence_rows(ds: Dataset | str) -> list[dict]:

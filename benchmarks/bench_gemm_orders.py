@@ -289,6 +289,11 @@ L2_RUNS = tuple(
     + [(_SQ8, "pingpong", "persistent", g, r, 66) for g, r in ((1, 0), (8, 0))]
     + [((1280, 3840, 8192), v, "persistent", 8, 0, None) for v in ("pingpong", "cooperative", "cooperative_n128")]
     + [((16384, 16384, 16384), v, "persistent", 8, 0, None) for v in ("cooperative", "cooperative_n128")])
+def _reuse_runs() -> tuple:
+    from h100lab.validation.l08_reuse import reuse_runs
+    return reuse_runs()
+
+
 #: --l2-set bistable: runs whose timed launches split into a fast and a slow group (32768×2048×8192 row-major:
 #: 1.8 or 2.3 ms within one run of 20, l08/gemm_l2_traffic) with the ping-pong and cooperative controls — each
 #: launched --l2-launches times under ncu, so each launch's DRAM bytes sit next to its duration
@@ -335,9 +340,12 @@ L2_RUN_SETS = {
                             for s in ((6144, 6144, 4096), (5120, 5120, 5120), (8192, 4096, 4096), (4096, 4096, 6144),
                                       (3072, 3072, 3072))
                             for g, r in ((1, 0), (8, 0), (16, 1), (1, 1))),
+    # the in-flight 128 × 128 form's reuse, registered (h100lab.validation.l08_reuse): every cooperative form of the
+    # n128 set and an in-flight cluster pair at seven shapes no run had timed, launch by launch as n128
+    "reuse": _reuse_runs(),
 }
 #: the run sets whose launches ncu reads in one pass (:data:`L2_METRICS_ONE_PASS`): a launch's state is one state
-ONE_PASS_SETS = ("bistable", "n128")
+ONE_PASS_SETS = ("bistable", "n128", "reuse")
 #: run sets with metrics of their own: delivery — the L2 -> SM read sectors (``srcunit_tex``: what the SMs' requests,
 #: after the L2 Request Coalescer, read from L2) beside DRAM, the link between the L2 halves and the duration
 SET_METRICS = {"delivery": ("dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",

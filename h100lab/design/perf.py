@@ -674,7 +674,12 @@ class PerfParams:
     :func:`h100lab.design.traffic.fit_lonely_share`); ``delivery_pairs`` (default True; False: the bound as the
     first delivery round registered it, ``l08_gemm_orders_delivery.json``): a ``pairs`` wave's working set is its
     largest in-flight set's, and a delivery-bound wave of a launch of one or two tiles per CTA hides its CTAs' fills
-    and epilogues (:func:`delivery_waves`, :func:`predict`)."""
+    and epilogues (:func:`delivery_waves`, :func:`predict`). ``tile_read_tb_s`` (TB/s; default 0, off — the model's,
+    :func:`calibrated`, has :func:`fit_tile_read`'s): the DRAM bound of a persistent launch of a cooperative form
+    (not ping-pong) charges the bytes of :func:`h100lab.design.traffic.capacity_reads` at this rate instead of the
+    in-step bytes at lesson 5's read-stream ceiling; ``form_drifts`` ((variant, drift) pairs,
+    :func:`h100lab.design.traffic.calibrated_form_drifts`) the drift of each form measured so, ``capacity_drift`` the
+    drift of any other (:func:`h100lab.design.traffic.calibrated_drift`) — :func:`_capacity_waves`."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -702,6 +707,9 @@ class PerfParams:
     delivery_floor_tb_s: float = 0.0
     lonely_share: float = 0.0
     delivery_pairs: bool = True
+    tile_read_tb_s: float = 0.0
+    form_drifts: tuple = ()
+    capacity_drift: float = 0.0
     source: str = ""
     notes: tuple = ()
 
@@ -1375,8 +1383,9 @@ def predict(v, M: int, N: int, K: int, *, sms: int | None = None, group: int = 8
 
 @lru_cache(maxsize=8192)
 def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, p: PerfParams, regime: str,
-             window) -> Prediction:
-    """:func:`predict` with every argument resolved (remembered: a repeated question is answered once)."""
+             window, dram_total: float | None = None) -> Prediction:
+    """:func:`predict` with every argument resolved (remembered: a repeated question is answered once);
+    ``dram_total``: the launch's DRAM bytes as given (:func:`predict_bytes`), spread over the waves as the model's."""
     from ..sim.timing import read_ceiling, soft_period
     from ..specs import H200_SXM
 
@@ -1384,6 +1393,7 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     t = p.timing
     w = p.wgmma
     lay = _layout(f, M, N, K, sms, group, raster, window)
+    dram_waves, read_rate = _dram_waves(f, M, N, K, sms, group, raster, p, lay, dram_total)
     it = issue_timing(f, w, **_loop_args(f, p, ghz))
     arrive = 0.0 if f.cta_sync else t.mbarrier_arrive_ns
     hbm = read_ceiling(t)
@@ -1418,7 +1428,7 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     # reads where its working set fits in L2
     drift = (delivery_waves(f, int(M), int(N), int(K), sms, int(group), int(raster), int(window), p.delivery_pairs)
              if p.delivery_floor_tb_s > 0 and f.pingpong and window is not None else None)
-    for wi, (active, dram, hit) in enumerate(lay.waves):
+    for wi, (active, dram, hit) in enumerate(dram_waves):
         floor = 0.0
         if drift is not None:
             d = drift[wi]
@@ -1432,7 +1442,7 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
             continue
         share = t.tma_bytes_per_ns if p.l2_bytes_per_ns <= 0 else min(t.tma_bytes_per_ns, p.l2_bytes_per_ns / active)
         t_x = f.tma_bytes / share
-        t_h = dram / lay.k_blocks / hbm
+        t_h = dram / lay.k_blocks / read_rate
 
         def _bounds(itw, g=ghz):
             # a stage's round trip: the producer re-arms and issues, the bytes move and land, the consumers blocked
@@ -1520,6 +1530,63 @@ def _predict(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int,
     return Prediction(f, int(M), int(N), int(K), sms, int(group), int(raster), lay.grid, lay.tiles, lay.k_blocks,
                       lay.per_cta, ghz, regime, first_it if first_it is not None else it, fill, starts, epi, drain,
                       tuple(waves), total)
+
+
+def _dram_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, p: PerfParams, lay: _Layout,
+                dram_total: float | None) -> tuple:
+    """(per wave of ``lay``: active CTAs, DRAM bytes, L2 hit rate; the rate its DRAM bound charges them at, B/ns).
+    The layout's waves at lesson 5's read ceiling, or — with :attr:`PerfParams.tile_read_tb_s` on, for a persistent
+    launch of a form that is not ping-pong — :func:`_capacity_waves` at that rate; with ``dram_total`` the bytes scaled
+    so the launch reads that many (each wave's share kept, none above its requested bytes)."""
+    from ..sim.timing import read_ceiling
+
+    waves, rate = lay.waves, read_ceiling(p.timing)
+    if p.tile_read_tb_s > 0 and not f.pingpong and f.schedule == "persistent":
+        waves = _capacity_waves(f, M, N, K, sms, group, raster, dict(p.form_drifts).get(f.name, p.capacity_drift))
+        rate = p.tile_read_tb_s * 1e3
+    if dram_total is not None:
+        if not dram_total >= 0:
+            raise ValueError(f"dram_total = {dram_total}: DRAM bytes, >= 0")
+        per = 2 if f.schedule == "pairs" else 1
+        have = sum(d for _, d, _ in waves) * per
+        scale = dram_total / have if have > 0 else 0.0
+        out = []
+        for a, d, h in waves:
+            req = d / (1.0 - h) if h < 1.0 else 0.0
+            x = min(req, d * scale) if req > 0 else 0.0
+            out.append((a, x, 1.0 - x / req if req > 0 else h))
+        waves = tuple(out)
+    return waves, rate
+
+
+@lru_cache(maxsize=256)
+def _capacity_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, drift: float) -> tuple:
+    """The waves of :func:`_layout` (in step) with the DRAM bytes of :func:`h100lab.design.traffic.capacity_reads` at
+    ``drift`` (the L2's capacity, the CTAs drifting apart), each no more than the wave's requested bytes."""
+    from .traffic import capacity_reads
+
+    lay = _layout(f, M, N, K, sms, group, raster)
+    cap = capacity_reads(f, M, N, K, sms, group, raster, drift=drift)
+    out = []
+    for (a, d, h), c in zip(lay.waves, cap):
+        req = d / (1.0 - h)
+        x = min(req, float(c))
+        out.append((a, x, 1.0 - x / req))
+    return tuple(out)
+
+
+def predict_bytes(v, M: int, N: int, K: int, dram_bytes: float, *, sms: int | None = None, group: int = 8,
+                  raster: int = 0, params: PerfParams | None = None, regime: str = "sustained") -> Prediction:
+    """One launch of ``v`` (:func:`predict`'s arguments, in step or its model's DRAM bytes spread over the waves) that
+    read ``dram_bytes`` from DRAM — the time model given a launch's measured bytes (Nsight Compute's
+    ``dram__bytes_read``): what :func:`fit_tile_read` fits and :func:`h100lab.validation.l08.launch_time_rows`
+    checks launch by launch."""
+    from ..specs import H200_SXM
+
+    f = v if isinstance(v, Form) else form(v)
+    p = params if params is not None else calibrated()
+    sms = H200_SXM.sm_count if sms is None else int(sms)
+    return _predict(f, int(M), int(N), int(K), sms, int(group), int(raster), p, regime, None, float(dram_bytes))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -2183,11 +2250,12 @@ def _fit_model() -> tuple:
         plain = calibrate(recs, wgmma=w, timing=tt, trace=trace)
         wc = wave_clock_constants(plain)
         if not wc:
-            plain = _fit_fp8_fence(_with_window(plain))
+            plain = _with_tile_reads(_fit_fp8_fence(_with_window(plain)))
             return plain, plain
         q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wc)
         q = calibrate(recs, wgmma=w, timing=tt, trace=trace, wave_clock=wave_clock_constants(q))
-        return _fit_fp8_fence(_with_window(q)), _fit_fp8_fence(_with_window(plain))
+        return (_with_tile_reads(_fit_fp8_fence(_with_window(q))),
+                _with_tile_reads(_fit_fp8_fence(_with_window(plain))))
 
     from .. import fitcache
     return fitcache.memo("l08_perf_params", _fit_inputs(w, tt, _window_inputs() + _fence_inputs()), fit)
@@ -2199,8 +2267,8 @@ def _fence_inputs() -> tuple:
 
 
 def _window_inputs() -> tuple:
-    from .traffic import L2_DATASET, ORDERS_DATASET
-    return (ORDERS_DATASET, L2_DATASET)
+    from .traffic import FORM_DRIFT_DATASET, L2_DATASET, ORDERS_DATASET
+    return (ORDERS_DATASET, L2_DATASET, FORM_DRIFT_DATASET)
 
 
 def _with_window(p: PerfParams) -> PerfParams:
@@ -2220,6 +2288,80 @@ def _with_window(p: PerfParams) -> PerfParams:
     return replace(q, reuse_window=w, notes=q.notes + (
         f"reuse window of the ping-pong forms: {w} CTAs (l08/gemm_orders, the ping-pong form at 8192³ in every tile "
         f"order)",))
+
+
+#: the range (TB/s) :func:`fit_tile_read` searches
+TILE_READ_RANGE = (2.0, 6.0)
+
+
+def tile_read_rows(p: PerfParams, dataset: str | None = None) -> list[dict]:
+    """Per launch of ``dataset``'s persistent cooperative runs profiled launch by launch (default
+    :data:`h100lab.design.traffic.FORM_DRIFT_DATASET`; :func:`h100lab.design.traffic.launch_runs`): ``variant``,
+    ``shape``, ``bytes`` and ``ms`` (Nsight Compute's DRAM bytes and duration of the launch), ``model_ms``
+    (:func:`predict_bytes`: one launch at the sustained clock that read those bytes, with ``p``) and ``error``."""
+    from .traffic import FORM_DRIFT_DATASET, launch_runs
+
+    out = []
+    for r in launch_runs(FORM_DRIFT_DATASET if dataset is None else dataset):
+        if r.get("schedule") != "persistent" or str(r["variant"]).startswith("pingpong"):
+            continue
+        for b, ms in zip(r["launch_bytes"], r["launch_ms"]):
+            t = predict_bytes(r["variant"], r["M"], r["N"], r["K"], b, sms=r["grid"], group=r["group"],
+                              raster=r["raster"], params=p).time_ms
+            out.append({"variant": r["variant"], "shape": (r["M"], r["N"], r["K"]), "bytes": b, "ms": ms,
+                        "model_ms": t, "error": t / ms - 1.0})
+    return out
+
+
+def fit_tile_read(p: PerfParams, dataset: str | None = None, tol: float = 0.005) -> float:
+    """The DRAM rate (TB/s) of a cooperative form's tile reads [model, calibrated on times given bytes]: the rate
+    that, as :attr:`PerfParams.tile_read_tb_s` with ``p``'s other constants, puts :func:`tile_read_rows` closest to
+    Nsight Compute's durations given each launch's own DRAM bytes — the smallest root-mean-square log ratio over every
+    launch (golden-section search over :data:`TILE_READ_RANGE` to ``tol``). nan without the dataset.
+
+    Why not lesson 5's read ceiling (4.7 TB/s, bulk copies of contiguous memory): a GEMM's TMA tile reads a box of
+    128 rows of 128 B each, the rows a whole K-row apart, so each k-block's bytes come from many DRAM pages; the
+    launches of :data:`h100lab.design.traffic.FORM_DRIFT_DATASET` that read the most ran at 3.4–3.5 TB/s, and the
+    fastest ping-pong runs of ``l08/gemm_l2_traffic`` at 4.1."""
+    import math
+
+    def score(x: float) -> float:
+        rs = tile_read_rows(replace(p, tile_read_tb_s=x), dataset)
+        return math.sqrt(sum(math.log1p(r["error"]) ** 2 for r in rs) / len(rs)) if rs else float("nan")
+
+    lo, hi = TILE_READ_RANGE
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = score(a), score(b)
+    if fa != fa:
+        return float("nan")
+    while hi - lo > tol:
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = score(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = score(b)
+    return round((lo + hi) / 2.0, 3)
+
+
+def _with_tile_reads(p: PerfParams) -> PerfParams:
+    """``p`` with the cooperative forms' DRAM bound on the capacity estimate (:attr:`PerfParams.tile_read_tb_s`,
+    ``form_drifts``, ``capacity_drift``): each form's drift and the common drift from DRAM counters (no time), the
+    tile reads' rate fitted last with ``p``'s other constants (:func:`fit_tile_read`); ``p`` unchanged without
+    the counters."""
+    from .traffic import FORM_DRIFT_DATASET, calibrated_drift, calibrated_form_drifts
+
+    drifts = calibrated_form_drifts()
+    rate = fit_tile_read(p)
+    if not drifts or rate != rate:
+        return p
+    return replace(p, tile_read_tb_s=rate, form_drifts=drifts, capacity_drift=calibrated_drift(), notes=p.notes + (
+        f"tile reads: {rate:.2f} TB/s ({FORM_DRIFT_DATASET}, every launch's duration given its DRAM bytes); the "
+        "cooperative forms' DRAM bytes with their own drift: " + ", ".join(f"{v} {d:.3f}" for v, d in drifts)
+        + f", any other {calibrated_drift():.3f}",))
 
 
 def _fit_scale_on_cycles(p: PerfParams, shapes: Sequence = FORM_CLOCK_SHAPES, issue: bool = True) -> tuple:
@@ -2322,7 +2464,7 @@ def _fit_form_clock() -> PerfParams:
         trace_issue = q.fp8_issue_cycles
         q, sres = _fit_scale_on_cycles(replace(q, scale_ws_gate=SCALE_WORKING_SET_MB))
         q = _fit_fp8_fence(q)
-        return _with_window(replace(q, notes=q.notes + (
+        return _with_tile_reads(_with_window(replace(q, notes=q.notes + (
             f"smem_write_weight {om:.2f}: Nsight Compute's cycles at {len(_form_counters())} forms × shapes, rms log "
             f"ratio {rms:.4f}",
             f"FP8 scale loads on Nsight Compute's FP8 cycles ({FORM_CLOCK_FP8_DATASET} at the same shapes), loaded "
@@ -2330,7 +2472,7 @@ def _fit_form_clock() -> PerfParams:
             f"{SCALE_WORKING_SET_MB[1]:.0f} MB: "
             f"{q.scale_load_ns:.0f} ns + {q.scale_load_ns_per_rate:.3f} ns per B/ns, with the FP8 group's issue "
             f"window {q.fp8_issue_cycles:.0f} cycles (the trace's, its cost taken out: {trace_issue:.0f}); residuals "
-            + ", ".join(f"{x:+.3f}" for x in sres))))
+            + ", ".join(f"{x:+.3f}" for x in sres)))))
 
     inputs = _fit_inputs(own.wgmma, own.timing, (FORM_CLOCK_DATASET, FORM_CLOCK_FP8_DATASET, *TODAY_TABLES.values(),
                                                  *_window_inputs(), *_fence_inputs())) \

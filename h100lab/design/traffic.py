@@ -157,7 +157,8 @@ __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "W
            "DeliveryRow", "l2_delivery_rows", "DRIFT_CALIBRATION", "DRIFTS", "capacity_reads", "is_drift_calibration",
            "fit_drift", "calibrated_drift", "CapacityRow", "capacity_rows", "LRC_CALIBRATION", "lrc_parts", "lrc_bytes",
            "fit_lrc", "calibrated_lrc", "is_lrc_calibration", "lrc_ceiling_tb_s", "LrcRow", "lrc_rows",
-           "DELIVERY_DATASET", "delivery_rows", "placement_round_rows", "SKEW_PINGPONG_DATASET", "skew_rows"]
+           "DELIVERY_DATASET", "delivery_rows", "FORM_DRIFT_DATASET", "FORM_DRIFTS", "launch_runs", "fit_form_drifts",
+           "calibrated_form_drifts", "placement_round_rows", "SKEW_PINGPONG_DATASET", "skew_rows"]
 
 #: the order sweep (benchmarks/bench_gemm_orders.py)
 ORDERS_DATASET = "l08/gemm_orders"
@@ -690,6 +691,68 @@ def calibrated_drift() -> float:
             _MEMO["drift"] = fitcache.memo("l08_l2_drift", [parts, list(DRIFTS)], lambda: fit_drift(recs))
     return _MEMO["drift"]
 
+
+
+# ------------------------------------------------------------------------------------------------
+# each form's own drift (issue 17: the in-flight 128 × 128 form at 16384³, whose launches lose reuse)
+
+#: the per-launch counters (DRAM bytes and duration of each of 30 launches from one pass) the forms' own drifts
+#: (:func:`fit_form_drifts`) and the tile reads' DRAM rate (:func:`h100lab.design.perf.fit_tile_read`) are fitted
+#: on: the first of the two 128-column runs (``bench_gemm_orders.py --l2 --l2-set n128``); the second
+#: (``l08/gemm_l2_n128_b``, another process) is held out
+FORM_DRIFT_DATASET = "l08/gemm_l2_n128_a"
+#: the drifts :func:`fit_form_drifts` tries: up to 6 % (the in-flight form's launches read up to 5× the in-step bytes)
+FORM_DRIFTS = tuple(round(0.001 * i, 3) for i in range(0, 61))
+
+
+def launch_runs(dataset: str = FORM_DRIFT_DATASET) -> list[dict]:
+    """The Nsight Compute runs of ``dataset`` profiled launch by launch (``launch_metrics``, each launch's DRAM bytes
+    and duration from one pass): each record with ``launch_bytes`` and ``launch_ms`` (lists, in launch order);
+    [] without the dataset."""
+    out = []
+    for r in _counter_runs(dataset, "dram__bytes_read.sum"):
+        ms = r.get("launch_metrics") or []
+        if not ms or any("gpu__time_duration.sum" not in m for m in ms):
+            continue
+        out.append(dict(r, launch_bytes=[float(m["dram__bytes_read.sum"]) for m in ms],
+                        launch_ms=[float(m["gpu__time_duration.sum"]) * 1e-6 for m in ms]))
+    return out
+
+
+def fit_form_drifts(dataset: str = FORM_DRIFT_DATASET, drifts: Sequence = FORM_DRIFTS) -> tuple:
+    """Each cooperative form's own drift [model, calibrated on DRAM counters — bytes, no time]: per variant of
+    ``dataset``'s persistent runs that is not a ping-pong form, :func:`fit_drift` on its runs' median launch bytes
+    (every shape it ran). A tuple of (variant, drift), sorted by variant; () without the dataset.
+
+    The reading behind it (``data/l08/gemm_l2_n128_a``): at 16384³ the 128 × 128 form with a wgmma group in flight
+    reads 3–5× the in-step bytes, launch by launch by a varying amount, the same form without it 1.6×; with one drift
+    for every form (:func:`calibrated_drift`, fitted on the 128 × 256 and plain 128 × 128 forms) the capacity
+    estimate has the second, not the first. The in-flight consumer holds two stages (it gives a stage back only after
+    the next k-block's group is issued), so its producer runs one stage shorter ahead: its CTAs wait on their loads
+    more, and a CTA that misses in L2 falls behind its panel's sharers and misses again — the CTAs spread apart
+    faster [hypothesis; the drift is fitted, not derived from it]."""
+    recs = launch_runs(dataset)
+    by: dict = {}
+    for r in recs:
+        if r.get("schedule") != "persistent" or str(r["variant"]).startswith("pingpong"):
+            continue
+        by.setdefault(r["variant"], []).append(dict(r, metrics={"dram__bytes_read.sum":
+                                                                 float(np.median(r["launch_bytes"]))}))
+    return tuple((v, fit_drift(rs, drifts)) for v, rs in sorted(by.items()))
+
+
+def calibrated_form_drifts() -> tuple:
+    """:func:`fit_form_drifts` on :data:`FORM_DRIFT_DATASET` (remembered in the process and by :mod:`h100lab.fitcache`)."""
+    if "form_drifts" not in _MEMO:
+        recs = launch_runs(FORM_DRIFT_DATASET)
+        if not recs:
+            _MEMO["form_drifts"] = ()
+        else:
+            from .. import fitcache
+            parts = [[r["variant"], r["schedule"], r["M"], r["N"], r["K"], r["grid"], r["group"], r["raster"],
+                      r["launch_bytes"]] for r in recs]
+            _MEMO["form_drifts"] = fitcache.memo("l08_form_drifts", [parts, list(FORM_DRIFTS)], fit_form_drifts)
+    return _MEMO["form_drifts"]
 
 @dataclass(frozen=True)
 class CapacityRow:

@@ -173,6 +173,10 @@ SKEW_RUNS = tuple(((8192, 8192, 8192), g, 8, 0) for g in (2, 4, 8, 16, 24, 32, 4
 #: cooperative form does not, drift apart?): the row-major and grouped orders at the order sweep's shapes on 132 CTAs
 SKEW_RUNS_PINGPONG = tuple((s, 132, g, 0) for s in ((8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 4096))
                            for g in (1, 8))
+#: --skew --skew-variant cooperative_n128[_inflight] (issue 17, h100lab.validation.l08_reuse: does the in-flight
+#: form, whose launches lose L2 reuse at 16384³, drift apart faster than the same tile without a group in flight?):
+#: the grouped order on 132 CTAs at 16384³ and 8192³
+SKEW_RUNS_N128 = (((16384, 16384, 16384), 132, 8, 0), ((8192, 8192, 8192), 132, 8, 0))
 
 
 def _trace_module():
@@ -697,8 +701,8 @@ def main(argv=None, backend=None, shapes=None, log=print, variants=None, orders=
 
     if args.skew:
         pp = args.skew_variant != SKEW_VARIANT
-        recs += run_skew(be, skew_runs if skew_runs is not None else SKEW_RUNS_PINGPONG if pp else SKEW_RUNS, log,
-                         args.skew_variant)
+        default = (SKEW_RUNS_N128 if "n128" in args.skew_variant else SKEW_RUNS_PINGPONG if pp else SKEW_RUNS)
+        recs += run_skew(be, skew_runs if skew_runs is not None else default, log, args.skew_variant)
         shapes = []
     if args.l2:
         got, extra = run_l2(args, log)

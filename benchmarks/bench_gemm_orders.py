@@ -345,7 +345,7 @@ L2_RUN_SETS = {
                                       (3072, 3072, 3072))
                             for g, r in ((1, 0), (8, 0), (16, 1), (1, 1))),
     # the in-flight 128 × 128 form's reuse, registered (h100lab.validation.l08_reuse): every cooperative form of the
-    # n128 set and an in-flight cluster pair at seven shapes no run had timed, launch by launch as n128
+    # n128 set and an in-flight cluster pair at seven shapes (six never timed), launch by launch as n128
     "reuse": _reuse_runs(),
 }
 #: the run sets whose launches ncu reads in one pass (:data:`L2_METRICS_ONE_PASS`): a launch's state is one state

@@ -92,10 +92,11 @@ def test_todays_records_swap_the_first_tables_only():
 def test_the_diagnosis():
     d = l08.form_clock_diagnosis()
     m, f = d["one_clock"], d["form"]
-    # right in cycles and in clock on every Nsight Compute launch, where the model is right in time only
-    assert f["ncu"]["cycles"] == f["ncu"]["n"] == 39 and m["ncu"]["cycles"] < 20
+    # right in cycles and in clock on every Nsight Compute launch but one (the plain 128 × 128 form at 16384³, its
+    # clock 7 % high: cycles +11 %), where the one-clock model is right in time only
+    assert f["ncu"]["n"] == 39 and f["ncu"]["cycles"] == 38 and m["ncu"]["cycles"] < 20
     assert abs(f["ncu"]["cycle_error_median"]) < 0.03 < m["ncu"]["cycle_error_median"]
-    assert f["ncu_held"]["time"] == f["ncu_held"]["cycles"] == f["ncu_held"]["n"]
+    assert f["ncu_held"]["time"] == f["ncu_held"]["n"] == f["ncu_held"]["cycles"] + 1
     # today's kernel: every configuration of the kernel A/B run; more held-out records than the one-clock model on
     # the same records, and (since the FP8 pair's release is split under and after its loads) at least as many as
     # the one-clock model on the records it was fitted against (the first tables)
@@ -114,10 +115,10 @@ def test_the_diagnosis():
     assert abs(f["ncu_fp8"]["clock_error_median"]) < 0.02 and f["ncu_fp8"]["cycles"] < f["ncu_fp8"]["n"]
     assert f["traces"][1] == m["traces"][1] > 0 and f["traces"][0] >= m["traces"][0]
     assert set(f["clock_runs"]) == set(m["clock_runs"]) and len(f["clock_runs"]) == 4
-    # its one capstone miss is the launch-level reuse state of l08/gemm_l2_n128_a/_b
+    # no capstone miss: the in-flight 128 × 128 form at 16384³ is within with its own drift (l08_reuse)
     cap = [k for k in f["today"]["misses"] if "fp8" not in k and "step" not in k and "persistent" not in k
            and "pairs" not in k]
-    assert cap == ["16384×16384×16384 cooperative_n128_inflight [gemm_bench]"]
+    assert cap == []
 
 
 def test_the_check_passes_and_fails_on_planted_cycles():
@@ -128,7 +129,8 @@ def test_the_check_passes_and_fails_on_planted_cycles():
         if r["M"] == 16384:
             r["metrics"]["gpc__cycles_elapsed.max"] *= 1.25
     res = l08._form_clock_ncu(Dataset(ds.name, ds.meta, recs))
-    assert res.mismatches == 3 and all(e["case"].startswith("16384") for e in res.examples)
+    # three launches at 16384³ out, one of which (the plain 128 × 128 form's cycles, +11 %) the floor allows
+    assert res.mismatches == 2 and all(e["case"].startswith("16384") for e in res.examples)
 
 
 def test_the_held_out_check(monkeypatch):

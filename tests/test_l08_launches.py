@@ -1,11 +1,13 @@
 """The 128 × 128 tile launch by launch (issue 17, data/l08/gemm_l2_n128_a/_b): h100lab.validation.l08.launch_rows
 and its check, on the committed runs and on planted ones."""
 import copy
+from dataclasses import replace
 
 import pytest
 
 from h100lab import data
 from h100lab.data import Dataset
+from h100lab.design import perf
 from h100lab.validation import l08
 
 pytestmark = pytest.mark.skipif(not all(data.available(n) for n in l08.N128_DATASETS),
@@ -57,7 +59,13 @@ def test_the_model_against_the_timed_launches():
     # the 128 × 256 form: within ±10 % of the timed median (the throttled clock) and of a profiled launch
     ctl = rows[("cooperative", 16384)]
     assert abs(ctl["error"]) < 0.1 and abs(ctl["model_one_ms"] / (sum(ctl["ncu_ms"]) / 30) - 1) < 0.1
-    # one prediction for the three 128 × 128 forms at 16384³; their timed medians differ by more than ±10 % allows
+    # the two 128 × 128 forms at 16384³: their timed medians differ by more than one time's ±10 % allows, and the
+    # model, with each form's own drift in its DRAM bytes (h100lab.validation.l08_reuse), has each within ±10 %;
+    # without the drift and the tile reads' rate it gives both one time, the in-flight one 19-20 % short
     n128 = [rows[(v, 16384)] for v in ("cooperative_n128", "cooperative_n128_inflight")]
-    assert n128[0]["model_ms"] == pytest.approx(n128[1]["model_ms"], rel=1e-9)
     assert n128[1]["timed_ms"] / n128[0]["timed_ms"] > 1.1 / 0.9
+    assert all(abs(r["error"]) < 0.1 for r in n128) and n128[1]["model_ms"] / n128[0]["model_ms"] > 1.1
+    plain = {(r["variant"], r["shape"][0]): r for r in l08.launch_rows(l08.N128_DATASETS[0],
+                                                                        replace(perf.calibrated(), tile_read_tb_s=0))}
+    a, b = plain[("cooperative_n128", 16384)], plain[("cooperative_n128_inflight", 16384)]
+    assert a["model_ms"] == pytest.approx(b["model_ms"], rel=1e-9) and b["error"] < -0.15

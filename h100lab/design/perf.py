@@ -96,7 +96,16 @@ Assumptions (each a limit of the model, not of the kernel):
   whose bytes are mostly read by sharers alone in their windows runs out of step as a whole, L2 merges none of its
   requests, and where its working set fits in L2 its DRAM reads are the in-step ones (:func:`delivery_waves`, the
   ``delivery`` bound; its ceiling :func:`h100lab.design.traffic.lrc_ceiling_tb_s` and its lonely-share threshold
-  :func:`h100lab.design.traffic.fit_lonely_share`, both read off the L2 → SM counters, no time);
+  :func:`h100lab.design.traffic.fit_lonely_share`, both read off the L2 → SM counters, no time). A cooperative
+  form's DRAM reads are the capacity estimate instead (:func:`_capacity_waves`,
+  :func:`h100lab.design.traffic.capacity_reads`: its CTAs drifting apart, a k-slice surviving in L2 until its next
+  sharer with probability ``exp(−X / C)``), at its own drift (:func:`h100lab.design.traffic.fit_form_drifts`, DRAM
+  counters, no time: 0.029 with a wgmma group in flight, 0.004 without), charged at the rate a GEMM's tile reads
+  reach (:func:`fit_tile_read`, 3.47 TB/s: every profiled launch's duration given its own bytes) — the in-flight
+  128 × 128 form at 16384³ reads 3–5× the in-step bytes, −19 % without them, −3.5 % with them; registered at seven
+  shapes, six never timed (:mod:`h100lab.validation.l08_reuse`: 34 and 33 of 35 within ±10 %, the same constants
+  without the two readings 29 and 29). The drift is one number per form: which launch of a run loses more, and
+  why a group in flight drifts faster (a hypothesis: its producer runs a stage shorter ahead), are not modelled;
 * a wgmma reads each shared-memory operand byte once (:func:`h100lab.design.tiles.smem_bytes_per_clock`) and the
   shared-memory bound and the tensor-core bound slow each other as the memory bounds do (the smooth maximum)
   [limit: the DRAM-counter run's SM cycles (:func:`h100lab.validation.l08.cycle_rows`) say the forms it binds run
@@ -1537,13 +1546,15 @@ def _dram_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: i
     """(per wave of ``lay``: active CTAs, DRAM bytes, L2 hit rate; the rate its DRAM bound charges them at, B/ns).
     The layout's waves at lesson 5's read ceiling, or — with :attr:`PerfParams.tile_read_tb_s` on, for a persistent
     launch of a form that is not ping-pong — :func:`_capacity_waves` at that rate; with ``dram_total`` the bytes scaled
-    so the launch reads that many (each wave's share kept, none above its requested bytes)."""
+    so the launch reads that many, spread as the in-step waves (most waves alike: computed once), none above its
+    requested bytes."""
     from ..sim.timing import read_ceiling
 
     waves, rate = lay.waves, read_ceiling(p.timing)
     if p.tile_read_tb_s > 0 and not f.pingpong and f.schedule == "persistent":
-        waves = _capacity_waves(f, M, N, K, sms, group, raster, dict(p.form_drifts).get(f.name, p.capacity_drift))
         rate = p.tile_read_tb_s * 1e3
+        if dram_total is None:
+            waves = _capacity_waves(f, M, N, K, sms, group, raster, dict(p.form_drifts).get(f.name, p.capacity_drift))
     if dram_total is not None:
         if not dram_total >= 0:
             raise ValueError(f"dram_total = {dram_total}: DRAM bytes, >= 0")
@@ -1577,7 +1588,7 @@ def _capacity_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raste
 
 def predict_bytes(v, M: int, N: int, K: int, dram_bytes: float, *, sms: int | None = None, group: int = 8,
                   raster: int = 0, params: PerfParams | None = None, regime: str = "sustained") -> Prediction:
-    """One launch of ``v`` (:func:`predict`'s arguments, in step or its model's DRAM bytes spread over the waves) that
+    """One launch of ``v`` (:func:`predict`'s arguments; the bytes spread over the waves as in step) that
     read ``dram_bytes`` from DRAM — the time model given a launch's measured bytes (Nsight Compute's
     ``dram__bytes_read``): what :func:`fit_tile_read` fits and :func:`h100lab.validation.l08.launch_time_rows`
     checks launch by launch."""

@@ -104,8 +104,9 @@ fitted on it) — the window is a *time* model, not a faithful byte count:
   ratio of 0.51 — groups of 8 and 16 along N read 2.1–2.2× its bytes, row-major 1.5×, the grouped orders along M
   0.6–0.7×.
 
-**The L2's capacity and the CTAs' drift** (:func:`capacity_reads`, issue 17; a byte estimate, not in the time
-model): the in-step estimate counts each wave's distinct panels once, so it has neither the reuse a small shape gets
+**The L2's capacity and the CTAs' drift** (:func:`capacity_reads`, issue 17; a byte estimate — in the time model
+since for the cooperative forms, each at its own drift, :func:`fit_form_drifts`, charged at the tile reads' rate,
+:func:`h100lab.design.perf.fit_tile_read`; registered in :mod:`h100lab.validation.l08_reuse`): the in-step estimate counts each wave's distinct panels once, so it has neither the reuse a small shape gets
 from the previous wave's panels still in L2 nor the re-reads of a long launch whose CTAs drift apart. The estimate
 starts each tile at its wave × k-loop × the CTA's own speed (``1 + drift · u``, ``u`` spread over ±½), and a
 sharer finds a k-slice still in L2 with probability ``exp(−X / C)`` (``X``: the in-step bytes the chip touched since

@@ -7,7 +7,7 @@ import numpy as np
 
 from .style import PALETTE, figure, label
 
-__all__ = ["draw_agreement", "draw_gap", "draw_lead_ratio", "draw_lonely_share", "draw_round_errors"]
+__all__ = ["draw_agreement", "draw_gap", "draw_lead_ratio", "draw_lonely_share", "draw_round_errors", "draw_reuse_bytes"]
 
 
 def draw_agreement(rows, tol: float = 0.10, by: str = "shape"):
@@ -106,19 +106,45 @@ def draw_lonely_share(calibration, held, threshold: float):
     return fig
 
 
-def draw_round_errors(rows, tol: float = 0.10):
-    """A registered round's records (:func:`h100lab.validation.l08.delivery_round_rows`): the error of each
-    registered prediction (model with the delivery bound, and without it) per record, the records ordered by the
-    error without the bound; the ±``tol`` band drawn."""
+def draw_round_errors(rows, tol: float = 0.10, labels: tuple = ("without the bound", "with the delivery bound"),
+                      title: str = "Registered before the run: six shapes never timed"):
+    """A registered round's records (:func:`h100lab.validation.l08.delivery_round_rows`, or any rows with ``model``
+    and ``plain`` errors): the error of each registered prediction (``labels``: the plain one's, the model's) per
+    record, the records ordered by the plain prediction's error; the ±``tol`` band drawn."""
     rs = sorted(rows, key=lambda r: r["plain"])
     x = list(range(len(rs)))
     fig, ax = figure(1, 1, figsize=(7.0, 3.4))
     ax.axhspan(-100 * tol, 100 * tol, color="0.9")
     ax.axhline(0.0, color="0.4", lw=0.8)
-    ax.scatter(x, [100 * r["plain"] for r in rs], marker="x", s=22, color="C1", label="without the bound")
+    ax.scatter(x, [100 * r["plain"] for r in rs], marker="x", s=22, color="C1", label=labels[0])
     ax.scatter(x, [100 * r["model"] for r in rs], marker="o", s=18, edgecolors="0.2", linewidths=0.5, color="C0",
-               label="with the delivery bound")
+               label=labels[1])
     ax.legend(loc="upper left", fontsize=8)
-    label(ax, "record (ordered by the error without the bound)", "predicted / measured − 1 (%)",
-          "Registered before the run: six shapes never timed")
+    label(ax, f"record (ordered by the error {labels[0]})", "predicted / measured − 1 (%)", title)
+    return fig
+
+
+def draw_reuse_bytes(rows):
+    """The DRAM bytes of a registered round's runs (:func:`h100lab.validation.l08_reuse.reuse_rows`): Nsight
+    Compute's median per run against the capacity estimate with each form's own drift and the in-step estimate, on
+    log axes with the diagonal and its ±25 % band."""
+    rs = [r for r in rows if "ncu_gb" in r]
+    x = np.array([r["ncu_gb"] for r in rs])
+    fig, ax = figure(1, 1, figsize=(5.6, 4.2))
+    lo, hi = 0.8 * x.min(), 1.25 * x.max()
+    g = np.geomspace(lo, hi, 50)
+    ax.fill_between(g, 0.75 * g, 1.25 * g, color="0.9", lw=0)
+    ax.plot(g, g, color="0.4", lw=0.8)
+    ax.scatter(x, x * np.array([1 + r["in_step_err"] for r in rs]), marker="x", s=22, color="C1",
+               label="in step (no capacity, no drift)")
+    inflight = np.array(["inflight" in r["variant"] and "cluster" not in r["variant"] for r in rs])
+    est = x * np.array([1 + r["gb_err"] for r in rs])
+    ax.scatter(x[~inflight], est[~inflight], marker="o", s=18, edgecolors="0.2", linewidths=0.5, color="C0",
+               label="each form's drift: the other forms")
+    ax.scatter(x[inflight], est[inflight], marker="s", s=22, edgecolors="0.2", linewidths=0.5, color="C2",
+               label="each form's drift: in flight")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.legend(loc="upper left", fontsize=8)
+    label(ax, "DRAM bytes read, Nsight Compute (GB)", "estimated (GB)", "DRAM reads of the registered runs")
     return fig

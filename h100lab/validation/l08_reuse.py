@@ -43,7 +43,8 @@ from ..data import Dataset
 from . import CheckResult, silicon_check
 
 __all__ = ["REUSE_SHAPES", "REUSE_VARIANTS", "REUSE_DATASETS", "REUSE_PREDICTIONS", "REUSE_WARMUP", "REUSE_REPEATS",
-           "reuse_runs", "reuse_predictions", "reuse_registered"]
+           "DECISIVE", "ACHIEVED_ROUND", "ACHIEVED_BYTES", "ACHIEVED_TIME_LINK", "SKEW_DATASETS", "reuse_runs",
+           "reuse_predictions", "reuse_registered", "reuse_rows", "reuse_summary", "time_link_rows", "skew_rates"]
 
 #: six shapes no run had timed, chosen where the in-flight form's predicted loss is large (the deeper K, the longer a
 #: CTA drifts within a tile: +20…+37 % over the in-step time) and one where it is small (12288³: +4 %)
@@ -145,6 +146,10 @@ def reuse_rows(ds: Dataset | str = REUSE_DATASETS[0]) -> list[dict]:
     return out
 
 
+def _case(r: dict) -> str:
+    return f"{'×'.join(map(str, r['shape']))} {r['variant']}"
+
+
 def _count(rows: Sequence[dict], key: str, tol: float) -> int:
     return sum(abs(r[key]) <= tol for r in rows)
 
@@ -161,14 +166,13 @@ def reuse_summary(ds: Dataset | str = REUSE_DATASETS[0], tol: float = 0.10, byte
     rs = reuse_rows(ds)
     dec = [r for r in rs if abs((1 + r["model_err"]) / (1 + r["plain_err"]) - 1) > DECISIVE]
     ncu = [r for r in rs if "ncu_ms" in r]
-    lab = lambda r: f"{'×'.join(map(str, r['shape']))} {r['variant']}"      # noqa: E731
     return {"runs": len(rs), "model": _count(rs, "model_err", tol), "plain": _count(rs, "plain_err", tol),
             "decisive": len(dec), "decisive_model": _count(dec, "model_err", tol),
             "decisive_plain": _count(dec, "plain_err", tol), "profiled": len(ncu),
             "model_one": _count(ncu, "model_one_err", tol), "plain_one": _count(ncu, "plain_one_err", tol),
             "bytes": _count(ncu, "gb_err", byte_tol), "in_step": _count(ncu, "in_step_err", byte_tol),
-            "misses": [(lab(r), r["model_err"]) for r in rs if abs(r["model_err"]) > tol],
-            "byte_misses": [(lab(r), r["gb_err"]) for r in ncu if abs(r["gb_err"]) > byte_tol]}
+            "misses": [(_case(r), r["model_err"]) for r in rs if abs(r["model_err"]) > tol],
+            "byte_misses": [(_case(r), r["gb_err"]) for r in ncu if abs(r["gb_err"]) > byte_tol]}
 
 
 def time_link_rows(ds: Dataset | str, params=None) -> list[dict]:
@@ -207,19 +211,24 @@ ACHIEVED_TIME_LINK = 34 / 35
 SKEW_DATASETS = ("l08/gemm_skew_cooperative_n128", "l08/gemm_skew_cooperative_n128_inflight")
 
 
-def _case(r: dict) -> str:
-    return f"{'×'.join(map(str, r['shape']))} {r['variant']}"
+#: a check's result when the registered file or the run is not there
+MISSING = "the registered predictions or the run are missing"
 
 
-def _round_check(ds: Dataset) -> CheckResult:
+def _ahead(ds: Dataset, n: str, key: str, other: str, floor: float) -> tuple:
+    """(the process's :func:`reuse_summary`, its count ``n``, the check's mismatches: the runs ``key`` misses beyond
+    ``floor``, plus one unless ``key`` has more runs within than ``other``)."""
     from . import beyond_floor
 
     s = reuse_summary(ds)
-    if not s["runs"]:
-        return CheckResult(0, 0, [], "the registered predictions or the run are missing")
-    worse = 0 if s["model"] > s["plain"] else 1
-    miss = beyond_floor(s["runs"], s["runs"] - s["model"], ACHIEVED_ROUND) + worse
-    return CheckResult(s["runs"], miss, [{"case": c, "error": f"{100 * e:+.1f} %"} for c, e in s["misses"]][:5],
+    return s, s[n], beyond_floor(s[n], s[n] - s[key], floor) + (0 if s[key] > s[other] else 1)
+
+
+def _round_check(ds: Dataset) -> CheckResult:
+    s, n, miss = _ahead(ds, "runs", "model", "plain", ACHIEVED_ROUND)
+    if not n:
+        return CheckResult(0, 0, [], MISSING)
+    return CheckResult(n, miss, [{"case": c, "error": f"{100 * e:+.1f} %"} for c, e in s["misses"]][:5],
                        f"timed medians within ±10 %: the model {s['model']} of {s['runs']}, the same constants without "
                        f"the two readings {s['plain']}; where the two differ by more than {DECISIVE:.0%} "
                        f"({s['decisive']} runs) {s['decisive_model']} against {s['decisive_plain']}; one profiled "
@@ -227,17 +236,13 @@ def _round_check(ds: Dataset) -> CheckResult:
 
 
 def _bytes_check(ds: Dataset) -> CheckResult:
-    from . import beyond_floor
-
-    s = reuse_summary(ds)
-    if not s["profiled"]:
-        return CheckResult(0, 0, [], "the registered predictions or the run are missing")
-    worse = 0 if s["bytes"] > s["in_step"] else 1
-    miss = beyond_floor(s["profiled"], s["profiled"] - s["bytes"], ACHIEVED_BYTES) + worse
-    return CheckResult(s["profiled"], miss,
+    s, n, miss = _ahead(ds, "profiled", "bytes", "in_step", ACHIEVED_BYTES)
+    if not n:
+        return CheckResult(0, 0, [], MISSING)
+    return CheckResult(n, miss,
                        [{"case": c, "bytes": f"{100 * e:+.0f} %"} for c, e in s["byte_misses"]][:5],
                        f"DRAM bytes within ±25 % of the profiled launches' median: the capacity estimate with each "
-                       f"form's drift {s['bytes']} of {s['profiled']}, the in-step estimate {s['in_step']}; over: "
+                       f"form's drift {s['bytes']} of {n}, the in-step estimate {s['in_step']}; over: "
                        + "; ".join(f"{c} {100 * e:+.0f} %" for c, e in s["byte_misses"]))
 
 

@@ -1590,8 +1590,8 @@ def predict_bytes(v, M: int, N: int, K: int, dram_bytes: float, *, sms: int | No
                   raster: int = 0, params: PerfParams | None = None, regime: str = "sustained") -> Prediction:
     """One launch of ``v`` (:func:`predict`'s arguments; the bytes spread over the waves as in step) that
     read ``dram_bytes`` from DRAM — the time model given a launch's measured bytes (Nsight Compute's
-    ``dram__bytes_read``): what :func:`fit_tile_read` fits and :func:`h100lab.validation.l08.launch_time_rows`
-    checks launch by launch."""
+    ``dram__bytes_read``): what :func:`fit_tile_read` fits launch by launch and
+    :func:`h100lab.validation.l08_reuse.time_link_rows` checks on held-out runs."""
     from ..specs import H200_SXM
 
     f = v if isinstance(v, Form) else form(v)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from h100lab import data
 from h100lab.data import Dataset
+from planted import planted
 from h100lab.design import perf, traffic
 from h100lab.validation import l08_reuse as R
 
@@ -149,12 +150,8 @@ def test_the_checks_pass_on_silicon_and_fail_on_planted_runs(name):
     assert R._round_check(ds).mismatches == 0 and R._bytes_check(ds).mismatches == 0
     assert R._time_link_check(ds).mismatches == 0
     # the in-flight form 30 % slower than measured: the model no longer ahead of the plain constants
-    recs = copy.deepcopy(ds.records)
-    for r in recs:
-        if r.get("kind") == "l2time" and r.get("variant") == "cooperative_n128_inflight":
-            r["median_ms"] *= 1.3
-    planted = Dataset(ds.name, ds.meta, recs)
-    assert R._round_check(planted).mismatches >= 1
+    slow = planted(ds, lambda r: r.get("kind") == "l2time" and r.get("variant") == "cooperative_n128_inflight", 1.3)
+    assert R._round_check(slow).mismatches >= 1
     # every launch reading half its bytes: the in-step estimate wins
     recs = copy.deepcopy(ds.records)
     for r in recs:

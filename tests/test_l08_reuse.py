@@ -24,7 +24,7 @@ def _registered_params():
     """The model with the constants the predictions file was written with."""
     c = R.reuse_registered()["constants"]
     return replace(perf.calibrated(), tile_read_tb_s=c["tile_read_tb_s"], capacity_drift=c["capacity_drift"],
-                   form_drifts=tuple(tuple(x) for x in c["form_drifts"]))
+                   form_drifts=tuple(tuple(x) for x in c["form_drifts"]), capacity_blocks=0)
 
 
 def test_six_shapes_were_never_timed_before_the_round():

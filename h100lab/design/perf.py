@@ -102,7 +102,7 @@ Assumptions (each a limit of the model, not of the kernel):
   sharer with probability ``exp(−X / C)``), at its own drift (:func:`h100lab.design.traffic.fit_form_drifts`, DRAM
   counters, no time: 0.029 with a wgmma group in flight, 0.004 without), charged at the rate a GEMM's tile reads
   reach (:func:`fit_tile_read`, 3.47 TB/s: every profiled launch's duration given its own bytes) — the in-flight
-  128 × 128 form at 16384³ reads 3–5× the in-step bytes, −19 % without them, −3.5 % with them; registered at seven
+  128 × 128 form at 16384³ reads 3–5× the in-step bytes, −19 % without them, −3.8 % with them; registered at seven
   shapes, six never timed (:mod:`h100lab.validation.l08_reuse`: 34 and 33 of 35 within ±10 %, the same constants
   without the two readings 29 and 29). The drift is one number per form: which launch of a run loses more, and
   why a group in flight drifts faster (a hypothesis: its producer runs a stage shorter ahead), are not modelled;
@@ -684,11 +684,14 @@ class PerfParams:
     first delivery round registered it, ``l08_gemm_orders_delivery.json``): a ``pairs`` wave's working set is its
     largest in-flight set's, and a delivery-bound wave of a launch of one or two tiles per CTA hides its CTAs' fills
     and epilogues (:func:`delivery_waves`, :func:`predict`). ``tile_read_tb_s`` (TB/s; default 0, off — the model's,
-    :func:`calibrated`, has :func:`fit_tile_read`'s): the DRAM bound of a persistent launch of a cooperative form
-    (not ping-pong) charges the bytes of :func:`h100lab.design.traffic.capacity_reads` at this rate instead of the
+    :func:`calibrated`, has :func:`fit_tile_read`'s): the DRAM bound of a persistent launch of a cooperative bf16 form
+    (not ping-pong; not FP8, whose scale loads' latency is fitted loaded by the in-step bytes) charges the bytes of :func:`h100lab.design.traffic.capacity_reads` at this rate instead of the
     in-step bytes at lesson 5's read-stream ceiling; ``form_drifts`` ((variant, drift) pairs,
     :func:`h100lab.design.traffic.calibrated_form_drifts`) the drift of each form measured so, ``capacity_drift`` the
-    drift of any other (:func:`h100lab.design.traffic.calibrated_drift`) — :func:`_capacity_waves`."""
+    drift of any other (:func:`h100lab.design.traffic.calibrated_drift`) — :func:`_capacity_waves`; ``capacity_blocks``
+    (default 8): the launch's waves in that many runs of consecutive waves, each run's at its mean bytes (0: every
+    wave its own, as the registered round's predictions were written — every wave then differs, and its clock with
+    it: slower to compute; the runs' times are within 0.4 % of it at every registered and campaign record)."""
 
     tensor_ghz: float
     throttled_ghz: float
@@ -719,6 +722,7 @@ class PerfParams:
     tile_read_tb_s: float = 0.0
     form_drifts: tuple = ()
     capacity_drift: float = 0.0
+    capacity_blocks: int = 8
     source: str = ""
     notes: tuple = ()
 
@@ -1545,16 +1549,18 @@ def _dram_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: i
                 dram_total: float | None) -> tuple:
     """(per wave of ``lay``: active CTAs, DRAM bytes, L2 hit rate; the rate its DRAM bound charges them at, B/ns).
     The layout's waves at lesson 5's read ceiling, or — with :attr:`PerfParams.tile_read_tb_s` on, for a persistent
-    launch of a form that is not ping-pong — :func:`_capacity_waves` at that rate; with ``dram_total`` the bytes scaled
-    so the launch reads that many, spread as the in-step waves (most waves alike: computed once), none above its
-    requested bytes."""
+    launch of a bf16 form that is not ping-pong — :func:`_capacity_waves` at that rate (an FP8 form keeps the in-step
+    bytes: none was profiled launch by launch, and its scale loads' latency was fitted loaded by those bytes); with ``dram_total`` the bytes
+    scaled so the launch reads that many, spread as the in-step waves (most waves alike: computed once), none above
+    its requested bytes."""
     from ..sim.timing import read_ceiling
 
     waves, rate = lay.waves, read_ceiling(p.timing)
-    if p.tile_read_tb_s > 0 and not f.pingpong and f.schedule == "persistent":
+    if p.tile_read_tb_s > 0 and not f.pingpong and f.schedule == "persistent" and f.atype == "bf16":
         rate = p.tile_read_tb_s * 1e3
         if dram_total is None:
-            waves = _capacity_waves(f, M, N, K, sms, group, raster, dict(p.form_drifts).get(f.name, p.capacity_drift))
+            waves = _capacity_waves(f, M, N, K, sms, group, raster, dict(p.form_drifts).get(f.name, p.capacity_drift),
+                                    p.capacity_blocks)
     if dram_total is not None:
         if not dram_total >= 0:
             raise ValueError(f"dram_total = {dram_total}: DRAM bytes, >= 0")
@@ -1571,17 +1577,33 @@ def _dram_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: i
 
 
 @lru_cache(maxsize=256)
-def _capacity_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, drift: float) -> tuple:
+def _capacity_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raster: int, drift: float,
+                    blocks: int = 0) -> tuple:
     """The waves of :func:`_layout` (in step) with the DRAM bytes of :func:`h100lab.design.traffic.capacity_reads` at
-    ``drift`` (the L2's capacity, the CTAs drifting apart), each no more than the wave's requested bytes."""
+    ``drift`` (the L2's capacity, the CTAs drifting apart), each no more than the wave's requested bytes; with
+    ``blocks`` > 0 the waves of each run of equal ``active`` cut into that many runs of consecutive waves, each at its
+    run's mean bytes (the waves of a run alike: the model computes them once)."""
+    import numpy as np
+
     from .traffic import capacity_reads
 
     lay = _layout(f, M, N, K, sms, group, raster)
-    cap = capacity_reads(f, M, N, K, sms, group, raster, drift=drift)
+    cap = [float(c) for c in capacity_reads(f, M, N, K, sms, group, raster, drift=drift)]
+    if blocks > 0:
+        i = 0
+        while i < len(cap):                      # runs of waves with the same active CTAs (the last wave: partial)
+            j = i
+            while j < len(cap) and lay.waves[j][0] == lay.waves[i][0]:
+                j += 1
+            for part in np.array_split(np.arange(i, j), min(blocks, j - i)):
+                mean = sum(cap[k] for k in part) / len(part)
+                for k in part:
+                    cap[k] = mean
+            i = j
     out = []
     for (a, d, h), c in zip(lay.waves, cap):
         req = d / (1.0 - h)
-        x = min(req, float(c))
+        x = min(req, c)
         out.append((a, x, 1.0 - x / req))
     return tuple(out)
 

@@ -15,7 +15,7 @@ of each run, DRAM bytes and duration from one pass): its launches read 35–67 G
   (:func:`h100lab.design.perf.fit_tile_read`: the rate that gives every profiled launch its duration from its own
   bytes, 3.47 TB/s), not lesson 5's read-stream ceiling of 4.7.
 
-With both the model puts the 16384³ record at −3.5 % and every held-out campaign record within ±10 %. That is a
+With both the model puts the 16384³ record at −3.8 % and every held-out campaign record within ±10 %. That is a
 reading of counters taken at the missed shape, so it is registered (:data:`REUSE_PREDICTIONS`, written by
 ``benchmarks/predict_reuse.py``) at seven shapes (:data:`REUSE_SHAPES`; six no run had timed, and 12288³, which the
 first fresh-shape round had timed and nothing here was fitted on) before the H200 runs them: each
@@ -33,7 +33,10 @@ state), and the cluster pair's bytes — in step (its CTAs wait for each other a
 drift counts 1.2–2× them; its time, bound by its fence, does not move. The predictions file carries the tile
 reads' rate it was written with, 3.473 TB/s; :func:`h100lab.design.perf.fit_tile_read` spread a launch's given
 bytes over its waves as the capacity estimate does then, as in step since (the same waves computed once: 100×
-faster), which gives 3.470.
+faster), which gives 3.470. Two more changes since the run, neither in the file: the model runs a launch's waves in
+eight runs of consecutive waves, each at its mean bytes (:attr:`h100lab.design.perf.PerfParams.capacity_blocks`;
+the file's predictions, wave by wave, are within 0.4 % of it), and FP8 forms keep the in-step bytes (none was in the
+round or the counter run; their scale loads' latency is fitted loaded by the in-step bytes).
 """
 from __future__ import annotations
 

@@ -1583,23 +1583,22 @@ def _capacity_waves(f: Form, M: int, N: int, K: int, sms: int, group: int, raste
     ``drift`` (the L2's capacity, the CTAs drifting apart), each no more than the wave's requested bytes; with
     ``blocks`` > 0 the waves of each run of equal ``active`` cut into that many runs of consecutive waves, each at its
     run's mean bytes (the waves of a run alike: the model computes them once)."""
+    from itertools import groupby
+
     import numpy as np
 
     from .traffic import capacity_reads
 
     lay = _layout(f, M, N, K, sms, group, raster)
     cap = [float(c) for c in capacity_reads(f, M, N, K, sms, group, raster, drift=drift)]
-    if blocks > 0:
-        i = 0
-        while i < len(cap):                      # runs of waves with the same active CTAs (the last wave: partial)
-            j = i
-            while j < len(cap) and lay.waves[j][0] == lay.waves[i][0]:
-                j += 1
-            for part in np.array_split(np.arange(i, j), min(blocks, j - i)):
-                mean = sum(cap[k] for k in part) / len(part)
-                for k in part:
-                    cap[k] = mean
-            i = j
+    start = 0
+    for _, run in groupby(lay.waves, key=lambda w: w[0]) if blocks > 0 else ():   # the last wave may be partial
+        n = len(list(run))
+        for part in np.array_split(np.arange(start, start + n), min(blocks, n)):
+            mean = sum(cap[k] for k in part) / len(part)
+            for k in part:
+                cap[k] = mean
+        start += n
     out = []
     for (a, d, h), c in zip(lay.waves, cap):
         req = d / (1.0 - h)
@@ -2332,12 +2331,10 @@ def tile_read_rows(p: PerfParams, dataset: str | None = None) -> list[dict]:
     :data:`h100lab.design.traffic.FORM_DRIFT_DATASET`; :func:`h100lab.design.traffic.launch_runs`): ``variant``,
     ``shape``, ``bytes`` and ``ms`` (Nsight Compute's DRAM bytes and duration of the launch), ``model_ms``
     (:func:`predict_bytes`: one launch at the sustained clock that read those bytes, with ``p``) and ``error``."""
-    from .traffic import FORM_DRIFT_DATASET, launch_runs
+    from .traffic import FORM_DRIFT_DATASET, is_cooperative_run, launch_runs
 
     out = []
-    for r in launch_runs(FORM_DRIFT_DATASET if dataset is None else dataset):
-        if r.get("schedule") != "persistent" or str(r["variant"]).startswith("pingpong"):
-            continue
+    for r in filter(is_cooperative_run, launch_runs(FORM_DRIFT_DATASET if dataset is None else dataset)):
         for b, ms in zip(r["launch_bytes"], r["launch_ms"]):
             t = predict_bytes(r["variant"], r["M"], r["N"], r["K"], b, sms=r["grid"], group=r["group"],
                               raster=r["raster"], params=p).time_ms

@@ -158,7 +158,7 @@ __all__ = ["ORDERS_DATASET", "L2_DATASET", "BISTABLE_DATASET", "CALIBRATION", "W
            "DeliveryRow", "l2_delivery_rows", "DRIFT_CALIBRATION", "DRIFTS", "capacity_reads", "is_drift_calibration",
            "fit_drift", "calibrated_drift", "CapacityRow", "capacity_rows", "LRC_CALIBRATION", "lrc_parts", "lrc_bytes",
            "fit_lrc", "calibrated_lrc", "is_lrc_calibration", "lrc_ceiling_tb_s", "LrcRow", "lrc_rows",
-           "DELIVERY_DATASET", "delivery_rows", "FORM_DRIFT_DATASET", "FORM_DRIFTS", "launch_runs", "fit_form_drifts",
+           "DELIVERY_DATASET", "delivery_rows", "FORM_DRIFT_DATASET", "FORM_DRIFTS", "is_cooperative_run", "launch_runs", "fit_form_drifts",
            "calibrated_form_drifts", "placement_round_rows", "SKEW_PINGPONG_DATASET", "skew_rows"]
 
 #: the order sweep (benchmarks/bench_gemm_orders.py)
@@ -647,9 +647,14 @@ def capacity_reads(f, M: int, N: int, K: int, sms: int, group: int = 8, raster: 
     return tuple(float(x) for x in out)
 
 
+def is_cooperative_run(r: dict) -> bool:
+    """Whether a run is a persistent launch of a form that is not ping-pong: the runs the drift and each form's own
+    drift are fitted on, and the tile reads' rate."""
+    return r.get("schedule") == "persistent" and not str(r["variant"]).startswith("pingpong")
+
+
 def _drift_records(dataset: str = L2_DATASET) -> list[dict]:
-    return [r for r in _counter_runs(dataset, "dram__bytes_read.sum")
-            if r.get("schedule") == "persistent" and not str(r["variant"]).startswith("pingpong")]
+    return [r for r in _counter_runs(dataset, "dram__bytes_read.sum") if is_cooperative_run(r)]
 
 
 def is_drift_calibration(r: dict) -> bool:
@@ -706,12 +711,15 @@ FORM_DRIFT_DATASET = "l08/gemm_l2_n128_a"
 FORM_DRIFTS = tuple(round(0.001 * i, 3) for i in range(0, 61))
 
 
-def launch_runs(dataset: str = FORM_DRIFT_DATASET) -> list[dict]:
-    """The Nsight Compute runs of ``dataset`` profiled launch by launch (``launch_metrics``, each launch's DRAM bytes
-    and duration from one pass): each record with ``launch_bytes`` and ``launch_ms`` (lists, in launch order);
-    [] without the dataset."""
+def launch_runs(dataset=FORM_DRIFT_DATASET) -> list[dict]:
+    """The Nsight Compute runs of ``dataset`` (a :class:`h100lab.data.Dataset` or the name of a committed one)
+    profiled launch by launch (``launch_metrics``, each launch's DRAM bytes and duration from one pass): each record
+    with ``launch_bytes`` and ``launch_ms`` (lists, in launch order); [] without the dataset."""
+    metric = "dram__bytes_read.sum"
+    runs = (_counter_runs(dataset, metric) if isinstance(dataset, str)
+            else [r for r in dataset.records if _is_counter_run(r, metric)])
     out = []
-    for r in _counter_runs(dataset, "dram__bytes_read.sum"):
+    for r in runs:
         ms = r.get("launch_metrics") or []
         if not ms or any("gpu__time_duration.sum" not in m for m in ms):
             continue
@@ -734,9 +742,7 @@ def fit_form_drifts(dataset: str = FORM_DRIFT_DATASET, drifts: Sequence = FORM_D
     faster [hypothesis; the drift is fitted, not derived from it]."""
     recs = launch_runs(dataset)
     by: dict = {}
-    for r in recs:
-        if r.get("schedule") != "persistent" or str(r["variant"]).startswith("pingpong"):
-            continue
+    for r in filter(is_cooperative_run, recs):
         by.setdefault(r["variant"], []).append(dict(r, metrics={"dram__bytes_read.sum":
                                                                  float(np.median(r["launch_bytes"]))}))
     return tuple((v, fit_drift(rs, drifts)) for v, rs in sorted(by.items()))

@@ -1456,12 +1456,10 @@ def launch_rows(ds: Dataset | str | None = None, params=None) -> list[dict]:
     p = params if params is not None else perf.calibrated()
     timed = {(r["variant"], r["M"], r["N"], r["K"]): r for r in ds.records if r["kind"] == "l2time" and r.get("ok")}
     out = []
-    for r in ds.records:
-        if r["kind"] != "l2" or not r.get("ok") or not r.get("launch_metrics"):
-            continue
+    for r in traffic.launch_runs(ds):
         key = (r["variant"], r["M"], r["N"], r["K"])
-        t = np.array([m["gpu__time_duration.sum"] for m in r["launch_metrics"]], float) * 1e-6
-        b = np.array([m["dram__bytes_read.sum"] for m in r["launch_metrics"]], float) * 1e-9
+        t = np.array(r["launch_ms"])
+        b = np.array(r["launch_bytes"]) * 1e-9
         rec = {"variant": r["variant"], "M": r["M"], "N": r["N"], "K": r["K"], "group": r["group"],
                "raster": r["raster"], "grid": r["grid"], "dataset": ds.name}
         row = {"variant": r["variant"], "shape": key[1:], "ncu_ms": t.tolist(), "dram_gb": b.tolist(),
@@ -2280,14 +2278,20 @@ def fresh_params_key() -> str:
     return hashlib.sha256((repr(perf.calibrated(form_clock=False)) + repr(perf.calibrated())).encode()).hexdigest()
 
 
-def registered_rows(file: str) -> list[dict]:
-    """The rows of a predictions file registered before its run (``benchmarks/predictions/<file>``, the
-    repository's); [] when the file is not there (an installed package without the repository)."""
+def registered_file(file: str) -> dict | None:
+    """A predictions file registered before its run (``benchmarks/predictions/<file>``, the repository's); None when
+    it is not there (an installed package without the repository)."""
     import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictions" / file
-    return json.loads(path.read_text())["rows"] if path.is_file() else []
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def registered_rows(file: str) -> list[dict]:
+    """The rows of a predictions file registered before its run (:func:`registered_file`); [] when it is not there."""
+    reg = registered_file(file)
+    return reg["rows"] if reg is not None else []
 
 
 def committed_run(ds: Dataset | str) -> Dataset | None:

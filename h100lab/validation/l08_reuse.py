@@ -103,11 +103,9 @@ def reuse_predictions(params=None, shapes: Sequence = REUSE_SHAPES, variants: Se
 def reuse_registered() -> dict | None:
     """The committed predictions file (``benchmarks/predictions/`` :data:`REUSE_PREDICTIONS`, the repository's); None
     without it."""
-    import json
-    from pathlib import Path
+    from .l08 import registered_file
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "predictions" / REUSE_PREDICTIONS
-    return json.loads(path.read_text()) if path.is_file() else None
+    return registered_file(REUSE_PREDICTIONS)
 
 
 def reuse_rows(ds: Dataset | str = REUSE_DATASETS[0]) -> list[dict]:
@@ -118,6 +116,7 @@ def reuse_rows(ds: Dataset | str = REUSE_DATASETS[0]) -> list[dict]:
     ``in_step_err``; [] without the run or the file."""
     import numpy as np
 
+    from ..design.traffic import launch_runs
     from .l08 import committed_run
 
     reg = reuse_registered()
@@ -125,13 +124,9 @@ def reuse_rows(ds: Dataset | str = REUSE_DATASETS[0]) -> list[dict]:
     if reg is None or ds is None:
         return []
     pred = {(r["variant"], r["M"], r["N"], r["K"]): r for r in reg["rows"]}
-    ncu = {}
-    for r in ds.records:
-        if r.get("kind") == "l2" and r.get("ok") and r.get("launch_metrics"):
-            ms = r["launch_metrics"]
-            ncu[(r["variant"], r["M"], r["N"], r["K"])] = (
-                float(np.median([m["gpu__time_duration.sum"] for m in ms])) * 1e-6,
-                float(np.median([m["dram__bytes_read.sum"] for m in ms])) * 1e-9)
+    ncu = {(r["variant"], r["M"], r["N"], r["K"]): (float(np.median(r["launch_ms"])),
+                                                    float(np.median(r["launch_bytes"])) * 1e-9)
+           for r in launch_runs(ds)}
     out = []
     for r in ds.records:
         key = (r.get("variant"), r.get("M"), r.get("N"), r.get("K"))
@@ -188,11 +183,8 @@ def time_link_rows(ds: Dataset | str, params=None) -> list[dict]:
     from ..design import perf, traffic
 
     p = params if params is not None else perf.calibrated()
-    name = ds if isinstance(ds, str) else ds.name
     out = []
-    for r in traffic.launch_runs(name):
-        if r.get("schedule") != "persistent" or str(r["variant"]).startswith("pingpong"):
-            continue
+    for r in filter(traffic.is_cooperative_run, traffic.launch_runs(ds)):
         b, ms = float(np.median(r["launch_bytes"])), float(np.median(r["launch_ms"]))
         t = perf.predict_bytes(r["variant"], r["M"], r["N"], r["K"], b, sms=r["grid"], group=r["group"],
                                raster=r["raster"], params=p).time_ms
